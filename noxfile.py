@@ -1,0 +1,175 @@
+"""Every entry point of the project.
+
+    nox -s conformance [-- --impl MODULE ...pytest args]   the suite against one implementation
+    nox -s tests                                           the harness's tests + both implementations
+    nox -s extract [-- --check | --flax VERSION ...]       regenerate or check the spec pages
+
+JAX 0.12 and flax 0.12.12 need Python >= 3.12, which need not be the Python that runs
+nox: `find_python` looks for one on PATH, then in the usual install locations.
+
+Each implementation is tested in a virtual environment of its own, kept under
+`.nox/impl-<name>/`: the one for `nnx_reference` has no flax in it, which proves the
+reference stands alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+FLAX_PIN = "0.12.12"
+ROOT = Path(__file__).parent
+CONSTRAINTS = ROOT / "constraints.txt"
+REPORTS = ROOT / "reports"
+SPEC_PAGES = ROOT / "docs_extracted" / "pages"
+
+nox.options.sessions = ["conformance"]
+
+
+def _version_of(python: str) -> tuple[int, int] | None:
+    """The (major, minor) version of an interpreter, or None if it does not run."""
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return int(out[0]), int(out[1])
+
+
+def _candidates() -> list[str]:
+    """Interpreters to try, PATH first, then common install locations."""
+    on_path = [shutil.which(f"python3.{minor}") for minor in range(12, 16)]
+    on_path.append(shutil.which("python3"))
+    home = Path.home()
+    patterns = [
+        (home / ".pyenv" / "versions", "3.1*/bin/python3"),
+        (home / ".local" / "share" / "uv" / "python", "cpython-3.1*/bin/python3"),
+        (Path("/opt/python"), "3.1*/bin/python3"),
+        (Path("/usr/local/bin"), "python3.1*"),
+        (Path("/usr/bin"), "python3.1*"),
+    ]
+    installed = [str(p) for base, glob in patterns if base.is_dir() for p in sorted(base.glob(glob))]
+    return [p for p in on_path if p] + installed
+
+
+def find_python() -> str | None:
+    """The first Python >= 3.12 found, preferring the oldest such minor version.
+
+    The oldest supported minor version is the one the constraints were made with.
+    """
+    found = [(v, p) for p in _candidates() if (v := _version_of(p)) and v >= (3, 12)]
+    return min(found, key=lambda vp: vp[0])[1] if found else None
+
+
+PYTHON = os.environ.get("NNX_PYTHON") or find_python()
+
+
+def _impl_venv(session: nox.Session, name: str, requirements: list[str]) -> Path:
+    """A venv under .nox/impl-<name> with the suite and `requirements` installed."""
+    if PYTHON is None:
+        session.error(
+            "No Python >= 3.12 was found on PATH or under ~/.pyenv/versions, uv, /opt/python,"
+            " /usr/local/bin or /usr/bin; install one, or point NNX_PYTHON at it."
+        )
+    venv = ROOT / ".nox" / f"impl-{name}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        session.run(PYTHON, "-m", "venv", str(venv), external=True)
+        session.run(str(python), "-m", "pip", "install", "-q", "--upgrade", "pip", external=True)
+    session.run(
+        str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS),
+        "-e", str(ROOT / "conformance"), *requirements, external=True,
+    )
+    return python
+
+
+def _reference_venv(session: nox.Session) -> Path:
+    """The venv of nnx_reference: no flax in it."""
+    return _impl_venv(session, "nnx_reference", ["-e", str(ROOT / "reference")])
+
+
+def _flax_venv(session: nox.Session, version: str = FLAX_PIN) -> Path:
+    """The venv of flax.nnx at `version`."""
+    return _impl_venv(session, f"flax-{version}", [f"flax=={version}"])
+
+
+def _ensure_spec(session: nox.Session, python: Path) -> None:
+    """Generate the spec pages if they are missing; the plugin checks them against the manifest."""
+    if not SPEC_PAGES.is_dir():
+        session.run(str(python), str(ROOT / "tools" / "extract_docs.py"), external=True)
+
+
+def _split_impl(args: list[str]) -> tuple[str, list[str]]:
+    """The --impl value in pytest arguments (default NNX_IMPL or nnx_reference), and the rest."""
+    impl = os.environ.get("NNX_IMPL", "nnx_reference")
+    rest: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg == "--impl":
+            impl = next(it, impl)
+        elif arg.startswith("--impl="):
+            impl = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    return impl, rest
+
+
+def _venv_for(session: nox.Session, impl: str) -> Path:
+    """The venv that can import `impl`: flax's, the reference's, or one for a third-party module.
+
+    A third-party implementation is installed from the pip requirement in NNX_INSTALL
+    (for example `NNX_INSTALL="-e ../mylib"`).
+    """
+    top = impl.split(".")[0]
+    if top == "flax":
+        return _flax_venv(session)
+    if top == "nnx_reference":
+        return _reference_venv(session)
+    install = os.environ.get("NNX_INSTALL")
+    if not install:
+        session.error(f"To test {impl}, say how to install it: NNX_INSTALL='-e path/to/pkg' nox -s conformance -- --impl {impl}")
+    return _impl_venv(session, top, shlex.split(install))
+
+
+def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str]) -> None:
+    """Run the conformance suite against `impl`, writing reports/<impl>/conformance.{json,md}."""
+    _ensure_spec(session, python)
+    report = REPORTS / impl / "conformance.json"
+    session.run(
+        str(python), "-m", "pytest", "--pyargs", "nnx_conformance",
+        "--impl", impl, f"--spec-dir={ROOT / 'docs_extracted'}",
+        f"--conformance-report={report}", "-p", "no:cacheprovider", *args,
+        external=True,
+    )
+    session.log(f"report: {report} and {report.with_suffix('.md')}")
+
+
+@nox.session(venv_backend="none")
+def conformance(session: nox.Session) -> None:
+    """The suite against one implementation (default nnx_reference), ending with a per-area table."""
+    impl, args = _split_impl(list(session.posargs))
+    _run_suite(session, _venv_for(session, impl), impl, args or ["-q"])
+
+
+@nox.session(venv_backend="none")
+def extract(session: nox.Session) -> None:
+    """Generate the spec pages from the pinned flax sdist, or `-- --check` them against the manifest."""
+    python = _reference_venv(session)
+    session.run(str(python), str(ROOT / "tools" / "extract_docs.py"), *session.posargs, external=True)
+
+
+@nox.session(venv_backend="none")
+def tests(session: nox.Session) -> None:
+    """The harness's own tests, the spec check, then the suite against flax and the reference."""
+    reference = _reference_venv(session)
+    session.run(str(reference), "-m", "pytest", str(ROOT / "conformance" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
+    session.run(str(reference), str(ROOT / "tools" / "extract_docs.py"), "--check", external=True)
+    _run_suite(session, _flax_venv(session), "flax.nnx", ["-q", *session.posargs])
+    _run_suite(session, reference, "nnx_reference", ["-q", *session.posargs])

@@ -1,0 +1,42 @@
+"""nnx_reference: an independent, readable JAX implementation of the flax.nnx API.
+
+The public namespace mirrors ``flax.nnx``: each area module declares its public
+names in ``__all__`` and they are re-exported here, so ``nnx_reference.split`` is
+``nnx_reference.graphlib.split`` just as ``flax.nnx.split`` is
+``flax.nnx.graphlib.split``. The submodules the documentation names
+(``graphlib``, ``variablelib``, ``rnglib``, ...) are importable under the same names.
+"""
+
+from . import (
+    compat,
+    filterlib,
+    graphlib,
+    helpers,
+    module,
+    nn,
+    pytreelib,
+    rnglib,
+    spmd,
+    statelib,
+    summary,
+    training,
+    transforms,
+    variablelib,
+    visualization,
+)
+from .filterlib import *  # noqa: F403
+from .graphlib import *  # noqa: F403
+from .helpers import *  # noqa: F403
+from .module import *  # noqa: F403
+from .nn import *  # noqa: F403
+from .pytreelib import *  # noqa: F403
+from .rnglib import *  # noqa: F403
+from .spmd import *  # noqa: F403
+from .statelib import *  # noqa: F403
+from .summary import *  # noqa: F403
+from .training import *  # noqa: F403
+from .transforms import *  # noqa: F403
+from .variablelib import *  # noqa: F403
+from .visualization import *  # noqa: F403
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+"""pytreelib (placeholder: filled in by its area)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""spmd (placeholder: filled in by its area)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""summary (placeholder: filled in by its area)."""
+
+__all__: list[str] = []

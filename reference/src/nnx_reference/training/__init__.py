@@ -1,0 +1,3 @@
+"""training/__init__ (placeholder: filled in by its area)."""
+
+__all__: list[str] = []
