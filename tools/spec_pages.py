@@ -1,0 +1,160 @@
+"""Generated spec pages (Markdown that sybil parses) and their manifest entries."""
+
+from __future__ import annotations
+
+import doctest
+import hashlib
+import re
+from dataclasses import dataclass
+
+from example_apis import nnx_names
+from notebook_pages import Cell
+from spec_objects import Documented
+
+_SKIP_REASON = "marked `doctest: +SKIP` in the docstring"
+_LINEN_RE = re.compile(r"\blinen\b|\bnnx\.bridge\b|\bfrom flax\.nnx import bridge\b")
+_LINEN_REASON = "Linen interop (flax.linen / nnx.bridge), out of scope"
+_DOCTEST = doctest.DocTestParser()
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example of a page: a doctest statement (API pages) or a code cell (guides)."""
+
+    id: str
+    object: str | None
+    source: str
+    line: int
+    sha256: str
+    apis: list[str]
+    reason: str | None  # None when the example runs
+
+    def entry(self) -> dict:
+        entry = {
+            "id": self.id, "object": self.object, "source": self.source, "line": self.line,
+            "sha256": self.sha256, "apis": self.apis,
+            "classification": "run" if self.reason is None else "excluded",
+        }
+        if self.reason is not None:
+            entry["reason"] = self.reason
+        return entry
+
+
+@dataclass(frozen=True)
+class Page:
+    """A generated page: its Markdown text and the examples sybil will find in it, in order."""
+
+    id: str
+    kind: str  # "api" | "guide"
+    source: str
+    path: str  # relative to the output folder
+    text: str
+    reason: str | None  # None when the page runs
+    examples: list[Example]
+
+    def entry(self) -> dict:
+        entry = {
+            "id": self.id, "kind": self.kind, "source": self.source, "path": self.path,
+            "sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest(),
+            "status": "run" if self.reason is None else "excluded",
+            "examples": [example.entry() for example in self.examples],
+        }
+        if self.reason is not None:
+            entry["reason"] = self.reason
+        return entry
+
+
+@dataclass(frozen=True)
+class DoctestExample:
+    """A ``>>>`` example as sybil's doctest parser finds it in a page."""
+
+    line: int  # 1-based line of its first ``>>>``
+    source: str
+    want: str
+    skip: bool
+
+
+def example_hash(source: str, want: str) -> str:
+    """The manifest hash of an example: sha256 of its source followed by its expected output."""
+    return hashlib.sha256((source + want).encode("utf-8")).hexdigest()
+
+
+def doctest_examples(text: str, name: str = "<page>") -> list[DoctestExample]:
+    """The ``>>>`` examples of ``text``, found exactly as ``sybil.parsers.rest.DocTestParser`` does."""
+    found = []
+    charno, lineno = 0, 0
+    for match in _DOCTEST._EXAMPLE_RE.finditer(text):  # type: ignore[attr-defined]
+        lineno += text.count("\n", charno, match.start())
+        source, options, want, exc_msg = _DOCTEST._parse_example(match, name, lineno)  # type: ignore[attr-defined]
+        if not _DOCTEST._IS_BLANK_OR_COMMENT(source):  # type: ignore[attr-defined]
+            example = doctest.Example(source, want, exc_msg, lineno=lineno, options=options)
+            found.append(DoctestExample(lineno + 1, example.source, example.want,
+                                        bool(options.get(doctest.SKIP))))
+        lineno += text.count("\n", match.start(), match.end())
+        charno = match.end()
+    return found
+
+
+def api_page(page_id: str, source: str, sections: list[Documented], submodules: frozenset[str],
+             reason: str | None) -> Page:
+    """Renders an API page: ``# <page id>``, then ``## <object>`` and its docstring per section."""
+    lines = [f"# {page_id}", ""]
+    starts: list[tuple[int, Documented]] = []  # (first docstring line in the page, section)
+    for section in sections:
+        lines += [f"## {section.name}", ""]
+        starts.append((len(lines) + 1, section))
+        if section.doc:
+            lines += section.doc.split("\n") + [""]
+    text = "\n".join(lines).rstrip("\n") + "\n"
+    examples = []
+    counts: dict[str, int] = {}
+    for found in doctest_examples(text, page_id):
+        doc_start, section = max((s for s in starts if s[0] <= found.line), key=lambda s: s[0])
+        counts[section.name] = counts.get(section.name, 0) + 1
+        location = section.source if section.line is None else (
+            f"{section.source}:{section.line + found.line - doc_start}")
+        examples.append(Example(
+            id=f"{page_id}/{section.name}:{counts[section.name]}", object=section.name,
+            source=location, line=found.line, sha256=example_hash(found.source, found.want),
+            apis=nnx_names(found.source, submodules),
+            reason=reason or (_SKIP_REASON if found.skip else None)
+            or (_LINEN_REASON if _LINEN_RE.search(found.source) else None),
+        ))
+    return Page(page_id, "api", source, f"pages/api/{page_id}.md", text, reason, examples)
+
+
+def guide_page(stem: str, source: str, cells: list[Cell], submodules: frozenset[str],
+               reason: str | None) -> Page:
+    """Renders a guide: per code cell, a marker, a python block, and its text output block."""
+    page_id = f"guide:{stem}"
+    lines = [f"# {page_id}", ""]
+    examples = []
+    for cell in cells:
+        body = _block_body(cell.source)
+        lines += [f"<!-- cell: {cell.index} -->"]
+        fence_line = len(lines) + 1
+        lines += _fenced("python", body)
+        want = ""
+        if cell.output is not None:
+            want = cell.output
+            lines += ["<!-- output -->"] + _fenced("text", want)
+        lines.append("")
+        examples.append(Example(
+            id=f"{page_id}/cell:{cell.index}", object=None, source=f"{source}:{cell.line}",
+            line=fence_line, sha256=example_hash(body, want), apis=nnx_names(cell.source, submodules),
+            reason=reason or cell.reason,
+        ))
+    text = "\n".join(lines).rstrip("\n") + "\n"
+    return Page(page_id, "guide", source, f"pages/guides/{stem}.md", text, reason, examples)
+
+
+def _block_body(source: str) -> str:
+    """A code block's text between its fences: the source, ending in a newline unless empty."""
+    return source if not source or source.endswith("\n") else source + "\n"
+
+
+def _fenced(info: str, body: str) -> list[str]:
+    """A fenced block one backtick longer than the longest backtick run inside (at least 3)."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{info}"] + body.split("\n")[:-1] + [fence] if body else [f"{fence}{info}", fence]
