@@ -1,0 +1,87 @@
+"""Which later examples a failed example blocks: the names it was to define.
+
+When an example fails before defining its names, the examples after it on the page
+that use one of those names cannot run as documented; they are skipped as
+"blocked by <example id>", and what they in turn were to define is blocked too.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def _targets(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _defined_by(statements: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for statement in statements:
+        match statement:
+            case ast.FunctionDef() | ast.AsyncFunctionDef() | ast.ClassDef():
+                names.add(statement.name)
+            case ast.Import() | ast.ImportFrom():
+                for alias in statement.names:
+                    names.add(alias.asname or alias.name.partition(".")[0])
+            case ast.Assign() | ast.AugAssign() | ast.AnnAssign():
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                for target in targets:
+                    names |= _targets(target)
+            case ast.For() | ast.AsyncFor():
+                names |= _targets(statement.target)
+                names |= _defined_by(statement.body + statement.orelse)
+            case ast.With() | ast.AsyncWith():
+                for item in statement.items:
+                    if item.optional_vars is not None:
+                        names |= _targets(item.optional_vars)
+                names |= _defined_by(statement.body)
+            case ast.If() | ast.While():
+                names |= _defined_by(statement.body + statement.orelse)
+            case ast.Try():
+                handlers = [s for h in statement.handlers for s in h.body]
+                names |= _defined_by(statement.body + handlers + statement.orelse + statement.finalbody)
+    return names
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def defined_names(source: str) -> set[str]:
+    """Top-level names that ``source`` assigns, imports or defines."""
+    tree = _parse(source)
+    return set() if tree is None else _defined_by(tree.body)
+
+
+def used_names(source: str) -> set[str]:
+    """Every name that ``source`` reads, in functions and classes too."""
+    tree = _parse(source)
+    if tree is None:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+class Blockers:
+    """The names a page's failed examples left undefined, and which example to blame."""
+
+    def __init__(self) -> None:
+        self._blamed: dict[str, str] = {}
+
+    def block(self, source: str, culprit: str) -> None:
+        for name in defined_names(source):
+            self._blamed[name] = culprit
+
+    def release(self, source: str) -> None:
+        """An example that ran defined its names: they no longer block."""
+        for name in defined_names(source):
+            self._blamed.pop(name, None)
+
+    def culprit(self, source: str) -> str | None:
+        """The failed example whose names ``source`` uses (before defining them), if any."""
+        for name in sorted(used_names(source) - defined_names(source)):
+            if name in self._blamed:
+                return self._blamed[name]
+        return None

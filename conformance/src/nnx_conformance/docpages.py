@@ -1,0 +1,98 @@
+"""Parsing generated pages with sybil: API pages as doctests, guide pages as cells.
+
+Both page kinds use the flags flax's own doctests use: ``ELLIPSIS``, ``NUMBER`` and
+(as sphinx adds it) ``NORMALIZE_WHITESPACE``. Each evaluator keeps the exception the
+last example raised, so that a missing nnx name can be reported as such.
+"""
+
+from __future__ import annotations
+
+import doctest
+from typing import Any
+
+from sybil import Document, Example
+from sybil.evaluators.doctest import NUMBER, DocTestEvaluator, DocTestRunner
+from sybil.parsers.abstract import DocTestStringParser
+
+from .cells import Cell, CellEvaluator, CellParser, ExcInfo
+from .manifest import PageEntry, example_digest
+from .outputs import DocOutputChecker
+
+OPTIONFLAGS = doctest.ELLIPSIS | NUMBER | doctest.NORMALIZE_WHITESPACE
+
+# What flax's documentation set-up runs before a page's examples (docs_nnx/conf.py).
+GLOBAL_SETUP = "import jax\nimport jax.numpy as jnp\nfrom flax import nnx\n"
+
+
+class _RecordingRunner(DocTestRunner):
+    """sybil's doctest runner with the suite's output checker, remembering an example's
+    unexpected exception."""
+
+    last_exception: ExcInfo | None = None
+
+    def __init__(self, optionflags: int, checker: DocOutputChecker) -> None:
+        super().__init__(optionflags)
+        self._checker = checker  # doctest's runner compares with this attribute
+
+    def report_unexpected_exception(self, out: Any, test: Any, example: Any, exc_info: Any) -> None:
+        self.last_exception = exc_info
+        super().report_unexpected_exception(out, test, example, exc_info)
+
+
+class ApiEvaluator(DocTestEvaluator):
+    """sybil's doctest evaluator for API pages; keeps the exception an example raised."""
+
+    def __init__(self, optionflags: int, checker: DocOutputChecker) -> None:
+        self.runner = _RecordingRunner(optionflags, checker)
+
+    @property
+    def last_exception(self) -> ExcInfo | None:
+        return self.runner.last_exception
+
+    def __call__(self, example: Example) -> str:
+        self.runner.last_exception = None
+        return super().__call__(example)
+
+
+class ApiParser:
+    """The sybil parser of API pages: every ``>>>`` statement is one example."""
+
+    def __init__(self, checker: DocOutputChecker) -> None:
+        self.string_parser = DocTestStringParser(ApiEvaluator(OPTIONFLAGS, checker))
+
+    def __call__(self, document: Document) -> Any:
+        return self.string_parser(document.text, document.path)
+
+
+def parse_page(page: PageEntry, impl_name: str) -> tuple[Document, list[Example]]:
+    """The page's sybil document and examples, their output compared for ``impl_name``."""
+    checker = DocOutputChecker(impl_name)
+    parser = CellParser(CellEvaluator(OPTIONFLAGS, checker)) if page.kind == "guide" else ApiParser(checker)
+    document = Document.parse(str(page.path), parser)
+    return document, list(document)
+
+
+def seed_namespace(document: Document, kind: str) -> None:
+    """Run flax's doctest global set-up in the page's namespace (a guide's is ``__main__``)."""
+    if kind == "guide":
+        document.namespace["__name__"] = "__main__"
+    exec(compile(GLOBAL_SETUP, "<doctest global setup>", "exec"), document.namespace)
+
+
+def source_and_output(example: Example) -> tuple[str, str]:
+    """The example's source and expected output, as the manifest hashes them."""
+    parsed = example.parsed
+    if isinstance(parsed, Cell):
+        return parsed.source, parsed.output or ""
+    return parsed.source, parsed.want
+
+
+def digest(example: Example) -> str:
+    return example_digest(*source_and_output(example))
+
+
+def last_exception(example: Example) -> ExcInfo | None:
+    """The exception the example's evaluator saw on its last run, if any."""
+    return getattr(example.region.evaluator, "last_exception", None)
+
+

@@ -1,0 +1,173 @@
+"""The conformance report: outcomes by area, as JSON, Markdown and a terminal table.
+
+:class:`Outcomes` turns pytest's reports into one outcome per test; the functions
+below render a report dictionary (``build``) so that other tools can reuse them
+on a stored JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .docsuite import SPEC_DEFECT
+from .items import ItemInfo
+
+COUNTS = ("passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects")
+_OUTCOME_COUNT = {"spec_defect": "spec_defects"}
+
+
+def outcome_of(report: pytest.TestReport) -> str | None:
+    """The test outcome a phase's report decides, or None when the phase decides nothing."""
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        if report.skipped:
+            if hasattr(report, "wasxfail"):
+                return "xfailed"
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            return "spec_defect" if reason.startswith(("Skipped: " + SPEC_DEFECT, SPEC_DEFECT)) else "skipped"
+        if report.passed:
+            return "xpassed" if hasattr(report, "wasxfail") else "passed"
+        return "xpassed" if str(report.longrepr).startswith("[XPASS(strict)]") else "failed"
+    if report.when == "teardown" and report.failed:
+        return "failed"
+    return None
+
+
+def _message(report: pytest.TestReport) -> str:
+    """A short account of a non-passing outcome: the skip reason or the failure message."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple):
+        return longrepr[2].removeprefix("Skipped: ")
+    if report.passed:
+        return getattr(report, "wasxfail", "")
+    crash = getattr(longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(longrepr or "")
+    return text.removeprefix("Failed: ")[:2000]
+
+
+@dataclass
+class ItemResult:
+    info: ItemInfo
+    outcome: str | None = None  # None until a phase decides it (never, if the run stops early)
+    duration: float = 0.0
+    message: str = ""
+
+
+@dataclass(eq=False)
+class Outcomes:
+    """One outcome per suite test, from pytest's phase reports."""
+
+    results: dict[str, ItemResult] = field(default_factory=dict)
+
+    def expect(self, info: ItemInfo) -> None:
+        self.results[info.nodeid] = ItemResult(info)
+
+    def forget(self, nodeid: str) -> None:
+        """Leave a deselected test out of the report."""
+        self.results.pop(nodeid, None)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Take a phase's report into account (this object is registered as a plugin)."""
+        result = self.results.get(report.nodeid)
+        if result is None:
+            return
+        result.duration += report.duration
+        outcome = outcome_of(report)
+        if outcome is None or (report.when == "teardown" and result.outcome == "failed"):
+            return
+        result.outcome = outcome
+        result.message = "" if outcome == "passed" else _message(report)
+
+
+def _count(results: list[ItemResult]) -> dict[str, int]:
+    counts = dict.fromkeys(COUNTS, 0)
+    for result in results:
+        assert result.outcome is not None
+        counts[_OUTCOME_COUNT.get(result.outcome, result.outcome)] += 1
+    return counts
+
+
+def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device: str) -> dict[str, Any]:
+    """The report dictionary that is written as JSON."""
+    results = [result for result in outcomes.results.values() if result.outcome is not None]
+    areas: dict[str, list[ItemResult]] = {}
+    for result in results:
+        areas.setdefault(result.info.area, []).append(result)
+    return {
+        "impl": impl,
+        "versions": versions,
+        "device": device,
+        "summary": _count(results),
+        "areas": {area: _count(areas[area]) for area in sorted(areas)},
+        "tests": [
+            {
+                "id": r.info.id,
+                "nodeid": r.info.nodeid,
+                "area": r.info.area,
+                "kind": r.info.kind,
+                "apis": list(r.info.apis),
+                "markers": list(r.info.markers),
+                "outcome": r.outcome,
+                "duration": round(r.duration, 4),
+                "message": r.message,
+            }
+            for r in results
+        ],
+    }
+
+
+def table_rows(report: dict[str, Any]) -> list[list[str]]:
+    """Header, one row per area, and the total row of the per-area table."""
+    rows = [["area", *COUNTS, "total"]]
+    for area, counts in [*report["areas"].items(), ("total", report["summary"])]:
+        rows.append([area, *(str(counts[key]) for key in COUNTS), str(sum(counts.values()))])
+    return rows
+
+
+def render_text(report: dict[str, Any]) -> list[str]:
+    """The per-area table as aligned text lines."""
+    rows = table_rows(report)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.insert(-1, lines[1])
+    return lines
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The report's summary as Markdown: versions, device and the per-area table."""
+    versions = ", ".join(f"{name} {version}" for name, version in report["versions"].items())
+    rows = table_rows(report)
+    lines = [
+        f"# NNX conformance: {report['impl']}",
+        "",
+        f"Versions: {versions}. Device: {report['device']}.",
+        "",
+        "| " + " | ".join(rows[0]) + " |",
+        "| " + " | ".join(["---"] + ["---:"] * (len(rows[0]) - 1)) + " |",
+    ]
+    for row in rows[1:-1]:
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("| " + " | ".join(f"**{cell}**" for cell in rows[-1]) + " |")
+    failed = [t for t in report["tests"] if t["outcome"] in ("failed", "xpassed")]
+    if failed:
+        lines += ["", "## Failures", ""]
+        lines += [f"- `{t['id']}` ({t['outcome']}): {t['message'].splitlines()[0] if t['message'] else ''}" for t in failed]
+    return "\n".join(lines) + "\n"
+
+
+def write(report: dict[str, Any], path: Path) -> Path:
+    """Write the JSON report to ``path`` and its Markdown next to it; return the Markdown path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    markdown = path.with_suffix(".md")
+    markdown.write_text(render_markdown(report), encoding="utf-8")
+    return markdown

@@ -1,0 +1,106 @@
+"""The suite's command-line options, their defaults, and whether a run is the suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from . import expectations
+from .devices import PLATFORMS
+from .items import SPEC_ROOT
+from .manifest import MANIFEST
+
+DEFAULT_IMPL = "nnx_reference"
+PACKAGE_DIR = SPEC_ROOT.parent
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("nnx-conformance", "NNX conformance suite")
+    group.addoption("--impl", metavar="MODULE", default=None,
+                    help=f"the NNX implementation under test (env NNX_IMPL; default {DEFAULT_IMPL})")
+    group.addoption("--spec-dir", metavar="DIR", default=None,
+                    help="the generated docs_extracted folder (env NNX_SPEC_DIR; default: found from rootdir/cwd)")
+    group.addoption("--expectations", metavar="FILE", default=None,
+                    help="strict-xfail list (default: conformance/expectations/{flax,reference}.txt)")
+    group.addoption("--spec-defects", choices=("skip", "run"), default="skip",
+                    help="skip (default) or run the doc examples listed in spec_defects.txt")
+    group.addoption("--device", choices=PLATFORMS, default=None, help="the JAX platform to run on")
+    group.addoption("--conformance-report", metavar="PATH", default=None,
+                    help="write a JSON report there, and its Markdown rendering next to it (.md)")
+
+
+def _search_roots(config: pytest.Config) -> list[Path]:
+    return [config.rootpath, config.invocation_params.dir, PACKAGE_DIR]
+
+
+def _arg_path(config: pytest.Config, arg: str) -> Path | None:
+    name = arg.split("::")[0]
+    if config.option.pyargs:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin not in (None, "namespace"):
+            origin = Path(spec.origin)
+            return origin.parent if origin.name == "__init__.py" else origin
+    path = config.invocation_params.dir / name
+    return path.resolve() if path.exists() else None
+
+
+def suite_requested(config: pytest.Config) -> bool:
+    """Whether the run collects (part of) the suite in ``nnx_conformance/spec``."""
+    for arg in config.args:
+        path = _arg_path(config, arg)
+        if path is not None and (path.is_relative_to(SPEC_ROOT) or SPEC_ROOT.is_relative_to(path)):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The options of a suite run, defaults resolved."""
+
+    impl: str
+    spec_dir: Path | None
+    expectations: Path | None
+    spec_defects: Path | None
+    run_defects: bool
+    device: str | None
+    report: Path | None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        option = config.option
+        impl = option.impl or os.environ.get("NNX_IMPL") or DEFAULT_IMPL
+        roots = _search_roots(config)
+        given = option.spec_dir or os.environ.get("NNX_SPEC_DIR")
+        found = _find_upwards(roots, Path("docs_extracted") / MANIFEST)
+        spec_dir = Path(given).resolve() if given else (found.parent if found else None)
+        expected = option.expectations
+        return cls(
+            impl=impl,
+            spec_dir=spec_dir,
+            expectations=Path(expected) if expected else _default_expectations(impl, roots),
+            # The spec's defects live with the spec: <repo>/conformance next to <repo>/docs_extracted.
+            spec_defects=_find_upwards([spec_dir.parent] if spec_dir else roots, Path("conformance") / "spec_defects.txt"),
+            run_defects=option.spec_defects == "run",
+            device=option.device,
+            report=Path(option.conformance_report) if option.conformance_report else None,
+        )
+
+
+def _find_upwards(roots: list[Path], relative: Path) -> Path | None:
+    for root in roots:
+        for base in (root, *root.parents):
+            if (base / relative).is_file():
+                return base / relative
+    return None
+
+
+def _default_expectations(impl: str, roots: list[Path]) -> Path | None:
+    name = expectations.DEFAULT_FILES.get(impl)
+    return None if name is None else _find_upwards(roots, Path("conformance") / "expectations" / name)

@@ -1,0 +1,1 @@
+"""The conformance suite: doc examples, property, signature and error tests."""

@@ -1,0 +1,1 @@
+"""Documented error conditions (kind "error"), one module per spec area."""

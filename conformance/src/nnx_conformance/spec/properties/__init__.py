@@ -1,0 +1,1 @@
+"""Property-based tests (kind "property"), one module per spec area."""

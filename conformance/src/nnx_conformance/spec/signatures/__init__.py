@@ -1,0 +1,1 @@
+"""Signature tests (kind "signature"), one module per spec area."""

@@ -1,0 +1,49 @@
+"""Examples that depend on a failed example are skipped as blocked by it."""
+
+from __future__ import annotations
+
+import pytest
+
+from nnx_conformance.blocking import Blockers, defined_names, used_names
+from specbuilder import GuidePage, write_spec
+
+
+def test_defined_names_are_the_top_level_bindings() -> None:
+    source = (
+        "import jax.numpy as jnp\nimport os.path\nfrom a import b as c\nx, (y, z) = 1, (2, 3)\n"
+        "def f(): w = 1\nclass K: v = 2\nfor i in []: pass\nwith open('f') as fh: q = 1\n"
+        "if True:\n    r = 1\nelse:\n    s = 2\nt: int = 1\n"
+    )
+    assert defined_names(source) == {"jnp", "os", "c", "x", "y", "z", "f", "K", "i", "fh", "q", "r", "s", "t"}
+
+
+def test_used_names_include_names_read_inside_functions() -> None:
+    assert used_names("def f():\n    return model(x)\n") == {"model", "x"}
+
+
+def test_a_name_redefined_by_a_later_example_no_longer_blocks() -> None:
+    blockers = Blockers()
+    blockers.block("model = make()", "page/cell:1")
+    assert blockers.culprit("model(1)") == "page/cell:1"
+    blockers.release("model = other()")
+    assert blockers.culprit("model(1)") is None
+
+
+def test_dependents_of_a_failed_example_are_skipped_transitively(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, GuidePage("guide:g", [
+        ("model = 1 / 0", None),
+        ("result = model + 1", None),
+        ("print(result)", "2"),
+        ("print('independent')", "independent"),
+    ]))
+    result = run_docs()
+    result.assert_outcomes(failed=1, skipped=2, passed=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]2[]] *: blocked by guide:g/cell:1"])
+
+
+def test_dependents_of_an_excluded_example_are_blocked_by_it(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, GuidePage("guide:g", [("data = download()", None), ("len(data)", "3")]),
+               excluded={"guide:g/cell:1": "needs network"})
+    result = run_docs()
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: blocked by guide:g/cell:1"])

@@ -1,0 +1,129 @@
+"""Doc examples: one test per example, a shared namespace per page, output comparison."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specbuilder import ApiPage, GuidePage, write_spec
+
+
+def test_each_api_example_is_one_test_with_a_readable_id(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        Splits.
+
+        >>> x = 1 + 1
+        >>> x
+        2
+        >>> print('a   b')
+        a b
+        >>> 0.1 + 0.2
+        0.3
+        >>> list(range(30))
+        [0, 1, ..., 29]
+    """)]))
+    result = run_docs("-v")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["*test_doc?graph/flax.nnx.split:1@L7? PASSED*"])
+
+
+def test_the_global_setup_provides_jax_jnp_and_nnx(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        >>> nnx.split(jnp.int32(3))[0]
+        'graphdef'
+        >>> jax.numpy is jnp
+        True
+    """)]))
+    run_docs().assert_outcomes(passed=2)
+
+
+def test_wrong_output_fails_showing_expected_and_got(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        >>> 1 + 1
+        3
+    """)]))
+    result = run_docs()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*graph/flax.nnx.split:1 (graph.md:*) did not run as documented:*",
+                                 "Expected:", "    3", "Got:", "    2"])
+
+
+def test_a_page_that_does_not_match_the_manifest_asks_to_regenerate(pytester: pytest.Pytester, run_docs) -> None:
+    spec = write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        >>> 1 + 1
+        2
+    """)]))
+    page = spec / "pages" / "api" / "graph.md"
+    page.write_text(page.read_text().replace("2", "4"))
+    result = run_docs()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*does not match the manifest's hash; the pages are stale: regenerate the spec: nox -s extract*"])
+
+
+def test_excluded_examples_are_skipped_with_their_reason(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        >>> import orbax
+        >>> 1
+        1
+    """)]), excluded={"graph/flax.nnx.split:1": "needs orbax"})
+    result = run_docs()
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*excluded from the spec: needs orbax*"])
+
+
+def test_selecting_one_example_runs_the_earlier_ones_of_its_page_first(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        >>> y = 40
+        >>> y + 2
+        42
+    """)]))
+    run_docs("-k", "split:2").assert_outcomes(passed=1)
+
+
+def test_a_guide_cell_shows_its_stdout_then_its_last_expression(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, GuidePage("guide:basics", [
+        ("print('hello')\nvalue = 0.30000004\nvalue", "hello\n0.3"),
+        ("value = None\nvalue", None),
+        ("[1, 2]\nNone", ""),
+        ("value = 3\nvalue;", ""),
+        ("from flax import nnx\nnnx.display(nnx.Thing())\nprint('shown')", "shown"),
+        ("%matplotlib inline\n!pip install flax\nlist(range(20))", "[0, 1, ..., 19]"),
+        ("print('not compared: no output block')", None),
+    ]))
+    result = run_docs("-v")
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(["*test_doc?guide:basics/cell:1@L4? PASSED*"])
+
+
+def test_a_guide_cell_with_other_output_fails(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, GuidePage("guide:basics", [("print('hello')\n7", "hello\n8")]))
+    result = run_docs()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["Expected:", "    hello", "    8", "Got:", "    hello", "    7"])
+
+
+def test_a_guide_cell_that_raises_fails_with_its_traceback(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, GuidePage("guide:basics", [("def f():\n    raise ValueError('boom')\nf()", None)]))
+    result = run_docs()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*raise ValueError('boom')*", "ValueError: boom"])
+
+
+def test_without_a_spec_the_run_fails_once_and_completes(pytester: pytest.Pytester, run_docs) -> None:
+    result = run_docs()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*cannot read the spec*regenerate the spec: nox -s extract*"])
+
+
+def test_pages_run_with_eight_cpu_devices(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        >>> len(jax.devices())
+        8
+    """)]))
+    run_docs().assert_outcomes(passed=1)
+
+
+def test_the_page_manifest_is_json(pytester: pytest.Pytester) -> None:
+    spec = write_spec(pytester.path, GuidePage("guide:basics", [("1", "1")]))
+    assert json.loads((spec / "manifest.json").read_text())["pages"][0]["id"] == "guide:basics"
