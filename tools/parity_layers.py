@@ -1,0 +1,242 @@
+"""Side-by-side parity of the nn layers: ``flax.nnx`` against ``nnx_reference``.
+
+    python tools/parity_layers.py            # every case
+    python tools/parity_layers.py -k Conv    # cases whose name contains "Conv"
+
+Needs an environment with both packages (flax is only the yardstick here; the
+reference never imports it). Each case builds the same layer with each
+implementation from the same seed, then checks that
+
+- the states agree exactly: same paths, Variable types, shapes, dtypes and values
+  (so the rng stream and key each layer draws match), and
+- calling both on the same input gives the same output within ``tol`` (float32
+  rounding), leaves the states equal again, or raises the same exception type.
+
+Prints one PASS/FAIL line per case and exits with 1 if any case fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import sys
+import typing as tp
+
+import jax
+import jax.numpy as jnp
+
+Build = tp.Callable[[tp.Any, tp.Any], tp.Any]
+
+
+@dataclasses.dataclass
+class Case:
+    """A layer built by ``build(nnx, rngs)`` and, if ``x`` is given, run by ``call(nnx, layer, x)``."""
+
+    name: str
+    build: Build
+    x: tp.Any = None
+    call: tp.Callable[[tp.Any, tp.Any, tp.Any], tp.Any] = lambda nnx, layer, x: layer(x)
+    calls: int = 1
+    tol: float = 0.0
+    rngs: tp.Callable[[tp.Any], tp.Any] = lambda nnx: nnx.Rngs(0, dropout=1)
+
+
+def _flat(nnx, module) -> list[tuple[tuple, str, tp.Any]]:
+    """(path, "Type{metadata}", value) for every leaf of ``module``'s state."""
+    return [
+        (tuple(str(p) for p in path), _describe(v), v.get_value() if hasattr(v, "get_value") else v)
+        for path, v in nnx.to_flat_state(nnx.state(module))
+    ]
+
+
+def _describe(leaf) -> str:
+    metadata = leaf.get_metadata() if hasattr(leaf, "get_metadata") else {}
+    return f"{type(leaf).__name__}{sorted((k, repr(v)) for k, v in metadata.items())}"
+
+
+def _states_equal(a, b) -> str | None:
+    """Returns a description of the first difference of two flat states, or None."""
+    if [(p, t) for p, t, _ in a] != [(p, t) for p, t, _ in b]:
+        return f"paths/types {[(p, t) for p, t, _ in a]} != {[(p, t) for p, t, _ in b]}"
+    for (path, _, va), (_, _, vb) in zip(a, b):
+        va, vb = jnp.asarray(va), jnp.asarray(vb)
+        if jnp.issubdtype(va.dtype, jax.dtypes.prng_key):
+            va, vb = jax.random.key_data(va), jax.random.key_data(vb)
+        if va.shape != vb.shape or va.dtype != vb.dtype or not bool(jnp.all(va == vb)):
+            return f"{path}: {va.dtype}{va.shape} != {vb.dtype}{vb.shape}"
+    return None
+
+
+def _call(call, nnx, module, x):
+    try:
+        return call(nnx, module, x)
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        return error
+
+
+def run_case(case: Case, flax_nnx, ref_nnx) -> tuple[bool, str]:
+    a = _call(lambda n, build, rngs: build(n, rngs), flax_nnx, case.build, case.rngs(flax_nnx))
+    b = _call(lambda n, build, rngs: build(n, rngs), ref_nnx, case.build, case.rngs(ref_nnx))
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        return type(a) is type(b), f"construction raises {type(a).__name__} / {type(b).__name__}"
+    notes = []
+    diff = _states_equal(_flat(flax_nnx, a), _flat(ref_nnx, b))
+    if diff:
+        return False, f"init state differs: {diff}"
+    for _ in range(case.calls if case.x is not None else 0):
+        ya, yb = _call(case.call, flax_nnx, a, case.x), _call(case.call, ref_nnx, b, case.x)
+        if isinstance(ya, Exception) or isinstance(yb, Exception):
+            same = type(ya) is type(yb)
+            return same, f"raises {type(ya).__name__} / {type(yb).__name__}"
+        la, lb = jax.tree.leaves(ya), jax.tree.leaves(yb)
+        shapes_a = [(l.shape, l.dtype) for l in la]
+        shapes_b = [(l.shape, l.dtype) for l in lb]
+        if shapes_a != shapes_b:
+            return False, f"outputs {shapes_a} != {shapes_b}"
+        err = max(
+            (float(jnp.max(jnp.abs(p.astype(jnp.float32) - q.astype(jnp.float32)))) for p, q in zip(la, lb)),
+            default=0.0,
+        )
+        notes.append(f"max |diff| {err:.3g}")
+        if err > case.tol:
+            return False, "; ".join(notes)
+        diff = _states_equal(_flat(flax_nnx, a), _flat(ref_nnx, b))
+        if diff:
+            return False, f"state after call differs: {diff}"
+    return True, "; ".join(notes)
+
+
+def cases() -> list[Case]:
+    key = jax.random.key
+    x3 = jax.random.normal(key(1), (2, 5, 3))
+    x8 = jax.random.normal(key(1), (2, 5, 8))
+    x4d = jax.random.normal(key(1), (2, 7, 6, 4))
+    normal = jax.nn.initializers.normal()
+    out: list[Case] = [
+        Case("Linear", lambda n, r: n.Linear(3, 4, rngs=r), x3),
+        Case("Linear bf16 params, random bias", lambda n, r: n.Linear(3, 4, bias_init=normal, param_dtype=jnp.bfloat16, rngs=r), x3),
+        Case("Linear no bias", lambda n, r: n.Linear(3, 4, use_bias=False, rngs=r), x3),
+        Case("Linear metadata", lambda n, r: n.Linear(3, 4, kernel_metadata={"a": 1}, bias_metadata={"b": 2}, rngs=r), x3),
+        Case("Linear wrong in_features", lambda n, r: n.Linear(5, 4, rngs=r), x3),
+        Case("LinearGeneral 2 axes", lambda n, r: n.LinearGeneral((5, 3), (4, 2), axis=(1, 2), bias_init=normal, rngs=r), x3),
+        Case("LinearGeneral batch axis", lambda n, r: n.LinearGeneral(3, (4, 2), batch_axis={0: 2}, bias_init=normal, rngs=r), x3),
+        Case("LinearGeneral middle axis", lambda n, r: n.LinearGeneral(5, 4, axis=1, rngs=r), x3),
+        Case("Einsum", lambda n, r: n.Einsum("nta,hab->nthb", (8, 3, 4), (8, 4), bias_init=normal, rngs=r), x3),
+        Case("Einsum transposed out", lambda n, r: n.Einsum("nta,ab->tnb", (3, 4), (4,), bias_init=normal, rngs=r), x3),
+        Case("Einsum no arrow", lambda n, r: n.Einsum("nta,ab", (3, 4), rngs=r), x3),
+        Case("Embed", lambda n, r: n.Embed(5, 3, rngs=r), jnp.array([[0, 1, 4], [-1, 2, 3]])),
+        Case("Embed single row", lambda n, r: n.Embed(1, 3, rngs=r), jnp.array([[0, 0]])),
+        Case("Embed float ids", lambda n, r: n.Embed(5, 3, rngs=r), jnp.ones((2,))),
+        Case("PReLU", lambda n, r: n.PReLU(0.1), x3),
+    ]
+    for kw in [{}, {"padding": "VALID"}, {"padding": "CIRCULAR", "strides": 2}, {"padding": "REFLECT"},
+               {"padding": "CAUSAL", "kernel_dilation": 2}, {"padding": [(1, 2)], "input_dilation": 2},
+               {"use_bias": False}, {"padding": 2}, {"padding": "FOO"}, {"mask": jnp.tril(jnp.ones((3, 3, 4)))}]:
+        label = {k: "<array>" if hasattr(v, "shape") else v for k, v in kw.items()}
+        out.append(Case(f"Conv1d {label}", lambda n, r, kw=kw: n.Conv(3, 4, 3, rngs=r, **kw), x3))
+    out += [
+        Case("Conv2d groups circular", lambda n, r: n.Conv(4, 6, (3, 2), feature_group_count=2, padding="CIRCULAR", rngs=r), x4d),
+        Case("Conv2d unbatched", lambda n, r: n.Conv(4, 6, (3, 2), rngs=r), x4d[0]),
+        Case("Conv1d two batch axes", lambda n, r: n.Conv(4, 6, (3,), rngs=r), x4d),
+        Case("Conv2d causal", lambda n, r: n.Conv(4, 6, (3, 2), padding="CAUSAL", rngs=r), x4d),
+    ]
+    for kw in [{}, {"padding": "VALID"}, {"padding": "CIRCULAR", "strides": 2},
+               {"padding": "CIRCULAR", "strides": 3, "transpose_kernel": True},
+               {"strides": 2, "use_bias": False, "transpose_kernel": True}]:
+        out.append(Case(f"ConvTranspose1d {kw}", lambda n, r, kw=kw: n.ConvTranspose(3, 4, 3, rngs=r, **kw), x3))
+        out.append(Case(f"ConvTranspose2d {kw}", lambda n, r, kw=kw: n.ConvTranspose(4, 2, (3, 2), rngs=r, **kw), x4d))
+    for name, kw in [
+        ("BatchNorm", {"momentum": 0.9}), ("BatchNorm", {"use_running_average": True}),
+        ("BatchNorm", {"use_bias": False, "scale_init": normal}), ("BatchNorm", {"axis": 1, "use_fast_variance": False, "nf": 7}),
+        ("LayerNorm", {}), ("LayerNorm", {"reduction_axes": (1, 2, 3), "use_scale": False}),
+        ("LayerNorm", {"param_dtype": jnp.bfloat16, "bias_init": normal}), ("LayerNorm", {"dtype": jnp.bfloat16, "use_fast_variance": False}),
+        ("RMSNorm", {}), ("RMSNorm", {"use_scale": False}),
+        ("GroupNorm", {"num_groups": 2}), ("GroupNorm", {"num_groups": None, "group_size": 2}),
+        ("InstanceNorm", {}), ("InstanceNorm", {"feature_axes": (1, -1), "nf": 28}),
+    ]:
+        kw = dict(kw)
+        nf = kw.pop("nf", 4)
+        out.append(Case(f"{name} {kw}", lambda n, r, name=name, nf=nf, kw=kw: getattr(n, name)(nf, rngs=r, **kw), x4d, calls=2))
+    out += [
+        Case("SpectralNorm(Linear)", lambda n, r: n.SpectralNorm(n.Linear(3, 4, rngs=r), rngs=r), x3, calls=2, tol=1e-6),
+        Case("SpectralNorm(Conv) 3 steps", lambda n, r: n.SpectralNorm(n.Conv(3, 4, (3,), rngs=r), n_steps=3, rngs=r), x3, calls=2, tol=1e-6),
+        Case("WeightNorm(Linear)", lambda n, r: n.WeightNorm(n.Linear(3, 4, rngs=r), rngs=r), x3, calls=2, tol=1e-6),
+        Case("WeightNorm(Conv) no feature axes", lambda n, r: n.WeightNorm(n.Conv(3, 4, (3,), rngs=r), feature_axes=None, rngs=r), x3, tol=1e-6),
+        Case("Dropout", lambda n, r: n.Dropout(0.3, rngs=r), x8, calls=2),
+        Case("Dropout broadcast", lambda n, r: n.Dropout(0.3, broadcast_dims=(0,), rngs=r), x8, calls=2),
+        Case("Dropout default stream", lambda n, r: n.Dropout(0.3, rngs=n.Rngs(3)), x8, calls=2),
+        Case("Dropout key at call", lambda n, r: n.Dropout(0.3), x8, call=lambda n, m, x: m(x, rngs=jax.random.key(5))),
+        Case("Dropout without rngs", lambda n, r: n.Dropout(0.3), x8),
+        Case("Dropout deterministic", lambda n, r: n.Dropout(0.3, deterministic=True), x8),
+    ]
+    for kw in [{"decode": False}, {"decode": False, "qkv_features": 16, "out_features": 6},
+               {"decode": False, "num_kv_heads": 1, "normalize_qk": True},
+               {"decode": False, "dropout_rate": 0.2, "deterministic": False},
+               {"decode": False, "dropout_rate": 0.2, "deterministic": False, "broadcast_dropout": False},
+               {"decode": False, "kernel_init": normal, "out_bias_init": normal},
+               {"decode": False, "normalize_qk": True, "kernel_metadata": {"k": 1}, "out_bias_metadata": {"o": 2},
+                "query_ln_scale_metadata": {"q": 3}}, {}]:
+        out.append(Case(f"MultiHeadAttention {kw}", lambda n, r, kw=kw: n.MultiHeadAttention(2, 8, rngs=r, **kw), x8, calls=2, tol=1e-6))
+    out += [
+        Case("MultiHeadAttention causal", lambda n, r: n.MultiHeadAttention(2, 8, decode=False, rngs=r), x8,
+             call=lambda n, m, x: m(x, is_causal=True), tol=1e-6),
+        Case("MultiHeadAttention mask", lambda n, r: n.MultiHeadAttention(2, 8, decode=False, rngs=r), x8,
+             call=lambda n, m, x: m(x, mask=n.make_causal_mask(jnp.ones((2, 5)))), tol=1e-6),
+        Case("MultiHeadAttention sow weights", lambda n, r: n.MultiHeadAttention(2, 8, decode=False, rngs=r), x8,
+             call=lambda n, m, x: m(x, sow_weights=True), tol=1e-6),
+        Case("MultiHeadAttention decode step", _mha_decoding, x8[:, :1], calls=3, tol=1e-6),
+        Case("MultiHeadAttention decode without cache", lambda n, r: n.MultiHeadAttention(2, 8, decode=True, rngs=r), x8[:, :1]),
+        Case("RoPE", lambda n, r: n.RoPE(), jax.random.normal(key(0), (2, 3, 5, 8))),
+        Case("RoPE cached", lambda n, r: n.RoPE(embedding_size=8, max_seq_len=10), jax.random.normal(key(0), (2, 3, 5, 8))),
+        Case("LoRA", lambda n, r: n.LoRA(3, 2, 4, rngs=r), x3),
+        Case("LoRA around Linear", lambda n, r: n.LoRA(3, 2, 4, base_module=n.Linear(3, 4, rngs=r), b_initializer=normal, rngs=r), x3),
+        Case("LoRALinear", lambda n, r: n.LoRALinear(3, 4, lora_rank=2, b_initializer=normal, rngs=r), x3),
+    ]
+    for cell in ["LSTMCell", "OptimizedLSTMCell", "GRUCell", "SimpleCell"]:
+        out.append(Case(f"{cell} step", lambda n, r, c=cell: getattr(n, c)(3, 4, bias_init=normal, rngs=r), x3[:, 0],
+                        call=_cell_step, tol=1e-6))
+        for kw in [{}, {"return_carry": True}, {"reverse": True, "keep_order": True}, {"time_major": True},
+                   {"seq_lengths": jnp.array([3, 5]), "return_carry": True},
+                   {"seq_lengths": jnp.array([3, 5]), "reverse": True, "return_carry": True}]:
+            out.append(Case(f"RNN({cell}) {kw}", lambda n, r, c=cell: n.RNN(getattr(n, c)(3, 4, rngs=r)), x3,
+                            call=lambda n, m, x, kw=kw: m(x, **kw), calls=2, tol=1e-6))
+    out += [
+        Case("RNN keeping Rngs, random carry", lambda n, r: n.RNN(n.SimpleCell(3, 4, carry_init=normal, rngs=r), rngs=r), x3, calls=2, tol=1e-6),
+        Case("RNN cell keeping rngs", lambda n, r: n.RNN(n.SimpleCell(3, 4, keep_rngs=True, rngs=r)), x3, tol=1e-6),
+        Case("Bidirectional", lambda n, r: n.Bidirectional(n.RNN(n.GRUCell(3, 4, rngs=r)), n.RNN(n.LSTMCell(3, 4, rngs=r))), x3, calls=2, tol=1e-6),
+        Case("Bidirectional with Rngs", lambda n, r: n.Bidirectional(n.RNN(n.GRUCell(3, 4, rngs=r)), n.RNN(n.GRUCell(3, 4, rngs=r)), rngs=r, return_carry=True), x3, tol=1e-6),
+    ]
+    return out
+
+
+def _mha_decoding(n, rngs):
+    layer = n.MultiHeadAttention(2, 8, decode=True, rngs=rngs)
+    layer.init_cache((2, 5, 8))
+    return layer
+
+
+def _cell_step(n, cell, x):
+    """One step of ``cell`` from a random initial carry."""
+    carry = cell.initialize_carry(x.shape, rngs=n.Rngs(carry=3), carry_init=jax.nn.initializers.normal())
+    return cell(carry, x)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="", help="only cases whose name contains this")
+    args = parser.parse_args(argv)
+    flax_nnx = importlib.import_module("flax.nnx")
+    ref_nnx = importlib.import_module("nnx_reference")
+    failed = 0
+    selected = [c for c in cases() if args.k in c.name]
+    for case in selected:
+        ok, note = run_case(case, flax_nnx, ref_nnx)
+        failed += not ok
+        print(f"{'PASS' if ok else 'FAIL'} {case.name}: {note}")
+    print(f"{len(selected) - failed}/{len(selected)} cases agree")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
