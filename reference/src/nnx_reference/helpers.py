@@ -1,3 +1,144 @@
-"""helpers (placeholder: filled in by its area)."""
+"""Container Modules: List, Dict and Sequential.
 
-__all__: list[str] = []
+``List`` keeps its items in the instance dict under integer keys (so its pytree
+paths are ``SequenceKey(i)``), ``Dict`` under their string keys; each item is data
+or static by the usual :mod:`pytreelib` rules.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing as tp
+from collections.abc import MutableMapping, MutableSequence
+
+from . import reprlib
+from .module import Module
+
+__all__ = ["Dict", "List", "Sequential"]
+
+A = tp.TypeVar("A")
+
+
+class List(Module, MutableSequence[A]):
+    """A list Module: items that are data (arrays, Variables, Modules) become pytree children."""
+
+    def __init__(self, items: tp.Iterable[A] = (), /) -> None:
+        self._length = 0
+        for item in items:
+            self.append(item)
+
+    def _index(self, index: int) -> int:
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"List index {index} out of range for a List of length {self._length}")
+        return index
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: tp.Any) -> tp.Any:
+        if isinstance(index, slice):
+            return [self.__dict__[i] for i in range(self._length)[index]]
+        return self.__dict__[self._index(index)]
+
+    def __setitem__(self, index: tp.Any, value: tp.Any) -> None:
+        if isinstance(index, slice):
+            items = list(self)
+            items[index] = value
+            self._reset(items)
+        else:
+            self._setattr(self._index(index), value)
+
+    def __delitem__(self, index: tp.Any) -> None:
+        items = list(self)
+        del items[index]
+        self._reset(items)
+
+    def insert(self, index: int, value: A) -> None:
+        items = list(self)
+        items.insert(index, value)
+        self._reset(items)
+
+    def append(self, value: A) -> None:
+        self._setattr(self._length, value)
+        self._length += 1
+
+    def __iter__(self) -> tp.Iterator[A]:
+        return (self.__dict__[i] for i in range(self._length))
+
+    def _reset(self, items: list[tp.Any]) -> None:
+        for i in range(self._length):
+            self.__dict__.pop(i, None)
+            self._pytree__nodes.pop(i, None)
+        self._length = 0
+        for item in items:
+            self.append(item)
+
+    def __nnx_repr__(self, summarize: bool = True) -> str:
+        if not self._length:
+            return "List([])"
+        lines = [f"  {reprlib.indent_tail(repr(x), '  ')}," for x in self]
+        lines[-1] = lines[-1][:-1]
+        return "\n".join(["List([", *lines, "])"])
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+    __eq__ = object.__eq__  # type: ignore[assignment]
+
+
+class Dict(Module, MutableMapping[str, A]):
+    """A dict Module: values that are data (arrays, Variables, Modules) become pytree children."""
+
+    def __init__(self, *args: tp.Any, **kwargs: tp.Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __getitem__(self, key: str) -> A:
+        if key not in self._keys():
+            raise KeyError(key)
+        return self.__dict__[key]  # type: ignore[no-any-return]
+
+    def __setitem__(self, key: str, value: A) -> None:
+        self._setattr(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self._keys():
+            raise KeyError(key)
+        delattr(self, key)
+
+    def _keys(self) -> list[str]:
+        return [k for k, _ in self._pytree__items()]
+
+    def __iter__(self) -> tp.Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def __nnx_repr__(self, summarize: bool = True) -> str:
+        return "Dict(" + reprlib.mapping_repr(dict(self.items()), repr) + ")"
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+    __eq__ = object.__eq__  # type: ignore[assignment]
+
+
+class Sequential(Module):
+    """Calls its layers in order, feeding each output to the next."""
+
+    def __init__(self, *fns: tp.Callable[..., tp.Any]) -> None:
+        self.layers = List(fns)
+
+    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        output: tp.Any = args[0] if len(args) == 1 else args
+        for i, layer in enumerate(self.layers):
+            accepted = {k: v for k, v in kwargs.items() if _accepts_keyword(layer, k)}
+            output = layer(*args, **accepted) if i == 0 else layer(output, **accepted)
+        return output
+
+
+def _accepts_keyword(fn: tp.Callable[..., tp.Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)

@@ -1,3 +1,360 @@
-"""module (placeholder: filled in by its area)."""
+"""Module: the base class of layers, with sow/perturb, train/eval and views.
 
-__all__: list[str] = []
+``Module.sow`` and ``Module.perturb`` store intermediate values. Outside
+:func:`capture` they become Variables attributes of the module; inside, they go to
+the State the capture returns (only for the Variable types it asked for).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing as tp
+
+from . import graphlib
+from .pytreelib import Pytree, data
+from .statelib import State, from_flat_state, to_flat_state
+from .variablelib import Intermediate, Perturbation, Variable, variable_type_from_name
+
+__all__ = [
+    "M",
+    "Module",
+    "capture",
+    "iter_modules",
+    "view",
+    "view_info",
+    "with_attributes",
+]
+
+A = tp.TypeVar("A")
+M = tp.TypeVar("M", bound="Module")
+PathParts = tuple[tp.Hashable, ...]
+
+
+def _as_variable_type(variable_type: type[Variable[tp.Any]] | str) -> type[Variable[tp.Any]]:
+    if isinstance(variable_type, str):
+        return variable_type_from_name(variable_type, allow_register=True)
+    return variable_type
+
+
+class Module(Pytree):
+    """Base class for all neural network modules."""
+
+    def sow(
+        self,
+        variable_type: type[Variable[tp.Any]] | str,
+        name: str,
+        value: tp.Any,
+        reduce_fn: tp.Callable[[tp.Any, tp.Any], tp.Any] = lambda prev, cur: (*prev, cur),
+        init_fn: tp.Callable[[], tp.Any] = lambda: (),
+        capture_noop: bool | None = None,
+    ) -> bool:
+        """Stores ``reduce_fn(previous or init_fn(), value)`` under ``name``; returns whether it stored.
+
+        Inside :func:`capture` the value goes to the capture of ``variable_type`` (a no-op
+        returning False if that type is not captured); outside, to a Variable attribute.
+        """
+        variable_type = _as_variable_type(variable_type)
+        captures = vars(self).get(CAPTURES)
+        if captures is not None:
+            slot = _capture_slot(captures, variable_type)
+            if slot is None:
+                return False
+            stored = dict(slot.get_value())
+            stored[name] = reduce_fn(stored[name] if name in stored else init_fn(), value)
+            slot.set_value(stored)
+            return True
+        if name in vars(self):
+            existing = vars(self)[name]
+            if not isinstance(existing, variable_type):
+                raise ValueError(
+                    f"Expected '{name}' of {type(self).__name__} to be of type '{variable_type.__name__}', "
+                    f"got '{type(existing).__name__}'"
+                )
+            existing.set_value(reduce_fn(existing.get_value(), value))
+        else:
+            setattr(self, name, variable_type(reduce_fn(init_fn(), value)))
+        return True
+
+    def perturb(
+        self,
+        name: str,
+        value: tp.Any,
+        variable_type: type[Variable[tp.Any]] | str = Perturbation,
+        capture_noop: bool | None = None,
+    ) -> tp.Any:
+        """Returns ``value`` plus the perturbation stored under ``name`` (zeros at first)."""
+        import jax.numpy as jnp
+
+        variable_type = _as_variable_type(variable_type)
+        captures = vars(self).get(CAPTURES)
+        if captures is not None:
+            slot = _capture_slot(captures, variable_type)
+            if slot is None:
+                return value
+            stored = dict(slot.get_value())
+            if name not in stored:
+                stored[name] = jnp.zeros_like(value)
+                slot.set_value(stored)
+            return value + stored[name]
+        if name not in vars(self):
+            setattr(self, name, variable_type(jnp.zeros_like(value)))
+        return value + vars(self)[name].get_value()
+
+    def iter_modules(self) -> tp.Iterator[tuple[PathParts, Module]]:
+        """Deprecated alias of :func:`iter_modules`."""
+        return iter_modules(self)
+
+    def iter_children(self) -> tp.Iterator[tuple[tp.Hashable, Module]]:
+        """Deprecated alias of ``iter_children``: the immediate child Modules."""
+        return graphlib.iter_module_children(self)
+
+    def set_attributes(
+        self, *filters: tp.Any, raise_if_not_found: bool = True, graph: bool | None = None, **attributes: tp.Any
+    ) -> None:
+        """Sets ``attributes`` on this Module and nested Modules (matching ``filters``) that have them."""
+        _set_attributes(self, filters, raise_if_not_found, graph, attributes)
+
+    def train(self, **attributes: tp.Any) -> None:
+        """Sets ``deterministic=False`` and ``use_running_average=False`` where those attributes exist."""
+        self.set_attributes(
+            deterministic=False, use_running_average=False, **attributes, raise_if_not_found=False
+        )
+
+    def eval(self, **attributes: tp.Any) -> None:
+        """Sets ``deterministic=True`` and ``use_running_average=True`` where those attributes exist."""
+        self.set_attributes(deterministic=True, use_running_average=True, **attributes, raise_if_not_found=False)
+
+
+def _matching_modules(node: tp.Any, filters: tp.Sequence[tp.Any], graph: bool | None) -> list[tuple[PathParts, Module]]:
+    from .filterlib import to_predicate
+
+    predicates = [to_predicate(f) for f in filters]
+    return [
+        (path, m)
+        for path, m in iter_modules(node, graph=graph)
+        if not predicates or any(p(path, m) for p in predicates)
+    ]
+
+
+def _set_attributes(
+    node: tp.Any, filters: tp.Sequence[tp.Any], raise_if_not_found: bool, graph: bool | None, attributes: dict[str, tp.Any]
+) -> None:
+    remaining = set(attributes)
+    for _, module in _matching_modules(node, filters, graph):
+        for name, value in attributes.items():
+            if hasattr(module, name):
+                remaining.discard(name)
+                setattr(module, name, value)
+    if remaining and raise_if_not_found:
+        raise ValueError(f"Could not find at least one instance of the following attributes: {sorted(remaining)}")
+
+
+def iter_modules(module: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[tuple[PathParts, Module]]:
+    """Every nested Module of ``module``, including itself, as ``(path, module)`` (children first)."""
+    for path, node in graphlib.iter_graph(module, graph=graph):
+        if isinstance(node, Module):
+            yield path, node
+
+
+def _shallow_copy(node: A, graph: bool | None) -> A:
+    """A new graph with new Pytrees but the same Variables."""
+    gdef, state = graphlib.split(node, graph=graph)
+    return graphlib.merge(gdef, state)
+
+
+def with_attributes(
+    node: A, /, *, only: tp.Any = ..., raise_if_not_found: bool = True, graph: bool | None = None, **attributes: tp.Any
+) -> A:
+    """A copy of ``node`` (sharing its Variables) with ``attributes`` set on the matching Modules."""
+    new = _shallow_copy(node, graph)
+    _set_attributes(new, (only,), raise_if_not_found, graph, attributes)
+    return new
+
+
+def _view_parameters(cls: type) -> list[inspect.Parameter]:
+    set_view = getattr(cls, "set_view", None)
+    if set_view is None:
+        return []
+    return [p for p in inspect.signature(set_view).parameters.values() if p.name != "self" and p.kind is not p.VAR_KEYWORD]
+
+
+def view(node: A, /, *, only: tp.Any = ..., raise_if_not_found: bool = True, graph: bool | None = None, **kwargs: tp.Any) -> A:
+    """A copy of ``node`` (sharing its Variables) where matching Modules ran ``set_view(**kwargs)``."""
+    new = _shallow_copy(node, graph)
+    used: set[str] = set()
+    for _, module in _matching_modules(new, (only,), graph):
+        names = {p.name for p in _view_parameters(type(module))}
+        accepted = {k: v for k, v in kwargs.items() if k in names}
+        if accepted:
+            module.set_view(**accepted)  # type: ignore[attr-defined]
+            used.update(accepted)
+    unused = set(kwargs) - used
+    if unused and raise_if_not_found:
+        raise ValueError(f"Unused keys found in nnx.view: {sorted(unused)}")
+    return new
+
+
+def _arg_docs(doc: str | None) -> dict[str, list[str]]:
+    """``{name: description lines}`` from the ``Args:`` section of a docstring."""
+    docs: dict[str, list[str]] = {}
+    if not doc:
+        return docs
+    lines = inspect.cleandoc(doc).splitlines()
+    in_args, current, base = False, None, 0
+    for line in lines:
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:"):
+            in_args, base = True, -1
+            continue
+        if not in_args:
+            continue
+        if not stripped:
+            continue
+        indent = len(line) - len(line.lstrip())
+        if base < 0:
+            base = indent
+        if indent < base:
+            break
+        if indent == base and ":" in stripped:
+            current, text = stripped.split(":", 1)
+            current = current.split(" ")[0]
+            docs[current] = [text.strip()] if text.strip() else []
+        elif current is not None:
+            docs[current].append(stripped)
+    return docs
+
+
+def view_info(node: Module, /, *, only: tp.Any = ..., graph: bool | None = None) -> str:
+    """The ``set_view`` arguments of each Module type in ``node``, with their documentation."""
+    classes = {type(m) for _, m in _matching_modules(node, (only,), graph) if hasattr(type(m), "set_view")}
+    blocks = []
+    for cls in sorted(classes, key=lambda c: c.__name__):
+        docs = _arg_docs(cls.set_view.__doc__)  # type: ignore[attr-defined]
+        lines = [f"{cls.__name__}:"]
+        for p in _view_parameters(cls):
+            annotation = p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation)
+            default = "" if p.default is p.empty else f" = {p.default!r}"
+            lines.append(f"  {p.name}: {annotation}{default}" if p.annotation is not p.empty else f"  {p.name}{default}")
+            lines.extend(f"    {text}" for text in docs.get(p.name, []))
+        if not docs:
+            lines.append(f"  {cls.__name__}.set_view{inspect.signature(cls.set_view)}")  # type: ignore[attr-defined]
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks)
+
+
+CAPTURES = "__captures__"
+
+
+def _capture_slot(captures: tuple[Variable[tp.Any], ...], variable_type: type) -> Variable[tp.Any] | None:
+    """The capture Variable collecting ``variable_type`` values, if that type is captured."""
+    for slot in captures:
+        if type(slot) is variable_type:
+            return slot
+    return None
+
+
+def capture(
+    fn: tp.Any,
+    *var_types: type[Variable[tp.Any]],
+    init: State | None = None,
+    method_outputs: type[Variable[tp.Any]] | None = None,
+) -> tp.Any:
+    """Wraps ``fn`` so it returns ``(result, *states)``: what Modules sowed/perturbed per Variable type.
+
+    While ``fn`` runs, every Module under the target holds a ``__captures__`` data attribute:
+    one Variable per captured type whose value is a dict ``{name: value}`` (seeded from
+    ``init``); ``sow`` and ``perturb`` write there, and the dicts become the returned States.
+    """
+    if isinstance(fn, type) and issubclass(fn, Variable):
+        types = (fn, *var_types)
+        return lambda f: capture(f, *types, init=init, method_outputs=method_outputs)
+    collected = tuple(var_types) + ((method_outputs,) if method_outputs and method_outputs not in var_types else ())
+
+    @functools.wraps(fn)
+    def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        if isinstance(fn, Module):
+            target, call = fn, lambda *a, **k: fn(*a, **k)
+        elif inspect.ismethod(fn) and isinstance(fn.__self__, Module):
+            target, call = fn.__self__, lambda *a, **k: getattr(fn.__self__, fn.__name__)(*a, **k)
+        else:
+            target, call = (args[0] if args else None), fn
+        modules = list(iter_modules(target))
+        _install_captures(modules, collected, init)
+        restore = _wrap_methods(modules, method_outputs) if method_outputs else []
+        try:
+            result = call(*args, **kwargs)
+        finally:
+            for cls, name, original in restore:
+                if original is None:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, original)
+            items = _remove_captures(modules)
+        if not collected:
+            return result
+        states = [from_flat_state(sorted(((p, v) for p, v in items if type(v) is t), key=_path_key)) for t in collected]
+        return (result, *states)
+
+    return wrapper
+
+
+def _path_key(item: tuple[PathParts, tp.Any]) -> tuple[tuple[bool, str], ...]:
+    return tuple((isinstance(k, str), str(k)) for k in item[0])
+
+
+def _install_captures(
+    modules: list[tuple[PathParts, Module]], collected: tuple[type, ...], init: State | None
+) -> None:
+    seeds = list(to_flat_state(init)) if init is not None else []
+    types = list(dict.fromkeys([*collected, *(type(v) for _, v in seeds)]))
+    for path, module in modules:
+        slots = tuple(t({}) for t in types)
+        for seed_path, seed in seeds:
+            if tuple(seed_path[:-1]) == path:
+                slot = _capture_slot(slots, type(seed))
+                if slot is not None:
+                    slot.get_raw_value()[seed_path[-1]] = seed.get_value() if isinstance(seed, Variable) else seed
+        module._setattr(CAPTURES, data(slots))
+
+
+def _remove_captures(modules: list[tuple[PathParts, Module]]) -> list[tuple[PathParts, Variable[tp.Any]]]:
+    """Removes the ``__captures__`` attributes and returns their entries as ``(path, Variable)``."""
+    items: list[tuple[PathParts, Variable[tp.Any]]] = []
+    for path, module in modules:
+        slots = vars(module).pop(CAPTURES, ())
+        module._pytree__nodes.pop(CAPTURES, None)
+        for slot in slots:
+            for name, value in slot.get_value().items():
+                items.append(((*path, name), type(slot)(value)))
+    return items
+
+
+_BASE_METHODS = frozenset(dir(Module))
+
+
+def _wrap_methods(modules: list[tuple[PathParts, Module]], variable_type: type[Variable[tp.Any]]) -> list[tuple[type, str, tp.Any]]:
+    """Makes every public method (and ``__call__``) of the Modules' classes sow its output.
+
+    Returns ``(class, name, original or None)`` triples for the caller to undo.
+    """
+    restore: list[tuple[type, str, tp.Any]] = []
+    for cls in dict.fromkeys(type(m) for _, m in modules):
+        names = [n for n in dir(cls) if n == "__call__" or (not n.startswith("_") and n not in _BASE_METHODS)]
+        for name in names:
+            method = getattr(cls, name, None)
+            if not inspect.isfunction(method):
+                continue
+            restore.append((cls, name, cls.__dict__.get(name)))
+            setattr(cls, name, _sowing(method, name, variable_type))
+    return restore
+
+
+def _sowing(method: tp.Callable[..., tp.Any], name: str, variable_type: type[Variable[tp.Any]]) -> tp.Callable[..., tp.Any]:
+    @functools.wraps(method)
+    def wrapped(self: Module, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        out = method(self, *args, **kwargs)
+        self.sow(variable_type, name, out)
+        return out
+
+    return wrapped

@@ -1,3 +1,450 @@
-"""pytreelib (placeholder: filled in by its area)."""
+"""Pytree and Object: Python objects whose attributes split into data and static.
 
-__all__: list[str] = []
+Every attribute of a :class:`Pytree` is either *data* (a pytree child: arrays,
+Variables, other Pytrees, anything :func:`is_data` accepts, or anything marked with
+:func:`data` / :data:`Data`) or *static* (part of the tree structure). The status is
+decided on first assignment and kept in the instance dict under ``_pytree__nodes``;
+a later assignment that would put data into a static attribute raises ``ValueError``.
+
+A Pytree class is registered as a JAX pytree (unless created with ``pytree=False``, as
+:class:`Object` is): its children are its data attributes sorted by name (integer
+keys first, as ``nnx.List`` uses them), each under ``GetAttrKey(name)`` (or
+``SequenceKey(i)`` for integer keys); its static attributes are the auxiliary data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import typing as tp
+
+import jax
+import numpy as np
+
+from . import reprlib
+from ._tracing import check_same_trace, current_trace_state
+from .variablelib import Variable
+
+__all__ = [
+    "Data",
+    "Object",
+    "Pytree",
+    "Static",
+    "check_pytree",
+    "data",
+    "dataclass",
+    "has_data",
+    "is_data",
+    "register_data_type",
+    "static",
+]
+
+A = tp.TypeVar("A")
+NODES = "_pytree__nodes"
+TRACE_STATE = "_pytree__trace_state"
+_STATUS_KEY = "nnx_pytree_status"
+
+
+class _Marker:
+    """The annotation marker that ``Data[...]`` / ``Static[...]`` carry."""
+
+    def __init__(self, status: bool) -> None:
+        self.status = status
+
+    def __repr__(self) -> str:
+        return "DATA" if self.status else "STATIC"
+
+
+DATA_MARKER, STATIC_MARKER = _Marker(True), _Marker(False)
+Data = tp.Annotated[A, DATA_MARKER]
+Static = tp.Annotated[A, STATIC_MARKER]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Marked:
+    """A value returned by :func:`data` / :func:`static`, to be assigned to an attribute."""
+
+    value: tp.Any
+    status: bool
+
+
+def _marked(value: tp.Any, status: bool, kwargs: dict[str, tp.Any]) -> tp.Any:
+    if value is _MISSING:
+        metadata = {**kwargs.pop("metadata", {}), _STATUS_KEY: status}
+        return dataclasses.field(metadata=metadata, **kwargs)
+    return _Marked(value, status)
+
+
+_MISSING: tp.Any = object()
+
+
+def data(value: tp.Any = _MISSING, /, **kwargs: tp.Any) -> tp.Any:
+    """Annotates an attribute as pytree data (on assignment, or as a class-level field)."""
+    return _marked(value, True, kwargs)
+
+
+def static(value: tp.Any = _MISSING, /, **kwargs: tp.Any) -> tp.Any:
+    """Annotates an attribute as static (on assignment, or as a class-level field)."""
+    return _marked(value, False, kwargs)
+
+
+_DATA_TYPES: set[type] = set()
+
+
+def register_data_type(type_: type[A], /) -> type[A]:
+    """Registers a type whose values are data when assigned to a Pytree attribute."""
+    _DATA_TYPES.add(type_)
+    return type_
+
+
+def is_data(value: tp.Any, /) -> bool:
+    """Whether ``value`` is of a data type: arrays, Refs, Variables, graph nodes, registered types."""
+    return (
+        isinstance(value, (jax.Array, np.ndarray, Variable, Pytree))
+        or (hasattr(jax, "Ref") and isinstance(value, jax.Ref))
+        or type(value) in _DATA_TYPES
+        or any(isinstance(value, t) for t in _DATA_TYPES)
+    )
+
+
+def has_data(value: tp.Any, /) -> list[tp.Any]:
+    """The data values (see :func:`is_data`) found among ``value``'s pytree leaves."""
+    return [leaf for leaf in jax.tree.leaves(value, is_leaf=is_data) if is_data(leaf)]
+
+
+def check_pytree(pytree: tp.Any) -> None:
+    """Checks that every Pytree in ``pytree`` keeps data out of its static attributes."""
+    for node in jax.tree.leaves(pytree, is_leaf=lambda x: isinstance(x, Pytree)):
+        if not isinstance(node, Pytree):
+            continue
+        for name, value in vars(node).items():
+            if name == NODES or node._pytree__nodes.get(name, True):
+                continue
+            found = has_data(value)
+            if found and type(node)._pytree__is_pytree:
+                raise ValueError(_static_with_data_message(node, name, value, found))
+            check_pytree(value)
+
+
+def _sort_key(key: tp.Any) -> tuple[bool, tp.Any]:
+    return (isinstance(key, str), key)
+
+
+def _jax_key(key: tp.Any) -> tp.Any:
+    if isinstance(key, int):
+        return jax.tree_util.SequenceKey(key)
+    return jax.tree_util.GetAttrKey(key)
+
+
+def _static_with_data_message(node: Pytree, name: str, value: tp.Any, found: list[tp.Any]) -> str:
+    cls = type(node)
+    base = cls.__mro__[1].__name__
+    types = "\n\n".join(f"  {t}" for t in dict.fromkeys(type(x).__name__ for x in found))
+    return (
+        f"Found data on value of type '{type(value)}' assigned to static attribute '{name}' of "
+        f"Pytree type '{cls}'. Static attributes should not contain data values. Consider one of "
+        "the following options:\n\n"
+        f"1. If the attribute is meant to be static, remove the data values of type(s):\n\n{types}\n\n"
+        "2. If the attribute is meant to be data, wrap the value with nnx.data  on assignment:\n\n"
+        f"  _.{name} = nnx.data(...)\n\n"
+        "3. Alternatively, annotate the class attribute with nnx.data:\n\n"
+        f"  class {cls.__name__}({base}):\n    {name}: {type(value).__name__} = nnx.data()\n\n"
+        "4. If the container is a list or dict, try using nnx.List(...) or nnx.Dict(...) instead.\n\n"
+        f"5. Disable pytree for this class:\n\n  class {cls.__name__}({base}, pytree=False):\n"
+    )
+
+
+def _check_no_nested_marks(node: Pytree, name: tp.Any, value: tp.Any) -> None:
+    """nnx.data(...) / nnx.static(...) must be assigned directly, not inside a container."""
+    if isinstance(value, (list, tuple, dict)):
+        marks = [x for x in jax.tree.leaves(value, is_leaf=lambda x: isinstance(x, _Marked)) if isinstance(x, _Marked)]
+        if marks:
+            tags = {"data" if m.status else "static" for m in marks}
+            raise ValueError(
+                f"Found unexpected tags {tags} on attribute '{type(node).__name__}.{name}'. Values from "
+                "nnx.data(...) and\nnnx.static(...) should be assigned to nnx.Pytree attributes directly, they "
+                f"should not be inside other structures. Got value of type '{type(value)}' on Pytree of type "
+                f"'{type(node)}'."
+            )
+
+
+def _annotation_status(annotation: tp.Any) -> bool | None:
+    if isinstance(annotation, str):
+        head = annotation.split("[", 1)[0].rsplit(".", 1)[-1]
+        return {"Data": True, "Static": False}.get(head) if "[" in annotation else None
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, _Marker):
+            return meta.status
+    return None
+
+
+class HashableMapping(tp.Mapping[tp.Any, tp.Any]):
+    """A read-only, hashable view of a mapping (how ``iter_graph`` shows a Pytree's attribute statuses)."""
+
+    def __init__(self, mapping: tp.Mapping[tp.Any, tp.Any]) -> None:
+        self._mapping = dict(mapping)
+
+    def __getitem__(self, key: tp.Any) -> tp.Any:
+        return self._mapping[key]
+
+    def __iter__(self) -> tp.Iterator[tp.Any]:
+        return iter(self._mapping)
+
+    def __len__(self) -> int:
+        return len(self._mapping)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._mapping.items()))
+
+    def __repr__(self) -> str:
+        return f"HashableMapping({self._mapping!r})"
+
+
+class PytreeState:
+    """The per-instance bookkeeping entry ``iter_graph`` reports as ``_pytree__state``."""
+
+    def __repr__(self) -> str:
+        return "PytreeState()"
+
+
+class _ReprGuard(threading.local):
+    def __init__(self) -> None:
+        self.active: set[int] = set()
+
+
+_REPR_GUARD = _ReprGuard()
+
+
+class Pytree:
+    """Base class for all NNX objects; instances are JAX pytrees of their data attributes."""
+
+    _pytree__is_pytree: tp.ClassVar[bool] = True
+    _pytree__class_status: tp.ClassVar[dict[str, bool]] = {}
+    _pytree__nodes: dict[tp.Any, bool]
+
+    def __init_subclass__(cls, pytree: bool | None = None, **kwargs: tp.Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if pytree is not None:
+            cls._pytree__is_pytree = pytree
+        status: dict[str, bool] = {}
+        for klass in reversed(cls.__mro__):
+            for name, annotation in klass.__dict__.get("__annotations__", {}).items():
+                found = _annotation_status(annotation)
+                if found is not None:
+                    status[name] = found
+            for name, value in klass.__dict__.items():
+                if isinstance(value, dataclasses.Field) and _STATUS_KEY in value.metadata:
+                    status[name] = value.metadata[_STATUS_KEY]
+                elif isinstance(value, dataclasses.Field) and "static" in value.metadata:
+                    status[name] = not value.metadata["static"]
+        cls._pytree__class_status = status
+        if cls._pytree__is_pytree:
+            jax.tree_util.register_pytree_with_keys(
+                cls, _flatten_with_keys, lambda aux, children: _unflatten(cls, aux, children), _flatten
+            )
+
+    def __new__(cls, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        obj = object.__new__(cls)
+        object.__setattr__(obj, NODES, {})
+        object.__setattr__(obj, TRACE_STATE, current_trace_state())
+        return obj
+
+    def __setattr__(self, name: str, value: tp.Any) -> None:
+        self._setattr(name, value)
+
+    def _setattr(self, name: tp.Any, value: tp.Any) -> None:
+        """Assigns an attribute, deciding (or checking) whether it is data or static."""
+        if isinstance(name, str) and name.startswith("_pytree__"):
+            object.__setattr__(self, name, value)
+            return
+        check_same_trace(self.__dict__.get(TRACE_STATE), f"'{type(self).__name__}' from different trace")
+        nodes = self._pytree__nodes
+        explicit: bool | None = None
+        if isinstance(value, _Marked):
+            explicit, value = value.status, value.value
+        elif name in type(self)._pytree__class_status:
+            explicit = type(self)._pytree__class_status[name]
+        cls = type(self)
+        _check_no_nested_marks(self, name, value)
+        if not cls._pytree__is_pytree:
+            status = explicit if explicit is not None else is_data(value) or bool(has_data(value))
+        elif explicit is not None:
+            status = explicit
+            if not status and cls._pytree__is_pytree and has_data(value):
+                raise ValueError(
+                    f"Found data in value of type '{type(value)}' annotated with nnx.static(...) "
+                    f"when setting attribute '{name}' of Pytree type '{cls}'."
+                )
+        elif name in nodes:
+            status = nodes[name]
+            if not status and cls._pytree__is_pytree:
+                if is_data(value):
+                    raise ValueError(
+                        f"Cannot assign data value of type '{type(value)}' to static attribute "
+                        f"'{name}' of Pytree type '{cls}'. To override the status explicitly wrap "
+                        f"the value with nnx.data on assignment:\n\n  _.{name} = nnx.data(...)\n\n"
+                    )
+                found = has_data(value)
+                if found:
+                    raise ValueError(_static_with_data_message(self, name, value, found))
+        else:
+            status = is_data(value)
+            if not status:
+                found = has_data(value)
+                if found and cls._pytree__is_pytree:
+                    raise ValueError(_static_with_data_message(self, name, value, found))
+                status = bool(found)
+        nodes[name] = status
+        if isinstance(name, str):
+            object.__setattr__(self, name, value)
+        else:
+            self.__dict__[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        object.__delattr__(self, name)
+        self._pytree__nodes.pop(name, None)
+
+    # -- introspection used by graphlib and reprs
+
+    def _pytree__items(self) -> list[tuple[tp.Any, tp.Any]]:
+        """The instance's attributes (internal ones excluded) in assignment order."""
+        return [(k, v) for k, v in self.__dict__.items() if k != NODES and not _is_internal(k)]
+
+    def __nnx_repr__(self, summarize: bool = True) -> str:
+        name = type(self).__name__
+        if id(self) in _REPR_GUARD.active:
+            return f"{name}(...)"
+        _REPR_GUARD.active.add(id(self))
+        try:
+            attributes = [
+                (str(k), reprlib.value_repr(v, summarize)) for k, v in self._pytree__items() if not _hidden(k)
+            ]
+            return reprlib.object_repr(name, _variables_comment(self), attributes)
+        finally:
+            _REPR_GUARD.active.discard(id(self))
+
+    def __repr__(self) -> str:
+        return self.__nnx_repr__()
+
+    def __getstate__(self) -> dict[str, tp.Any]:
+        return {k: v for k, v in self.__dict__.items() if k != TRACE_STATE}
+
+    def __setstate__(self, state: dict[str, tp.Any]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, TRACE_STATE, current_trace_state())
+
+
+def _is_internal(key: tp.Any) -> bool:
+    return isinstance(key, str) and key.startswith("_pytree__")
+
+
+def _hidden(key: tp.Any) -> bool:
+    return isinstance(key, str) and key.startswith("_")
+
+
+def _variable_group(variable: Variable[tp.Any]) -> str:
+    """The name a Variable is totalled under in reprs: ``__nnx_repr_group__`` or its type's name."""
+    return getattr(type(variable), "__nnx_repr_group__", None) or type(variable).__name__
+
+
+def _variables_comment(node: Pytree) -> str:
+    seen: set[int] = set()
+    totals: dict[str, list[int]] = {}
+
+    def visit(value: tp.Any) -> None:
+        if id(value) in seen:
+            return
+        if isinstance(value, Variable):
+            seen.add(id(value))
+            size, nbytes = reprlib.size_and_bytes([value.get_raw_value()])
+            entry = totals.setdefault(_variable_group(value), [0, 0])
+            entry[0] += size
+            entry[1] += nbytes
+        elif isinstance(value, Pytree):
+            seen.add(id(value))
+            for key, child in sorted(value._pytree__items(), key=lambda item: _sort_key(item[0])):
+                visit(child)
+        elif isinstance(value, (list, tuple)):
+            for child in value:
+                visit(child)
+        elif isinstance(value, dict):
+            for child in value.values():
+                visit(child)
+
+    visit(node)
+    if not totals:
+        return ""
+    parts = [f"{name}: {reprlib.size_comment(*totals[name])}" for name in totals]
+    if len(parts) > 1:
+        size = sum(t[0] for t in totals.values())
+        nbytes = sum(t[1] for t in totals.values())
+        parts.append(f"Total: {reprlib.size_comment(size, nbytes)}")
+    return ", ".join(parts)
+
+
+def _data_keys(node: Pytree) -> list[tp.Any]:
+    nodes = node._pytree__nodes
+    return sorted((k for k, _ in node._pytree__items() if nodes.get(k, False)), key=_sort_key)
+
+
+def _statics(node: Pytree) -> tuple[tuple[tp.Any, tp.Any], ...]:
+    nodes = node._pytree__nodes
+    items = [(k, v) for k, v in node._pytree__items() if not nodes.get(k, False)]
+    return tuple(sorted(items, key=lambda item: _sort_key(item[0])))
+
+
+def _flatten_with_keys(node: Pytree) -> tuple[list[tuple[tp.Any, tp.Any]], tp.Any]:
+    keys = _data_keys(node)
+    return [(_jax_key(k), node.__dict__[k]) for k in keys], (tuple(keys), _statics(node))
+
+
+def _flatten(node: Pytree) -> tuple[list[tp.Any], tp.Any]:
+    keys = _data_keys(node)
+    return [node.__dict__[k] for k in keys], (tuple(keys), _statics(node))
+
+
+def _unflatten(cls: type[Pytree], aux: tp.Any, children: tp.Iterable[tp.Any]) -> Pytree:
+    """Rebuilds a Pytree: data attributes (sorted) first, then static ones (sorted), as flax orders them."""
+    keys, statics = aux
+    obj = object.__new__(cls)
+    object.__setattr__(obj, NODES, {**{k: True for k in keys}, **{k: False for k, _ in statics}})
+    object.__setattr__(obj, TRACE_STATE, current_trace_state())
+    obj.__dict__.update(zip(keys, children))
+    obj.__dict__.update(statics)
+    return obj
+
+
+class Object(Pytree, pytree=False):
+    """Base class for NNX objects that are not pytrees."""
+
+
+def dataclass(
+    cls: type[A] | None = None,
+    /,
+    *,
+    init: bool = True,
+    eq: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    match_args: bool = True,
+    kw_only: bool = False,
+    slots: bool = False,
+    weakref_slot: bool = False,
+) -> tp.Any:
+    """``dataclasses.dataclass`` for Pytree subclasses (fields use data/static annotations)."""
+
+    def wrap(klass: type[A]) -> type[A]:
+        return dataclasses.dataclass(  # type: ignore[call-overload, no-any-return]
+            klass,
+            init=init,
+            repr=False,
+            eq=eq,
+            order=order,
+            unsafe_hash=unsafe_hash,
+            match_args=match_args,
+            kw_only=kw_only,
+            slots=slots,
+            weakref_slot=weakref_slot,
+        )
+
+    return wrap if cls is None else wrap(cls)

@@ -1,3 +1,664 @@
-"""variablelib (placeholder: filled in by its area)."""
+"""Variables: array-like boxes that hold a model's state, plus their metadata.
 
-__all__: list[str] = []
+A :class:`Variable` wraps one value (usually a ``jax.Array``) and a metadata dict.
+It is a JAX pytree with one child, the value, under the key ``GetAttrKey('value')``;
+the metadata (sorted items) is the pytree's static auxiliary data. Subclasses
+(:class:`Param`, :class:`BatchStat`, ...) label the kind of state so that filters
+can select it. Every Variable carries the required metadata ``hijax``, ``ref`` and
+``eager_sharding`` whose defaults come from :func:`var_defaults`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import operator
+import threading
+import typing as tp
+
+import jax
+import numpy as np
+
+from . import reprlib
+from ._tracing import check_same_trace, current_trace_state
+
+__all__ = [
+    "A",
+    "BatchStat",
+    "Cache",
+    "Intermediate",
+    "Param",
+    "Perturbation",
+    "Variable",
+    "VariableMetadata",
+    "register_variable_name",
+    "var_defaults",
+    "variable_name_from_type",
+    "variable_type_from_name",
+    "with_metadata",
+]
+
+A = tp.TypeVar("A")
+V = tp.TypeVar("V", bound="Variable")
+
+
+class _Missing:
+    """Sentinel for 'argument not given'."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: tp.Any = _Missing()
+REQUIRED_METADATA = ("hijax", "ref", "eager_sharding")
+HOOK_NAMES = ("on_set_value", "on_get_value", "on_create_value", "on_add_axis", "on_remove_axis")
+
+
+# ---------------------------------------------------------------- defaults
+
+
+@dataclasses.dataclass(frozen=True)
+class VarDefaults:
+    """The defaults new Variables take for ``hijax`` and ``ref``."""
+
+    hijax: bool = False
+    ref: bool = False
+
+
+class _VarDefaultsState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[VarDefaults] = [VarDefaults()]
+
+
+_DEFAULTS = _VarDefaultsState()
+
+
+class VarDefaultsContext(contextlib.ContextDecorator):
+    """Sets new Variable defaults now; used as a context manager, restores them on exit."""
+
+    def __init__(self, defaults: VarDefaults) -> None:
+        self.previous = _DEFAULTS.stack[-1]
+        _DEFAULTS.stack[-1] = defaults
+
+    def __enter__(self) -> VarDefaultsContext:
+        return self
+
+    def __exit__(self, *exc: tp.Any) -> None:
+        _DEFAULTS.stack[-1] = self.previous
+
+
+def var_defaults(*, hijax: bool | None = None, ref: bool | None = None) -> VarDefaultsContext | VarDefaults:
+    """Returns the current Variable defaults, or sets ``hijax``/``ref`` defaults (also a context manager)."""
+    current = _DEFAULTS.stack[-1]
+    if hijax is None and ref is None:
+        return current
+    new = VarDefaults(
+        hijax=current.hijax if hijax is None else hijax, ref=current.ref if ref is None else ref
+    )
+    return VarDefaultsContext(new)
+
+
+def using_eager_sharding() -> bool:
+    """Whether new Variables shard their value eagerly (``spmd.use_eager_sharding`` sets it)."""
+    from . import spmd  # spmd imports this module: import it when first needed
+
+    return spmd.using_eager_sharding()
+
+
+# ---------------------------------------------------------------- metadata
+
+
+@dataclasses.dataclass
+class VariableMetadata(tp.Generic[A]):
+    """A raw value plus hooks and metadata, as returned by :func:`with_metadata` initializers."""
+
+    raw_value: A
+    on_set_value: tuple[tp.Callable[..., tp.Any], ...] = ()
+    on_get_value: tuple[tp.Callable[..., tp.Any], ...] = ()
+    on_create_value: tuple[tp.Callable[..., tp.Any], ...] = ()
+    on_add_axis: tuple[tp.Callable[..., tp.Any], ...] = ()
+    on_remove_axis: tuple[tp.Callable[..., tp.Any], ...] = ()
+    metadata: tp.Mapping[str, tp.Any] = dataclasses.field(default_factory=dict)
+
+
+def _as_tuple(hooks: tp.Any) -> tuple[tp.Callable[..., tp.Any], ...]:
+    return tuple(hooks) if isinstance(hooks, (list, tuple)) else (hooks,)
+
+
+def with_metadata(
+    initializer: tp.Callable[..., tp.Any],
+    on_set_value: tp.Any = (),
+    on_get_value: tp.Any = (),
+    on_create_value: tp.Any = (),
+    on_add_axis: tp.Any = (),
+    on_remove_axis: tp.Any = (),
+    **metadata: tp.Any,
+) -> tp.Callable[..., VariableMetadata[tp.Any]]:
+    """Wraps an initializer so that its output carries ``metadata`` (and hooks) into a Variable."""
+
+    @functools.wraps(initializer)
+    def wrapper(*args: tp.Any, **kwargs: tp.Any) -> VariableMetadata[tp.Any]:
+        return VariableMetadata(
+            initializer(*args, **kwargs),
+            on_set_value=_as_tuple(on_set_value),
+            on_get_value=_as_tuple(on_get_value),
+            on_create_value=_as_tuple(on_create_value),
+            on_add_axis=_as_tuple(on_add_axis),
+            on_remove_axis=_as_tuple(on_remove_axis),
+            metadata=metadata,
+        )
+
+    return wrapper
+
+
+# ---------------------------------------------------------------- Variable
+
+
+def _unwrap(x: tp.Any) -> tp.Any:
+    return x.get_value() if isinstance(x, Variable) else x
+
+
+def _binary(op: tp.Callable[[tp.Any, tp.Any], tp.Any], reflected: bool = False) -> tp.Callable[..., tp.Any]:
+    if reflected:
+        return lambda self, other: op(_unwrap(other), self.get_value())
+    return lambda self, other: op(self.get_value(), _unwrap(other))
+
+
+def _unary(op: tp.Callable[[tp.Any], tp.Any]) -> tp.Callable[..., tp.Any]:
+    return lambda self: op(self.get_value())
+
+
+def _inplace(name: str) -> tp.Callable[..., tp.Any]:
+    def method(self: Variable[tp.Any], other: tp.Any) -> tp.NoReturn:
+        raise NotImplementedError(
+            "In-place operations are no longer supported for Variable.\n"
+            f"Use `variable[...] {name} x` instead."
+        )
+
+    return method
+
+
+def _is_ref(value: tp.Any) -> bool:
+    return hasattr(jax, "Ref") and isinstance(value, jax.Ref)
+
+
+def _wants_ref(metadata: tp.Mapping[str, tp.Any]) -> bool:
+    """Whether a Variable with this metadata stores its value in a ``jax.Ref``:
+    ``ref=True``, or ``hijax=True`` unless ``mutable=False``."""
+    return bool(metadata.get("ref") or metadata.get("hijax") and metadata.get("mutable", True))
+
+
+def _as_ref(value: tp.Any) -> tp.Any:
+    """``value`` in a mutable ``jax.Ref`` (arrays only), so that writes inside ``jax.jit`` are seen outside.
+
+    Both ``ref=True`` and ``hijax=True`` Variables store their value this way.
+    """
+    if _is_ref(value) or not isinstance(value, (jax.Array, np.ndarray, int, float, bool)):
+        return value
+    return jax.new_ref(jax.numpy.asarray(value))
+
+
+class Variable(tp.Generic[A]):
+    """The base class for all Variable types; subclass it to label new kinds of state.
+
+    Reprs of Pytrees total their Variables by type name; a class may set
+    ``__nnx_repr_group__`` to a name to be totalled under instead (inherited by subclasses).
+    """
+
+    __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
+    _raw_value: tp.Any
+    _var_metadata: dict[str, tp.Any]
+
+    def __init__(
+        self,
+        value: A | VariableMetadata[A],
+        *,
+        hijax: bool | None = None,
+        ref: bool | None = None,
+        eager_sharding: bool | None = None,
+        **metadata: tp.Any,
+    ) -> None:
+        hooks: dict[str, tuple[tp.Callable[..., tp.Any], ...]] = {}
+        if isinstance(value, VariableMetadata):
+            metadata = {**value.metadata, **metadata}
+            hooks = {name: getattr(value, name) for name in HOOK_NAMES if getattr(value, name)}
+            value = value.raw_value
+        defaults = var_defaults()
+        assert isinstance(defaults, VarDefaults)
+        metadata.update(
+            hijax=defaults.hijax if hijax is None else hijax,
+            ref=defaults.ref if ref is None else ref,
+            eager_sharding=using_eager_sharding() if eager_sharding is None else eager_sharding,
+        )
+        object.__setattr__(self, "_var_metadata", metadata)
+        object.__setattr__(self, "_hooks", hooks)
+        object.__setattr__(self, "_trace_state", current_trace_state())
+        for hook in hooks.get("on_create_value", ()):
+            value = hook(self, value)
+        value = self.create_value(value)
+        sharding = metadata.get("out_sharding", metadata.get("sharding_names"))
+        if metadata["eager_sharding"] and sharding is not None and isinstance(value, jax.Array):
+            from . import spmd
+
+            value = spmd.shard_value(value, sharding, metadata.get("mesh"))
+        if metadata["hijax"]:
+            metadata.setdefault("mutable", True)
+        if _wants_ref(metadata):
+            value = _as_ref(value)
+        object.__setattr__(self, "_raw_value", value)
+
+    def __init_subclass__(cls, **kwargs: tp.Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _register_pytree(cls)
+
+    # -- construction helpers
+
+    @classmethod
+    def _new(cls: type[V], raw_value: tp.Any, metadata: tp.Mapping[str, tp.Any]) -> V:
+        """Builds a Variable without running ``__init__`` (used by unflatten and copies)."""
+        variable = object.__new__(cls)
+        object.__setattr__(variable, "_raw_value", raw_value)
+        object.__setattr__(variable, "_var_metadata", dict(metadata))
+        object.__setattr__(variable, "_hooks", {})
+        object.__setattr__(variable, "_trace_state", current_trace_state())
+        return variable
+
+    @classmethod
+    def from_metadata(cls: type[V], value: tp.Any, attributes: dict[str, tp.Any]) -> V:
+        """A Variable of this type holding ``value`` with exactly the metadata ``attributes``."""
+        return cls._new(value, attributes)
+
+    def create_value(self, value: A) -> A:
+        """Hook for subclasses: transforms the value given to the constructor."""
+        return value
+
+    def copy(self, value: tp.Any = MISSING, **updates: tp.Any) -> Variable[tp.Any]:
+        """A new Variable of the same type with the same (or the given) value and metadata."""
+        raw = self._raw_value if value is MISSING else value
+        if _is_ref(raw) and value is MISSING:
+            raw = _as_ref(raw[...])
+        new = type(self)._new(raw, {**self._var_metadata, **updates})
+        object.__setattr__(new, "_hooks", dict(self._hooks))
+        return new
+
+    replace = copy
+
+    def to_state(self, value: tp.Any = MISSING, **updates: tp.Any) -> Variable[tp.Any]:
+        """A copy of this Variable (Variables are their own state in this version)."""
+        return self.copy(value, **updates)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the value."""
+        return self.get_value().shape  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def sharding_names(self) -> tp.Any:
+        """The ``sharding_names`` metadata, or None."""
+        return self._var_metadata.get("sharding_names")
+
+    def copy_from(self, other: Variable[A]) -> None:
+        """Takes ``other``'s value and metadata in place."""
+        object.__setattr__(self, "_raw_value", other._raw_value)
+        object.__setattr__(self, "_var_metadata", dict(other._var_metadata))
+
+    def update_from_state(self, variable_state: Variable[A]) -> None:
+        """Takes the value and metadata of ``variable_state`` in place."""
+        self.copy_from(variable_state)
+
+    # -- value access
+
+    @property
+    def type(self) -> type[Variable[A]]:
+        """The type of the variable."""
+        return type(self)
+
+    var_type = type
+
+    @property
+    def value(self) -> A:
+        """The Variable's value (prefer ``variable[...]`` or ``get_value()``)."""
+        return self.get_value()
+
+    @value.setter
+    def value(self, value: A) -> None:
+        self.set_value(value)
+
+    @property
+    def raw_value(self) -> A:
+        """The stored value, without get hooks applied."""
+        return self._raw_value
+
+    @raw_value.setter
+    def raw_value(self, value: A) -> None:
+        self.set_raw_value(value)
+
+    def get_raw_value(self) -> A:
+        """The stored value, without get hooks applied."""
+        return self._raw_value
+
+    def set_raw_value(self, value: A, *, _unsafe_bypass_check: bool = False) -> None:
+        """Replaces the stored value, without set hooks."""
+        object.__setattr__(self, "_raw_value", value)
+
+    def get_value(self, *, index: tp.Any = MISSING) -> A:
+        """The value (after get hooks), or ``value[index]`` when ``index`` is given."""
+        value = self._raw_value
+        if _is_ref(value):
+            value = value[...]
+        for hook in self._hooks.get("on_get_value", ()):
+            value = hook(self, value)
+        return value if index is MISSING else value[index]
+
+    def set_value(self, value: A, *, index: tp.Any = MISSING) -> None:
+        """Sets the value (after set hooks), or ``value[index] = value`` when ``index`` is given."""
+        raw = self._raw_value
+        if not _is_ref(raw):  # a Ref may be written from any trace; a plain value may not
+            check_same_trace(self.__dict__.get("_trace_state"), f"{type(self).__name__} from a different trace")
+        value = _unwrap(value)
+        for hook in self._hooks.get("on_set_value", ()):
+            value = hook(self, value)
+        if index is MISSING:
+            if _is_ref(raw):
+                raw[...] = value
+            else:
+                object.__setattr__(self, "_raw_value", value)
+        elif _is_ref(raw):
+            raw[index] = value
+        elif isinstance(raw, (jax.Array, np.ndarray)) or isinstance(raw, jax.core.Tracer):
+            object.__setattr__(self, "_raw_value", jax.numpy.asarray(raw).at[index].set(value))
+        else:
+            raw[index] = value
+
+    def __getitem__(self, index: tp.Any) -> tp.Any:
+        return self.get_value(index=index)
+
+    def __setitem__(self, index: tp.Any, value: tp.Any) -> None:
+        self.set_value(value, index=index)
+
+    # -- metadata
+
+    def get_metadata(
+        self, name: str | None = None, default: tp.Any = MISSING, *, exclude_required: bool | None = None
+    ) -> tp.Any:
+        """The metadata dict (without the required keys if ``exclude_required``), or one entry."""
+        if name is None:
+            if exclude_required:
+                return {k: v for k, v in self._var_metadata.items() if k not in REQUIRED_METADATA}
+            return dict(self._var_metadata)
+        if name in self._var_metadata:
+            return self._var_metadata[name]
+        if default is MISSING:
+            raise KeyError(name)
+        return default
+
+    def set_metadata(self, *args: tp.Any, **kwargs: tp.Any) -> None:
+        """Replaces all metadata (a dict), sets one entry (name, value), or updates from kwargs."""
+        if len(args) == 1 and isinstance(args[0], tp.Mapping) and not kwargs:
+            required = {k: self._var_metadata[k] for k in REQUIRED_METADATA if k in self._var_metadata}
+            object.__setattr__(self, "_var_metadata", {**args[0], **required})
+        elif len(args) == 2 and not kwargs:
+            self._var_metadata[args[0]] = args[1]
+        elif not args:
+            self._var_metadata.update(kwargs)
+        else:
+            raise TypeError(
+                f"set_metadata of {type(self).__name__} takes a dict, a (name, value) pair or keyword "
+                f"arguments, got args={args!r} and kwargs={kwargs!r}"
+            )
+
+    def has_metadata(self, name: str) -> bool:
+        """Whether the metadata has an entry ``name``."""
+        return name in self._var_metadata
+
+    def del_metadata(self, name: str) -> None:
+        """Deletes the metadata entry ``name``."""
+        del self._var_metadata[name]
+
+    @property
+    def required_metadata(self) -> frozenset[str]:
+        """The metadata keys every Variable has."""
+        return frozenset(REQUIRED_METADATA)
+
+    @property
+    def hijax(self) -> bool:
+        return self._var_metadata.get("hijax", False)
+
+    @property
+    def ref(self) -> bool:
+        return self._var_metadata.get("ref", False)
+
+    def add_axis(self, axis_index: int, axis_name: tp.Any) -> None:
+        """Records a new leading axis (added by vmap/scan) in the sharding metadata."""
+        self._insert_axis_name(axis_index, axis_name, remove=False)
+        for hook in self._hooks.get("on_add_axis", ()):
+            hook(self, axis_index, axis_name)
+
+    def remove_axis(self, axis_index: int, axis_name: tp.Any) -> None:
+        """Drops an axis (removed by vmap/scan) from the sharding metadata."""
+        self._insert_axis_name(axis_index, axis_name, remove=True)
+        for hook in self._hooks.get("on_remove_axis", ()):
+            hook(self, axis_index, axis_name)
+
+    def _insert_axis_name(self, axis_index: int, axis_name: tp.Any, remove: bool) -> None:
+        for key in ("sharding_names", "out_sharding", "sharding"):
+            names = self._var_metadata.get(key)
+            if isinstance(names, tuple):
+                names = list(names)
+                if remove:
+                    names.pop(axis_index)
+                else:
+                    names.insert(axis_index, axis_name)
+                self._var_metadata[key] = tuple(names)
+
+    # -- attribute access
+
+    def __getattr__(self, name: str) -> tp.Any:
+        if name.startswith("__") or name in ("_raw_value", "_var_metadata", "_hooks", "_trace_state"):
+            raise AttributeError(name)
+        metadata = self.__dict__.get("_var_metadata", {})
+        if name in metadata:
+            return metadata[name]
+        return getattr(self.get_value(), name)
+
+    def __setattr__(self, name: str, value: tp.Any) -> None:
+        if name == "value":
+            self.set_value(value)
+            return
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        raise AttributeError(
+            f"Cannot set attribute {name}. To set Variable metadata use either:\n\n"
+            f"  variable.set_metadata({name}=value)\n\nor\n\n"
+            f"  variable.set_metadata('{name}', value)"
+        )
+
+    # -- array protocol
+
+    def __jax_array__(self) -> tp.Any:
+        return self.get_value()
+
+    def __array__(self, dtype: tp.Any = None, copy: tp.Any = None) -> np.ndarray:
+        return np.asarray(self.get_value(), dtype=dtype)
+
+    def __len__(self) -> int:
+        return len(self.get_value())  # type: ignore[arg-type]
+
+    def __iter__(self) -> tp.Iterator[tp.Any]:
+        return iter(self.get_value())  # type: ignore[call-overload]
+
+    def __bool__(self) -> bool:
+        return bool(self.get_value())
+
+    def __float__(self) -> float:
+        return float(self.get_value())  # type: ignore[arg-type]
+
+    def __int__(self) -> int:
+        return int(self.get_value())  # type: ignore[call-overload]
+
+    def __complex__(self) -> complex:
+        return complex(self.get_value())  # type: ignore[arg-type]
+
+    def __index__(self) -> int:
+        return operator.index(self.get_value())
+
+    def __round__(self, ndigits: int | None = None) -> tp.Any:
+        return round(self.get_value(), ndigits)  # type: ignore[call-overload]
+
+    __add__, __radd__ = _binary(operator.add), _binary(operator.add, True)
+    __sub__, __rsub__ = _binary(operator.sub), _binary(operator.sub, True)
+    __mul__, __rmul__ = _binary(operator.mul), _binary(operator.mul, True)
+    __truediv__, __rtruediv__ = _binary(operator.truediv), _binary(operator.truediv, True)
+    __floordiv__, __rfloordiv__ = _binary(operator.floordiv), _binary(operator.floordiv, True)
+    __mod__, __rmod__ = _binary(operator.mod), _binary(operator.mod, True)
+    __pow__, __rpow__ = _binary(operator.pow), _binary(operator.pow, True)
+    __matmul__, __rmatmul__ = _binary(operator.matmul), _binary(operator.matmul, True)
+    __and__, __rand__ = _binary(operator.and_), _binary(operator.and_, True)
+    __or__, __ror__ = _binary(operator.or_), _binary(operator.or_, True)
+    __xor__, __rxor__ = _binary(operator.xor), _binary(operator.xor, True)
+    __lshift__, __rlshift__ = _binary(operator.lshift), _binary(operator.lshift, True)
+    __rshift__, __rrshift__ = _binary(operator.rshift), _binary(operator.rshift, True)
+    __divmod__, __rdivmod__ = _binary(divmod), _binary(divmod, True)
+    __lt__, __le__ = _binary(operator.lt), _binary(operator.le)
+    __gt__, __ge__ = _binary(operator.gt), _binary(operator.ge)
+    __eq__, __ne__ = _binary(operator.eq), _binary(operator.ne)  # type: ignore[assignment]
+    __neg__, __pos__ = _unary(operator.neg), _unary(operator.pos)
+    __abs__, __invert__ = _unary(operator.abs), _unary(operator.invert)
+    __iadd__, __isub__, __imul__ = _inplace("+="), _inplace("-="), _inplace("*=")
+    __itruediv__, __ifloordiv__ = _inplace("/="), _inplace("//=")
+    __imod__, __ipow__, __imatmul__ = _inplace("%="), _inplace("**="), _inplace("@=")
+    __iand__, __ior__, __ixor__ = _inplace("&="), _inplace("|="), _inplace("^=")
+
+    # -- repr
+
+    def __nnx_repr__(self, summarize: bool = False) -> str:
+        comment = ""
+        size, nbytes = reprlib.size_and_bytes([self._raw_value])
+        if size:
+            comment = reprlib.size_comment(size, nbytes)
+        shown = self._raw_value if self._var_metadata.get("ref") else self.get_value()
+        attributes = [("value", reprlib.value_repr(shown, summarize))]
+        for key, item in self._var_metadata.items():
+            if key in _REQUIRED_DEFAULTS and item is _REQUIRED_DEFAULTS[key]:
+                continue
+            attributes.append((key, reprlib.value_repr(item, summarize)))
+        return reprlib.object_repr(type(self).__name__, comment, attributes)
+
+    def __repr__(self) -> str:
+        return self.__nnx_repr__()
+
+    def __copy__(self) -> Variable[A]:
+        return self.copy()  # type: ignore[return-value]
+
+    def __deepcopy__(self, memo: dict[int, tp.Any]) -> Variable[A]:
+        import copy
+
+        new = type(self)._new(copy.deepcopy(self._raw_value, memo), copy.deepcopy(self._var_metadata, memo))
+        object.__setattr__(new, "_hooks", dict(self._hooks))
+        return new
+
+    def __getstate__(self) -> dict[str, tp.Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_trace_state"}
+
+    def __setstate__(self, state: dict[str, tp.Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "_trace_state", current_trace_state())
+
+
+_REQUIRED_DEFAULTS = {"hijax": False, "ref": False, "eager_sharding": True, "mutable": True}
+
+
+def _flatten_with_keys(variable: Variable[tp.Any]) -> tuple[tuple[tuple[tp.Any, tp.Any], ...], tp.Any]:
+    return ((jax.tree_util.GetAttrKey("value"), variable._raw_value),), tuple(
+        sorted(variable._var_metadata.items())
+    )
+
+
+def _register_pytree(cls: type[Variable[tp.Any]]) -> None:
+    jax.tree_util.register_pytree_with_keys(
+        cls,
+        _flatten_with_keys,
+        lambda metadata, children: cls._new(children[0], dict(metadata)),
+        lambda variable: ((variable._raw_value,), tuple(sorted(variable._var_metadata.items()))),
+    )
+
+
+_register_pytree(Variable)
+
+
+class Param(Variable[A]):
+    """The canonical learnable parameter."""
+
+
+class BatchStat(Variable[A]):
+    """Running batch statistics (e.g. BatchNorm's mean and var); not learnable."""
+
+
+class Cache(Variable[A]):
+    """Autoregressive cache (e.g. MultiHeadAttention in decode mode)."""
+
+
+class Intermediate(Variable[A]):
+    """Intermediate values stored with ``Module.sow``."""
+
+
+class Perturbation(Intermediate[A]):
+    """Perturbations added with ``Module.perturb`` to take gradients of intermediates."""
+
+
+# ---------------------------------------------------------------- name registry
+
+_NAME_TO_TYPE: dict[str, type[Variable[tp.Any]]] = {
+    "params": Param,
+    "batch_stats": BatchStat,
+    "cache": Cache,
+    "intermediates": Intermediate,
+    "perturbations": Perturbation,
+}
+
+
+def register_variable_name(
+    name: str, typ: tp.Any = MISSING, *, overwrite: bool = False
+) -> tp.Any:
+    """Registers a pair of Linen collection name and its NNX Variable type (also a decorator)."""
+    if typ is MISSING:
+        return functools.partial(register_variable_name, name, overwrite=overwrite)
+    if name in _NAME_TO_TYPE and not overwrite and _NAME_TO_TYPE[name] is not typ:
+        raise ValueError(
+            f"Name {name} already mapped to type {_NAME_TO_TYPE[name]}. "
+            "To overwrite, call register_variable_name() with `overwrite=True`."
+        )
+    _NAME_TO_TYPE[name] = typ
+    return typ
+
+
+def variable_name_from_type(typ: type[Variable[tp.Any]], /, *, allow_register: bool = False) -> str:
+    """Given an NNX Variable type, get its Linen-style collection name."""
+    for name, registered in _NAME_TO_TYPE.items():
+        if registered is typ:
+            return name
+    if not allow_register:
+        raise ValueError(
+            f"Type {typ} is not registered in the registry. To register a new type, use "
+            "register_variable_name() or set allow_register=True."
+        )
+    register_variable_name(typ.__name__, typ)
+    return typ.__name__
+
+
+def variable_type_from_name(
+    name: str, /, *, base: type[Variable[tp.Any]] = Variable, allow_register: bool = False
+) -> type[Variable[tp.Any]]:
+    """Given a Linen-style collection name, get or create its NNX Variable class."""
+    if name in _NAME_TO_TYPE:
+        return _NAME_TO_TYPE[name]
+    if not allow_register:
+        raise ValueError(
+            f"Name {name} is not registered in the registry. To register a new name, use "
+            "register_variable_name() or set allow_register=True."
+        )
+    typ = type(name, (base,), {"__module__": __name__})
+    return register_variable_name(name, typ)

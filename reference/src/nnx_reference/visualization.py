@@ -1,3 +1,13 @@
-"""visualization (placeholder: filled in by its area)."""
+"""display: prints NNX objects in their plain-text repr (treescope is not used)."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import typing as tp
+
+__all__ = ["display"]
+
+
+def display(*args: tp.Any) -> None:
+    """Prints each argument's repr (the layout the documentation shows)."""
+    for x in args:
+        print(repr(x))

@@ -1,0 +1,94 @@
+"""Activation functions (JAX's own, re-exported) and the learnable ``PReLU``."""
+
+from __future__ import annotations
+
+import typing as tp
+from types import MappingProxyType
+
+import jax.numpy as jnp
+from jax.nn import (
+    celu,
+    elu,
+    gelu,
+    glu,
+    hard_sigmoid,
+    hard_silu,
+    hard_swish,
+    hard_tanh,
+    identity,
+    leaky_relu,
+    log_sigmoid,
+    log_softmax,
+    logsumexp,
+    one_hot,
+    relu,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    soft_sign,
+    softmax,
+    softplus,
+    standardize,
+    swish,
+)
+from jax.numpy import tanh
+
+from nnx_reference.module import Module
+from nnx_reference.nn import dtypes
+from nnx_reference.variablelib import Param
+
+__all__ = [
+    "PReLU",
+    "celu",
+    "elu",
+    "gelu",
+    "glu",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "hard_tanh",
+    "identity",
+    "leaky_relu",
+    "log_sigmoid",
+    "log_softmax",
+    "logsumexp",
+    "one_hot",
+    "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "soft_sign",
+    "softmax",
+    "softplus",
+    "standardize",
+    "swish",
+    "tanh",
+]
+
+
+class PReLU(Module):
+    """Leaky ReLU whose negative slope is a learned scalar ``Param``."""
+
+    def __init__(
+        self,
+        negative_slope_init: float = 0.01,
+        *,
+        dtype: tp.Any = None,
+        param_dtype: tp.Any = jnp.float32,
+        promote_dtype: tp.Callable = dtypes.promote_dtype,
+        negative_slope_metadata: tp.Mapping[str, tp.Any] = MappingProxyType({}),
+    ):
+        self.negative_slope = Param(
+            jnp.asarray(negative_slope_init, dtype=param_dtype), **negative_slope_metadata
+        )
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.promote_dtype = promote_dtype
+
+    def __call__(self, inputs):
+        if self.dtype is not None:
+            inputs = jnp.asarray(inputs, self.dtype)
+        slope = jnp.asarray(self.negative_slope[...], inputs.dtype)
+        return jnp.where(inputs >= 0, inputs, slope * inputs)

@@ -1,0 +1,513 @@
+"""Dot-product attention, attention masks, rotary position embeddings and multi-head attention."""
+
+from __future__ import annotations
+
+import functools
+import typing as tp
+from types import MappingProxyType
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from nnx_reference.module import Module
+from nnx_reference.nn import dtypes, initializers
+from nnx_reference.nn.initializers import Initializer
+from nnx_reference.nn.linear import LinearGeneral, default_kernel_init
+from nnx_reference.nn.flags import first_from
+from nnx_reference.nn.normalization import LayerNorm
+from nnx_reference.nn.stochastic import draw_key, fork_stream
+from nnx_reference.pytreelib import data
+from nnx_reference.variablelib import Cache, Intermediate, Variable
+
+__all__ = [
+    "MultiHeadAttention",
+    "RoPE",
+    "combine_masks",
+    "dot_product_attention",
+    "dot_product_attention_weights",
+    "dot_product_attention_with_rope",
+    "make_attention_mask",
+    "make_causal_mask",
+]
+
+Array = jax.Array
+Dtype = tp.Any
+Metadata = tp.Mapping[str, tp.Any]
+NO_METADATA: Metadata = MappingProxyType({})
+
+
+def _causal_mask(q_len: int, k_len: int) -> Array:
+    return jnp.tril(jnp.ones((q_len, k_len), dtype=jnp.bool_))
+
+
+def dot_product_attention_weights(
+    query: Array,
+    key: Array,
+    bias: Array | None = None,
+    mask: Array | None = None,
+    broadcast_dropout: bool = True,
+    dropout_rng: Array | None = None,
+    dropout_rate: float = 0.0,
+    deterministic: bool = False,
+    dtype: Dtype | None = None,
+    precision: tp.Any = None,
+    module: Module | None = None,
+    promote_dtype: tp.Callable = dtypes.promote_dtype,
+    is_causal: bool = False,
+):
+    """Softmax attention weights ``[batch..., heads, q_length, kv_length]`` for query and key."""
+    query, key = promote_dtype((query, key), dtype=dtype)
+    dtype = query.dtype
+    if query.ndim != key.ndim:
+        raise ValueError(f"q, k must have same rank, but got {query.ndim}, {key.ndim}.")
+    if query.shape[:-3] != key.shape[:-3]:
+        raise ValueError(f"q, k batch dims must match, but got {query.shape}, {key.shape}.")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"q, k depths must match, but got {query.shape[-1]}, {key.shape[-1]}.")
+    query = query / jnp.sqrt(query.shape[-1]).astype(dtype)
+    weights = jnp.einsum("...qhd,...khd->...hqk", query, key, precision=precision)
+    if bias is not None:
+        weights = weights + bias
+    if is_causal:
+        causal = _causal_mask(weights.shape[-2], weights.shape[-1])
+        mask = causal if mask is None else jnp.logical_and(mask, causal)
+    if mask is not None:
+        weights = jnp.where(mask, weights, jnp.finfo(dtype).min)
+    weights = jax.nn.softmax(weights).astype(dtype)
+    if module is not None:
+        module.sow(Intermediate, "attention_weights", weights)
+    if not deterministic and dropout_rate > 0.0:
+        keep_prob = 1.0 - dropout_rate
+        if broadcast_dropout:
+            shape = (1,) * (key.ndim - 2) + weights.shape[-2:]
+        else:
+            shape = weights.shape
+        keep = jax.random.bernoulli(dropout_rng, keep_prob, shape)
+        weights = weights * (keep.astype(dtype) / jnp.asarray(keep_prob, dtype=dtype))
+    return weights
+
+
+def dot_product_attention(
+    query: Array,
+    key: Array,
+    value: Array,
+    bias: Array | None = None,
+    mask: Array | None = None,
+    broadcast_dropout: bool = True,
+    dropout_rng: Array | None = None,
+    dropout_rate: float = 0.0,
+    deterministic: bool = False,
+    dtype: Dtype | None = None,
+    precision: tp.Any = None,
+    module: Module | None = None,
+    promote_dtype: tp.Callable = dtypes.promote_dtype,
+    is_causal: bool = False,
+):
+    """Attention ``softmax(q k^T / sqrt(d)) v`` over ``[batch..., length, heads, depth]`` arrays.
+
+    Key/value may have fewer heads than the query (grouped-query attention) as long
+    as they divide the query's head count.
+    """
+    query, key, value = promote_dtype((query, key, value), dtype=dtype)
+    if not query.ndim == key.ndim == value.ndim:
+        raise ValueError(
+            f"q, k, v must have same rank, but got {query.ndim}, {key.ndim}, {value.ndim}."
+        )
+    if not query.shape[:-3] == key.shape[:-3] == value.shape[:-3]:
+        raise ValueError(
+            "q, k, v batch dims must match, but got shapes "
+            f"{query.shape}, {key.shape}, {value.shape}."
+        )
+    if key.shape[-3] != value.shape[-3]:
+        raise ValueError(
+            f"k, v lengths must match, but got {key.shape[-3]} and {value.shape[-3]}."
+        )
+    q_heads, kv_heads = query.shape[-2], key.shape[-2]
+    if q_heads % kv_heads != 0:
+        raise ValueError(
+            "The number of query heads must be a multiple of key/value heads, "
+            f"but got {q_heads} vs {kv_heads}"
+        )
+    if query.ndim == 4 and module is None and (deterministic or dropout_rate == 0.0):
+        # Nothing to record and no dropout: JAX's fused implementation does it all.
+        if mask is not None:
+            mask = mask.astype(jnp.bool_)
+        return jax.nn.dot_product_attention(query, key, value, bias, mask, is_causal=is_causal)
+    if q_heads != kv_heads:
+        key = jnp.repeat(key, q_heads // kv_heads, axis=-2)
+        value = jnp.repeat(value, q_heads // kv_heads, axis=-2)
+    weights = dot_product_attention_weights(
+        query,
+        key,
+        bias,
+        mask,
+        broadcast_dropout,
+        dropout_rng,
+        dropout_rate,
+        deterministic,
+        dtype,
+        precision,
+        module,
+        promote_dtype,
+        is_causal,
+    )
+    return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
+
+
+def make_attention_mask(
+    query_input: Array,
+    key_input: Array,
+    pairwise_fn: tp.Callable[..., tp.Any] = jnp.multiply,
+    extra_batch_dims: int = 0,
+    dtype: Dtype = jnp.float32,
+):
+    """A ``[batch..., 1, q_length, kv_length]`` mask from ``pairwise_fn(query_i, key_j)``."""
+    mask = pairwise_fn(jnp.expand_dims(query_input, -1), jnp.expand_dims(key_input, -2))
+    mask = jnp.expand_dims(mask, -3)
+    mask = jnp.expand_dims(mask, tuple(range(extra_batch_dims)))
+    return mask.astype(dtype)
+
+
+def make_causal_mask(x: Array, extra_batch_dims: int = 0, dtype: Dtype = jnp.float32) -> Array:
+    """A mask letting position ``i`` attend to positions ``j <= i`` of ``x``'s last axis."""
+    positions = jnp.broadcast_to(jnp.arange(x.shape[-1], dtype=jnp.int32), x.shape)
+    return make_attention_mask(positions, positions, jnp.greater_equal, extra_batch_dims, dtype)
+
+
+def combine_masks(*masks: Array | None, dtype: Dtype = jnp.float32) -> Array | None:
+    """Logical AND of the given masks (``None`` ones are skipped; all ``None`` gives ``None``)."""
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    ranks = tuple(m.ndim for m in present)
+    if len(set(ranks)) != 1:
+        raise ValueError(f"masks must have same rank, but got {ranks}.")
+    return functools.reduce(jnp.logical_and, present).astype(dtype)
+
+
+def _rope_frequencies(theta: float, dim: int, positions: Array) -> tuple[Array, Array]:
+    """Sines and cosines ``[..., positions, dim // 2]`` of the rotary angles."""
+    exponents = 2 * jnp.arange(dim // 2) / dim
+    angles = positions[..., None] / (theta**exponents)
+    return jnp.sin(angles), jnp.cos(angles)
+
+
+class RoPE(Module):
+    """Rotary position embedding over the last axis of ``(..., seq_length, embedding_size)`` inputs."""
+
+    def __init__(
+        self,
+        theta: float = 10000.0,
+        embedding_size: int | None = None,
+        max_seq_len: int | None = None,
+    ):
+        self.theta = theta
+        tables = None
+        if embedding_size is not None and max_seq_len is not None:
+            if embedding_size <= 0 or embedding_size % 2:
+                raise ValueError("`embedding_size` must be positive and even.")
+            tables = _rope_frequencies(theta, embedding_size, jnp.arange(max_seq_len))
+        self.cached_sin = Variable(tables[0]) if tables is not None else None
+        self.cached_cos = Variable(tables[1]) if tables is not None else None
+
+    def __call__(self, x: Array, input_positions: Array | None = None) -> Array:
+        dim = x.shape[-1]
+        if dim <= 0 or dim % 2:
+            raise ValueError("`embedding_size` must be positive and even.")
+        seq_len = x.shape[-2]
+        if self.cached_sin is not None and self.cached_sin.shape[-1] == dim // 2:
+            if input_positions is None:
+                sin, cos = self.cached_sin[...][:seq_len], self.cached_cos[...][:seq_len]
+            else:
+                sin, cos = self.cached_sin[...][input_positions], self.cached_cos[...][input_positions]
+        else:
+            positions = jnp.arange(seq_len) if input_positions is None else input_positions
+            sin, cos = _rope_frequencies(self.theta, dim, positions)
+        sin, cos = sin.astype(x.dtype), cos.astype(x.dtype)
+        first, second = jnp.split(x, 2, axis=-1)
+        return jnp.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
+
+
+def dot_product_attention_with_rope(
+    query: Array,
+    key: Array,
+    value: Array,
+    *,
+    rope: RoPE,
+    input_positions: Array | None = None,
+    **kwargs,
+) -> Array:
+    """``dot_product_attention`` with ``rope`` applied to query and key along their length axis."""
+
+    def rotate(x: Array) -> Array:
+        # [batch..., length, heads, depth] -> [batch..., heads, length, depth] and back.
+        positions = input_positions
+        if positions is not None:
+            positions = jnp.expand_dims(positions, -2)
+        return jnp.swapaxes(rope(jnp.swapaxes(x, -3, -2), positions), -3, -2)
+
+    return dot_product_attention(rotate(query), rotate(key), value, **kwargs)
+
+
+class MultiHeadAttention(Module):
+    """Multi-head (optionally grouped-query) attention with an optional autoregressive cache."""
+
+    def __init__(
+        self,
+        num_heads: int,
+        in_features: int,
+        qkv_features: int | None = None,
+        out_features: int | None = None,
+        num_kv_heads: int | None = None,
+        in_kv_features: int | None = None,
+        *,
+        dtype: Dtype | None = None,
+        param_dtype: Dtype = jnp.float32,
+        broadcast_dropout: bool = True,
+        dropout_rate: float = 0.0,
+        deterministic: bool | None = None,
+        precision: tp.Any = None,
+        kernel_init: Initializer = default_kernel_init,
+        out_kernel_init: Initializer | None = None,
+        bias_init: Initializer = initializers.zeros_init(),
+        out_bias_init: Initializer | None = None,
+        use_bias: bool = True,
+        attention_fn: tp.Callable[..., Array] = dot_product_attention,
+        decode: bool | None = None,
+        normalize_qk: bool = False,
+        qkv_promote_dtype: tp.Callable = dtypes.promote_dtype,
+        out_promote_dtype: tp.Callable = dtypes.promote_dtype,
+        ln_promote_dtype: tp.Callable = dtypes.promote_dtype,
+        qkv_dot_general: tp.Callable | None = None,
+        out_dot_general: tp.Callable | None = None,
+        qkv_dot_general_cls: tp.Any = None,
+        out_dot_general_cls: tp.Any = None,
+        rngs,
+        keep_rngs: bool = True,
+        kernel_metadata: Metadata = NO_METADATA,
+        out_kernel_metadata: Metadata = NO_METADATA,
+        bias_metadata: Metadata = NO_METADATA,
+        out_bias_metadata: Metadata = NO_METADATA,
+        query_ln_scale_metadata: Metadata = NO_METADATA,
+        key_ln_scale_metadata: Metadata = NO_METADATA,
+    ):
+        self.num_heads = num_heads
+        self.in_features = in_features
+        self.qkv_features = qkv_features if qkv_features is not None else in_features
+        self.out_features = out_features if out_features is not None else in_features
+        self.in_kv_features = in_kv_features if in_kv_features is not None else in_features
+        self.num_kv_heads = num_kv_heads if num_kv_heads is not None else num_heads
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.broadcast_dropout = broadcast_dropout
+        self.dropout_rate = dropout_rate
+        self.deterministic = deterministic
+        self.precision = precision
+        self.use_bias = use_bias
+        self.attention_fn = attention_fn
+        self.decode = decode
+        self.normalize_qk = normalize_qk
+        self.qkv_promote_dtype = qkv_promote_dtype
+        self.out_promote_dtype = out_promote_dtype
+        self.ln_promote_dtype = ln_promote_dtype
+        self.qkv_dot_general = qkv_dot_general
+        self.out_dot_general = out_dot_general
+        self.qkv_dot_general_cls = qkv_dot_general_cls
+        self.out_dot_general_cls = out_dot_general_cls
+
+        if self.qkv_features % num_heads != 0:
+            raise ValueError(
+                f"Memory dimension ({self.qkv_features}) must be divisible by "
+                f"'num_heads' heads ({num_heads})."
+            )
+        if num_heads % self.num_kv_heads != 0:
+            raise ValueError(
+                f"num_heads ({num_heads}) must be divisible by num_kv_heads ({self.num_kv_heads})."
+            )
+        self.head_dim = self.qkv_features // num_heads
+
+        projection = functools.partial(
+            LinearGeneral,
+            dtype=dtype,
+            param_dtype=param_dtype,
+            kernel_init=kernel_init,
+            bias_init=bias_init,
+            use_bias=use_bias,
+            precision=precision,
+            dot_general=qkv_dot_general,
+            dot_general_cls=qkv_dot_general_cls,
+            promote_dtype=qkv_promote_dtype,
+            kernel_metadata=kernel_metadata,
+            bias_metadata=bias_metadata,
+            rngs=rngs,
+        )
+        self.query = projection(in_features, (num_heads, self.head_dim))
+        self.key = projection(self.in_kv_features, (self.num_kv_heads, self.head_dim))
+        self.value = projection(self.in_kv_features, (self.num_kv_heads, self.head_dim))
+
+        qk_norm = functools.partial(
+            LayerNorm,
+            self.head_dim,
+            use_bias=False,
+            dtype=dtype,
+            param_dtype=param_dtype,
+            promote_dtype=ln_promote_dtype,
+            rngs=rngs,
+        )
+        self.query_ln = qk_norm(scale_metadata=query_ln_scale_metadata) if normalize_qk else None
+        self.key_ln = qk_norm(scale_metadata=key_ln_scale_metadata) if normalize_qk else None
+
+        self.out = LinearGeneral(
+            in_features=(num_heads, self.head_dim),
+            out_features=self.out_features,
+            axis=(-2, -1),
+            kernel_init=out_kernel_init or kernel_init,
+            bias_init=out_bias_init or bias_init,
+            use_bias=use_bias,
+            dtype=dtype,
+            param_dtype=param_dtype,
+            precision=precision,
+            dot_general=out_dot_general,
+            dot_general_cls=out_dot_general_cls,
+            promote_dtype=out_promote_dtype,
+            kernel_metadata=out_kernel_metadata or kernel_metadata,
+            bias_metadata=out_bias_metadata or bias_metadata,
+            rngs=rngs,
+        )
+        self.rngs = fork_stream(rngs, "dropout") if keep_rngs and dropout_rate > 0 else None
+        self.cached_key: Cache | None = data(None)
+        self.cached_value: Cache | None = data(None)
+        self.cache_index: Cache | None = data(None)
+
+    def __call__(
+        self,
+        inputs_q: Array,
+        inputs_k: Array | None = None,
+        inputs_v: Array | None = None,
+        *,
+        mask: Array | None = None,
+        deterministic: bool | None = None,
+        rngs=None,
+        sow_weights: bool = False,
+        decode: bool | None = None,
+        is_causal=False,
+        out_sharding=None,
+        qkv_sharding=None,
+        input_positions: Array | None = None,
+    ):
+        if rngs is None:
+            rngs = self.rngs
+        if inputs_k is None:
+            if inputs_v is not None:
+                raise ValueError(
+                    "`inputs_k` cannot be None if `inputs_v` is not None. To have both "
+                    "`inputs_k` and `inputs_v` be the same value, pass in the value to "
+                    "`inputs_k` and leave `inputs_v` as None."
+                )
+            inputs_k = inputs_q
+        if inputs_v is None:
+            inputs_v = inputs_k
+        if inputs_q.shape[-1] != self.in_features:
+            raise ValueError(
+                f"Incompatible input dimension, got {inputs_q.shape[-1]} "
+                f"but module expects {self.in_features}."
+            )
+
+        query = self.query(inputs_q, out_sharding=qkv_sharding)
+        key = self.key(inputs_k, out_sharding=qkv_sharding)
+        value = self.value(inputs_v, out_sharding=qkv_sharding)
+        if self.normalize_qk:
+            assert self.query_ln is not None and self.key_ln is not None
+            query = self.query_ln(query)
+            key = self.key_ln(key)
+
+        decode = first_from(
+            decode,
+            self.decode,
+            error_msg="No `decode` argument was provided to MultiHeadAttention "
+            "as either a __call__ argument, class attribute, or nnx.flag.",
+        )
+        if decode:
+            key, value, mask = self._update_cache(query, key, value, mask)
+            is_causal = False
+
+        if self.dropout_rate > 0.0:
+            deterministic = first_from(
+                deterministic,
+                self.deterministic,
+                error_msg="No `deterministic` argument was provided to MultiHeadAttention "
+                "as either a __call__ argument, class attribute, or nnx.flag.",
+            )
+        else:
+            deterministic = True
+        dropout_rng = None
+        if not deterministic:
+            if rngs is None:
+                raise ValueError(
+                    "'rngs' must be provided to __call__ method if "
+                    "MultiHeadAttention instance is defined with keep_rngs=False."
+                )
+            dropout_rng = draw_key(rngs, "dropout")
+
+        extra = {} if input_positions is None else {"input_positions": input_positions}
+        x = self.attention_fn(
+            query,
+            key,
+            value,
+            mask=mask,
+            dropout_rng=dropout_rng,
+            dropout_rate=self.dropout_rate,
+            broadcast_dropout=self.broadcast_dropout,
+            deterministic=deterministic,
+            dtype=self.dtype,
+            precision=self.precision,
+            module=self if sow_weights else None,
+            is_causal=is_causal,
+            **extra,
+        )
+        return self.out(x, out_sharding=out_sharding)
+
+    def _update_cache(self, query, key, value, mask):
+        """Writes this step's key/value at the cache index; returns the cached ones and a mask."""
+        if self.cached_key is None or self.cached_value is None or self.cache_index is None:
+            raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+        *batch_dims, max_length, num_heads, depth = self.cached_key.shape
+        expected = tuple(batch_dims) + (1, num_heads, depth)
+        if expected != key.shape:
+            raise ValueError(
+                "Autoregressive cache shape error, expected key shape "
+                f"{expected} instead got {key.shape}."
+            )
+        index = self.cache_index[...]
+        zero = jnp.array(0, dtype=index.dtype)
+        start = (zero,) * len(batch_dims) + (index, zero, zero)
+        key = lax.dynamic_update_slice(self.cached_key[...], key, start)
+        value = lax.dynamic_update_slice(self.cached_value[...], value, start)
+        self.cached_key[...] = key
+        self.cached_value[...] = value
+        self.cache_index[...] = index + 1
+        filled = jnp.broadcast_to(
+            jnp.arange(max_length) <= index, tuple(batch_dims) + (1, 1, max_length)
+        )
+        return key, value, combine_masks(mask, filled)
+
+    def init_cache(self, input_shape: tuple[int, ...], dtype: Dtype = jnp.float32) -> None:
+        """Creates a zero key/value cache for inputs of ``input_shape`` (batch..., length, features)."""
+        cache_shape = (*input_shape[:-1], self.num_kv_heads, self.head_dim)
+        self.cached_key = Cache(jnp.zeros(cache_shape, dtype))
+        self.cached_value = Cache(jnp.zeros(cache_shape, dtype))
+        self.cache_index = Cache(jnp.array(0, dtype=jnp.int32))
+
+    def set_view(
+        self,
+        deterministic: bool | None = None,
+        decode: bool | None = None,
+        batch_size: int | tuple[int, ...] | None = None,
+        max_length: int | None = None,
+    ) -> None:
+        """Sets the modes ``nnx.view`` asks for (``batch_size``/``max_length`` are accepted, unused)."""
+        if deterministic is not None:
+            self.deterministic = deterministic
+        if decode is not None:
+            self.decode = decode

@@ -1,0 +1,498 @@
+"""Recurrent cells (LSTM, optimized LSTM, GRU, simple RNN) and the ``RNN``/``Bidirectional`` scanners."""
+
+from __future__ import annotations
+
+import functools
+import typing as tp
+from types import MappingProxyType
+
+import jax
+import jax.numpy as jnp
+
+from nnx_reference import graphlib, rnglib
+from nnx_reference.module import Module
+from nnx_reference.nn import dtypes, initializers
+from nnx_reference.nn.initializers import Initializer
+from nnx_reference.nn.linear import Linear, default_kernel_init
+from nnx_reference.nn.stochastic import draw_key
+
+__all__ = [
+    "RNN",
+    "Bidirectional",
+    "GRUCell",
+    "LSTMCell",
+    "OptimizedLSTMCell",
+    "RNNCellBase",
+    "SimpleCell",
+    "flip_sequences",
+]
+
+Array = jax.Array
+Carry = tp.Any
+Dtype = tp.Any
+Metadata = tp.Mapping[str, tp.Any]
+NO_METADATA: Metadata = MappingProxyType({})
+
+
+def modified_orthogonal(key: Array, shape: tuple[int, ...], dtype: Dtype = jnp.float32) -> Array:
+    """An orthogonal matrix drawn in float32 and then cast (usable for half-precision dtypes)."""
+    return initializers.orthogonal()(key, shape).astype(dtype)
+
+
+class RNNCellBase(Module):
+    """Interface of a recurrent cell: ``cell(carry, x) -> (carry, y)`` and ``initialize_carry``."""
+
+    def initialize_carry(self, input_shape: tuple[int, ...], rngs=None, carry_init=None) -> Carry:
+        """Returns the initial carry for inputs of ``input_shape`` (batch..., features)."""
+        raise NotImplementedError
+
+    @property
+    def num_feature_axes(self) -> int:
+        """Number of trailing feature axes of the cell's inputs."""
+        raise NotImplementedError
+
+
+class _GatedCell(RNNCellBase):
+    """What the built-in cells share: their settings, carry creation and feature axes."""
+
+    def _settings(self, in_features, hidden_features, dtype, param_dtype, promote_dtype,
+                  keep_rngs, rngs) -> None:
+        self.in_features = in_features
+        self.hidden_features = hidden_features
+        self.dtype = dtype
+        self.param_dtype = param_dtype
+        self.promote_dtype = promote_dtype
+        self.rngs = rngs.carry.fork() if keep_rngs else None
+
+    def _linear(self, in_features: int, out_features: int, *, use_bias: bool, kernel_init,
+                bias_init, kernel_metadata: Metadata, bias_metadata: Metadata, rngs) -> Linear:
+        return Linear(
+            in_features,
+            out_features,
+            use_bias=use_bias,
+            kernel_init=kernel_init,
+            bias_init=bias_init,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            promote_dtype=self.promote_dtype,
+            kernel_metadata=kernel_metadata,
+            bias_metadata=bias_metadata,
+            rngs=rngs,
+        )
+
+    _num_carry_arrays = 1
+
+    def initialize_carry(self, input_shape: tuple[int, ...], rngs=None, carry_init=None) -> Carry:
+        """Returns the initial carry for inputs of ``input_shape`` (batch..., features).
+
+        Each carry array draws one key from the ``carry`` stream of ``rngs`` (or of the
+        rngs the cell keeps), even for constant initializers.
+        """
+        if rngs is None:
+            rngs = self.rngs
+        if rngs is None:
+            raise ValueError("RNGs must be provided to initialize the cell carry.")
+        carry_init = carry_init or self.carry_init or initializers.zeros_init()
+        shape = tuple(input_shape[:-1]) + (self.hidden_features,)
+        arrays = tuple(
+            carry_init(draw_key(rngs, "carry"), shape, self.param_dtype)
+            for _ in range(self._num_carry_arrays)
+        )
+        return arrays if self._num_carry_arrays > 1 else arrays[0]
+
+    @property
+    def num_feature_axes(self) -> int:
+        return 1
+
+
+class LSTMCell(_GatedCell):
+    """LSTM cell with one dense layer per gate: ``ii, if_, ig, io`` on inputs, ``hi, hf, hg, ho`` on h."""
+
+    _num_carry_arrays = 2
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        gate_fn: tp.Callable[..., tp.Any] = jax.nn.sigmoid,
+        activation_fn: tp.Callable[..., tp.Any] = jnp.tanh,
+        kernel_init: Initializer = default_kernel_init,
+        recurrent_kernel_init: Initializer = modified_orthogonal,
+        bias_init: Initializer = initializers.zeros_init(),
+        dtype: Dtype | None = None,
+        param_dtype: Dtype = jnp.float32,
+        carry_init: Initializer | None = None,
+        promote_dtype: tp.Callable = dtypes.promote_dtype,
+        keep_rngs: bool = False,
+        rngs,
+        kernel_metadata: Metadata = NO_METADATA,
+        recurrent_kernel_metadata: Metadata = NO_METADATA,
+        bias_metadata: Metadata = NO_METADATA,
+    ):
+        self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
+                       keep_rngs, rngs)
+        self.gate_fn = gate_fn
+        self.activation_fn = activation_fn
+        from_inputs = functools.partial(
+            self._linear, in_features, hidden_features, use_bias=False, kernel_init=kernel_init,
+            bias_init=bias_init, kernel_metadata=kernel_metadata, bias_metadata=bias_metadata,
+            rngs=rngs,
+        )
+        from_hidden = functools.partial(
+            self._linear, hidden_features, hidden_features, use_bias=True,
+            kernel_init=recurrent_kernel_init, bias_init=bias_init,
+            kernel_metadata=recurrent_kernel_metadata, bias_metadata=bias_metadata, rngs=rngs,
+        )
+        self.ii, self.if_, self.ig, self.io = (from_inputs() for _ in range(4))
+        self.hi, self.hf, self.hg, self.ho = (from_hidden() for _ in range(4))
+        self.carry_init = carry_init
+
+    def __call__(self, carry: tuple[Array, Array], inputs: Array):
+        c, h = carry
+        i = self.gate_fn(self.ii(inputs) + self.hi(h))
+        f = self.gate_fn(self.if_(inputs) + self.hf(h))
+        g = self.activation_fn(self.ig(inputs) + self.hg(h))
+        o = self.gate_fn(self.io(inputs) + self.ho(h))
+        new_c = f * c + i * g
+        new_h = o * self.activation_fn(new_c)
+        return (new_c, new_h), new_h
+
+
+class OptimizedLSTMCell(_GatedCell):
+    """LSTM cell computing all four gates with one input and one hidden dense layer."""
+
+    _num_carry_arrays = 2
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        gate_fn: tp.Callable[..., tp.Any] = jax.nn.sigmoid,
+        activation_fn: tp.Callable[..., tp.Any] = jnp.tanh,
+        kernel_init: Initializer = default_kernel_init,
+        recurrent_kernel_init: Initializer = initializers.orthogonal(),
+        bias_init: Initializer = initializers.zeros_init(),
+        dtype: Dtype | None = None,
+        param_dtype: Dtype = jnp.float32,
+        carry_init: Initializer | None = None,
+        promote_dtype: tp.Callable = dtypes.promote_dtype,
+        keep_rngs: bool = False,
+        rngs,
+        kernel_metadata: Metadata = NO_METADATA,
+        recurrent_kernel_metadata: Metadata = NO_METADATA,
+        bias_metadata: Metadata = NO_METADATA,
+    ):
+        self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
+                       keep_rngs, rngs)
+        self.gate_fn = gate_fn
+        self.activation_fn = activation_fn
+        self.dense_i = self._linear(
+            in_features, 4 * hidden_features, use_bias=False, kernel_init=kernel_init,
+            bias_init=bias_init, kernel_metadata=kernel_metadata, bias_metadata=bias_metadata,
+            rngs=rngs,
+        )
+        self.dense_h = self._linear(
+            hidden_features, 4 * hidden_features, use_bias=True,
+            kernel_init=recurrent_kernel_init, bias_init=bias_init,
+            kernel_metadata=recurrent_kernel_metadata, bias_metadata=bias_metadata, rngs=rngs,
+        )
+        self.carry_init = carry_init
+
+    def __call__(self, carry: tuple[Array, Array], inputs: Array):
+        c, h = carry
+        i, f, g, o = jnp.split(self.dense_i(inputs) + self.dense_h(h), 4, axis=-1)
+        i, f, g, o = self.gate_fn(i), self.gate_fn(f), self.activation_fn(g), self.gate_fn(o)
+        new_c = f * c + i * g
+        new_h = o * self.activation_fn(new_c)
+        return (new_c, new_h), new_h
+
+
+class GRUCell(_GatedCell):
+    """GRU cell: reset, update and candidate gates from one input and one hidden dense layer."""
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        gate_fn: tp.Callable[..., tp.Any] = jax.nn.sigmoid,
+        activation_fn: tp.Callable[..., tp.Any] = jnp.tanh,
+        kernel_init: Initializer = default_kernel_init,
+        recurrent_kernel_init: Initializer = initializers.orthogonal(),
+        bias_init: Initializer = initializers.zeros_init(),
+        dtype: Dtype | None = None,
+        param_dtype: Dtype = jnp.float32,
+        carry_init: Initializer | None = None,
+        promote_dtype: tp.Callable = dtypes.promote_dtype,
+        keep_rngs: bool = False,
+        rngs,
+        kernel_metadata: Metadata = NO_METADATA,
+        recurrent_kernel_metadata: Metadata = NO_METADATA,
+        bias_metadata: Metadata = NO_METADATA,
+    ):
+        self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
+                       keep_rngs, rngs)
+        self.gate_fn = gate_fn
+        self.activation_fn = activation_fn
+        self.dense_i = self._linear(
+            in_features, 3 * hidden_features, use_bias=True, kernel_init=kernel_init,
+            bias_init=bias_init, kernel_metadata=kernel_metadata, bias_metadata=bias_metadata,
+            rngs=rngs,
+        )
+        self.dense_h = self._linear(
+            hidden_features, 3 * hidden_features, use_bias=False,
+            kernel_init=recurrent_kernel_init, bias_init=bias_init,
+            kernel_metadata=recurrent_kernel_metadata, bias_metadata=bias_metadata, rngs=rngs,
+        )
+        self.carry_init = carry_init
+
+    def __call__(self, carry: Array, inputs: Array):
+        h = carry
+        x_r, x_z, x_n = jnp.split(self.dense_i(inputs), 3, axis=-1)
+        h_r, h_z, h_n = jnp.split(self.dense_h(h), 3, axis=-1)
+        r = self.gate_fn(x_r + h_r)
+        z = self.gate_fn(x_z + h_z)
+        n = self.activation_fn(x_n + r * h_n)
+        new_h = (1.0 - z) * n + z * h
+        return new_h, new_h
+
+
+class SimpleCell(_GatedCell):
+    """Elman cell: ``h' = activation_fn(dense_i(x) + dense_h(h))`` (plus ``h`` if ``residual``)."""
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        *,
+        dtype: Dtype = jnp.float32,
+        param_dtype: Dtype = jnp.float32,
+        carry_init: Initializer | None = None,
+        residual: bool = False,
+        activation_fn: tp.Callable[..., tp.Any] = jnp.tanh,
+        kernel_init: Initializer = default_kernel_init,
+        recurrent_kernel_init: Initializer = initializers.orthogonal(),
+        bias_init: Initializer = initializers.zeros_init(),
+        promote_dtype: tp.Callable = dtypes.promote_dtype,
+        keep_rngs: bool = False,
+        rngs,
+        kernel_metadata: Metadata = NO_METADATA,
+        recurrent_kernel_metadata: Metadata = NO_METADATA,
+        bias_metadata: Metadata = NO_METADATA,
+    ):
+        self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
+                       keep_rngs, rngs)
+        self.residual = residual
+        self.activation_fn = activation_fn
+        self.dense_h = self._linear(
+            hidden_features, hidden_features, use_bias=False,
+            kernel_init=recurrent_kernel_init, bias_init=bias_init,
+            kernel_metadata=recurrent_kernel_metadata, bias_metadata=bias_metadata, rngs=rngs,
+        )
+        self.dense_i = self._linear(
+            in_features, hidden_features, use_bias=True, kernel_init=kernel_init,
+            bias_init=bias_init, kernel_metadata=kernel_metadata, bias_metadata=bias_metadata,
+            rngs=rngs,
+        )
+        self.carry_init = carry_init
+
+    def __call__(self, carry: Array, inputs: Array):
+        new_carry = self.activation_fn(self.dense_i(inputs) + self.dense_h(carry))
+        if self.residual:
+            new_carry = new_carry + carry
+        return new_carry, new_carry
+
+
+def flip_sequences(
+    inputs: Array, seq_lengths: Array | None, num_batch_dims: int, time_major: bool
+) -> Array:
+    """Reverses each sequence along the time axis, keeping padding (past ``seq_lengths``) at the end."""
+    time_axis = 0 if time_major else num_batch_dims
+    if seq_lengths is None:
+        return jnp.flip(inputs, axis=time_axis)
+    steps = inputs.shape[time_axis]
+    lengths = jnp.asarray(seq_lengths)
+    lengths = jnp.expand_dims(lengths, 0 if time_major else num_batch_dims)
+    reversed_steps = jnp.arange(steps - 1, -1, -1)
+    step_shape = [1] * (num_batch_dims + 1)
+    step_shape[time_axis] = steps
+    index = (jnp.reshape(reversed_steps, step_shape) + lengths) % steps
+    index = jnp.reshape(index, index.shape + (1,) * (inputs.ndim - index.ndim))
+    return jnp.take_along_axis(inputs, index, axis=time_axis)
+
+
+def _carry_stream(rngs: bool | rnglib.Rngs) -> rnglib.RngStream | None:
+    """The stream an ``RNN``/``Bidirectional`` keeps for initializing carries.
+
+    ``True`` gives a fresh ``carry`` stream seeded with 0, ``False`` none, and an
+    ``Rngs`` a fork of its ``carry`` stream.
+    """
+    if rngs is True:
+        return rnglib.RngStream(0, tag="carry")
+    if rngs is False:
+        return None
+    return rngs.carry.fork()
+
+
+class RNN(Module):
+    """Runs a cell over the time axis of its inputs (a scan), returning all outputs."""
+
+    def __init__(
+        self,
+        cell: RNNCellBase,
+        *,
+        time_major: bool = False,
+        return_carry: bool = False,
+        reverse: bool = False,
+        keep_order: bool = False,
+        unroll: int = 1,
+        state_axes: tp.Mapping[str, tp.Any] | None = None,
+        broadcast_rngs: tp.Any = None,
+        rngs=True,
+    ):
+        self.cell = cell
+        self.time_major = time_major
+        self.return_carry = return_carry
+        self.reverse = reverse
+        self.keep_order = keep_order
+        self.unroll = unroll
+        if not isinstance(rngs, (bool, rnglib.Rngs)):
+            raise ValueError(
+                f"Expected rngs to be a jax.Array, int, Rngs, or bool. Got {type(rngs)}."
+            )
+        self.rngs = _carry_stream(rngs)
+        if state_axes is None:
+            from nnx_reference.transforms import Carry, StateAxes
+
+            state_axes = StateAxes({...: Carry})
+        self.state_axes = state_axes
+        self.broadcast_rngs = broadcast_rngs
+
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        initial_carry: Carry | None = None,
+        seq_lengths: Array | None = None,
+        return_carry: bool | None = None,
+        time_major: bool | None = None,
+        reverse: bool | None = None,
+        keep_order: bool | None = None,
+        rngs=None,
+    ):
+        return_carry = self.return_carry if return_carry is None else return_carry
+        time_major = self.time_major if time_major is None else time_major
+        reverse = self.reverse if reverse is None else reverse
+        keep_order = self.keep_order if keep_order is None else keep_order
+        rngs = self.rngs if rngs is None else rngs
+
+        time_axis = 0 if time_major else inputs.ndim - (self.cell.num_feature_axes + 1)
+        num_batch_dims = inputs.ndim - self.cell.num_feature_axes - 1
+        if reverse:
+            inputs = flip_sequences(inputs, seq_lengths, num_batch_dims, time_major)
+        if initial_carry is None:
+            step_shape = inputs.shape[:time_axis] + inputs.shape[time_axis + 1 :]
+            initial_carry = self.cell.initialize_carry(step_shape, rngs)
+
+        graphdef, cell_state = graphlib.split(self.cell)
+
+        def step(loop, x):
+            state, carry = loop
+            cell = graphlib.merge(graphdef, state)
+            carry, y = cell(carry, x)
+            _, state = graphlib.split(cell)
+            return (state, carry), (carry, y)
+
+        xs = jnp.moveaxis(inputs, time_axis, 0)
+        (cell_state, carry), (carries, ys) = jax.lax.scan(
+            step, (cell_state, initial_carry), xs, unroll=self.unroll
+        )
+        graphlib.update(self.cell, cell_state)
+        if seq_lengths is not None:
+            # The carry after each sequence's last valid step, not after the padding.
+            last = jnp.asarray(seq_lengths) - 1
+            carry = jax.tree.map(
+                lambda c: c[last, jnp.arange(c.shape[1])] if c.ndim > 1 else c[last], carries
+            )
+        outputs = jnp.moveaxis(ys, 0, time_axis)
+        if reverse and keep_order:
+            outputs = flip_sequences(outputs, seq_lengths, num_batch_dims, time_major)
+        return (carry, outputs) if return_carry else outputs
+
+
+def _concatenate(a: Array, b: Array) -> Array:
+    return jnp.concatenate([a, b], axis=-1)
+
+
+class Bidirectional(Module):
+    """Runs one RNN forward and one backward over the inputs and merges their outputs."""
+
+    # Class-level defaults; the constructor sets them per instance.
+    merge_fn = staticmethod(_concatenate)
+    time_major = False
+    return_carry = False
+
+    def __init__(
+        self,
+        forward_rnn: RNN,
+        backward_rnn: RNN,
+        *,
+        merge_fn: tp.Callable[[Array, Array], Array] = _concatenate,
+        time_major: bool = False,
+        return_carry: bool = False,
+        rngs=True,
+    ):
+        self.forward_rnn = forward_rnn
+        self.backward_rnn = backward_rnn
+        self.merge_fn = merge_fn
+        self.time_major = time_major
+        self.return_carry = return_carry
+        if isinstance(rngs, rnglib.RngStream):
+            self.rngs = rngs
+        elif isinstance(rngs, (bool, rnglib.Rngs)):
+            self.rngs = _carry_stream(rngs)
+        else:
+            raise TypeError(
+                f"rngs must be a Rngs, jax.Array, int, or bool, but got {type(rngs)}."
+            )
+
+    def __call__(
+        self,
+        inputs: Array,
+        *,
+        initial_carry: tuple[Carry, Carry] | None = None,
+        rngs=None,
+        seq_lengths: Array | None = None,
+        return_carry: bool | None = None,
+        time_major: bool | None = None,
+        reverse: bool | None = None,
+        keep_order: bool | None = None,
+    ):
+        return_carry = self.return_carry if return_carry is None else return_carry
+        time_major = self.time_major if time_major is None else time_major
+        rngs = self.rngs if rngs is None else rngs
+        carry_forward, carry_backward = initial_carry if initial_carry is not None else (None, None)
+        carry_forward, outputs_forward = self.forward_rnn(
+            inputs,
+            initial_carry=carry_forward,
+            rngs=rngs,
+            seq_lengths=seq_lengths,
+            return_carry=True,
+            time_major=time_major,
+            reverse=False,
+        )
+        carry_backward, outputs_backward = self.backward_rnn(
+            inputs,
+            initial_carry=carry_backward,
+            rngs=rngs,
+            seq_lengths=seq_lengths,
+            return_carry=True,
+            time_major=time_major,
+            reverse=True,
+            keep_order=True,
+        )
+        outputs = jax.tree.map(self.merge_fn, outputs_forward, outputs_backward)
+        carry = (carry_forward, carry_backward)
+        return (carry, outputs) if return_carry else outputs

@@ -1,0 +1,126 @@
+"""Plain-text reprs in the layout the NNX documentation prints.
+
+Objects render as ``Name( # summary`` followed by one ``key=value`` line per
+attribute, indented by two spaces per level; multi-line values (e.g. array reprs)
+have their continuation lines shifted by the indentation of the line they start on.
+"""
+
+from __future__ import annotations
+
+import typing as tp
+
+import jax
+import numpy as np
+
+INDENT = "  "
+
+
+def indent_tail(text: str, indent: str) -> str:
+    """Shifts every line of ``text`` but the first by ``indent``."""
+    return text.replace("\n", "\n" + indent)
+
+
+def is_ref(value: tp.Any) -> bool:
+    """Whether ``value`` is a mutable ``jax.Ref``."""
+    return hasattr(jax, "Ref") and isinstance(value, jax.Ref)
+
+
+def is_array(value: tp.Any) -> bool:
+    """Whether ``value`` is a JAX or NumPy array (abstract or concrete) or an array Ref."""
+    return isinstance(value, (jax.Array, np.ndarray, jax.ShapeDtypeStruct)) or is_ref(value)
+
+
+def array_summary(value: tp.Any) -> str:
+    """``Array(shape=(2, 3), dtype=dtype('float32'))``: the short form used inside modules."""
+    if _is_key(value):
+        return repr(value)
+    name = "ArrayRef" if is_ref(value) else "Array"
+    return f"{name}(shape={tuple(value.shape)}, dtype={np.dtype(value.dtype)!r})"
+
+
+def _is_key(value: tp.Any) -> bool:
+    try:
+        return jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key)
+    except Exception:
+        return False
+
+
+def size_and_bytes(values: tp.Iterable[tp.Any]) -> tuple[int, int]:
+    """Number of elements and bytes of the arrays among ``values``' leaves."""
+    size = nbytes = 0
+    for leaf in jax.tree.leaves(list(values)):
+        if is_array(leaf) or isinstance(leaf, jax.core.Tracer):
+            n = int(np.prod(leaf.shape))
+            size += n
+            nbytes += n * (8 if _is_key(leaf) else np.dtype(leaf.dtype).itemsize)
+    return size, nbytes
+
+
+def size_comment(size: int, nbytes: int) -> str:
+    """``6 (24 B)`` with the byte count scaled as flax prints it."""
+    return f"{size:,} ({_bytes(nbytes)})"
+
+
+def _bytes(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,} B"
+
+
+def value_repr(value: tp.Any, summarize: bool) -> str:
+    """Repr of an attribute value; large arrays are summarised when ``summarize``."""
+    if summarize and is_array(value) and (int(np.prod(value.shape)) > 1 or is_ref(value)):
+        return array_summary(value)
+    if is_ref(value):
+        return repr(value[...])
+    if isinstance(value, type):
+        return value.__name__
+    if summarize and hasattr(value, "__nnx_repr__"):
+        return value.__nnx_repr__(summarize=True)
+    if isinstance(value, (list, tuple)) and _contains_nnx(value):
+        return _seq_repr(value, summarize)
+    if isinstance(value, dict) and _contains_nnx(value):
+        return _dict_repr(value, summarize)
+    return repr(value)
+
+
+def _contains_nnx(value: tp.Any) -> bool:
+    items = value.values() if isinstance(value, dict) else value
+    return any(hasattr(v, "__nnx_repr__") or isinstance(v, (list, tuple, dict)) and _contains_nnx(v) for v in items)
+
+
+def _seq_repr(value: tp.Sequence[tp.Any], summarize: bool) -> str:
+    open_, close = ("[", "]") if isinstance(value, list) else ("(", ")")
+    if not value:
+        return open_ + close
+    lines = [open_]
+    for item in value:
+        lines.append(INDENT + indent_tail(value_repr(item, summarize), INDENT) + ",")
+    lines[-1] = lines[-1][:-1]
+    return "\n".join([*lines, close])
+
+
+def _dict_repr(value: tp.Mapping[tp.Any, tp.Any], summarize: bool) -> str:
+    return mapping_repr(value, lambda v: value_repr(v, summarize))
+
+
+def mapping_repr(value: tp.Mapping[tp.Any, tp.Any], render: tp.Callable[[tp.Any], str]) -> str:
+    """``{`` + one ``'key': value`` line per entry + ``}``, nested values indented."""
+    if not value:
+        return "{}"
+    lines = ["{"]
+    for key, item in value.items():
+        lines.append(f"{INDENT}{key!r}: {indent_tail(render(item), INDENT)},")
+    lines[-1] = lines[-1][:-1]
+    return "\n".join([*lines, "}"])
+
+
+def object_repr(name: str, comment: str, attributes: tp.Iterable[tuple[str, str]]) -> str:
+    """``Name( # comment`` + ``key=value`` lines + ``)``; ``Name()`` when empty."""
+    header = f"{name}(" + (f" # {comment}" if comment else "")
+    lines = [f"{INDENT}{key}={indent_tail(text, INDENT)}," for key, text in attributes]
+    if not lines:
+        return f"{name}()"
+    lines[-1] = lines[-1][:-1]
+    return "\n".join([header, *lines, ")"])

@@ -1,0 +1,463 @@
+"""Differentiation transforms: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``custom_vjp``, ``remat``."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing as tp
+
+import jax
+
+from . import checks, lift, trees
+
+__all__ = ["DiffState", "custom_vjp", "grad", "jvp", "remat", "value_and_grad", "vjp"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffState:
+    """Selects the differentiable substate (``filter``) of the graph node at ``argnum``."""
+
+    argnum: int
+    filter: tp.Any
+
+    def map_prefix(self, path: tuple, variable: tp.Any) -> bool:
+        """Whether the Variable at ``path`` is differentiated."""
+        from ..filterlib import to_predicate
+
+        return to_predicate(self.filter)(path, variable)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Diff:
+    """The prefix entry of an argument: differentiate it, and which substate if a node."""
+
+    filter: tp.Any  # None: not differentiated
+
+
+def _expand_diff(prefix: _Diff, obj: tp.Any) -> list:
+    """A graph node splits into its differentiable substate and the rest; a bare
+    Variable of a differentiated argument is differentiated whatever its type."""
+    if prefix.filter is None or trees.is_variable(obj):
+        return [(..., prefix)]
+    return [(prefix.filter, prefix), (..., _Diff(None))]
+
+
+def _is_diff(prefix: tp.Any) -> bool:
+    return isinstance(prefix, _Diff) and prefix.filter is not None
+
+
+def _arg_prefixes(argnums: tuple, n_args: int) -> tuple:
+    from ..variablelib import Param
+
+    filters: dict[int, tp.Any] = {}
+    for a in argnums:
+        if isinstance(a, DiffState):
+            filters[a.argnum] = a.filter
+        else:
+            filters[a] = Param
+    return tuple(_Diff(filters.get(i)) for i in range(n_args))
+
+
+def _argnum(a: int | DiffState) -> int:
+    return a.argnum if isinstance(a, DiffState) else a
+
+
+def _substate(state: tp.Any, keys: tuple) -> tp.Any:
+    """The sub-State of ``state`` under ``keys`` (an empty State when absent)."""
+    from ..statelib import State
+
+    for key in keys:
+        try:
+            state = state[key]
+        except (KeyError, IndexError, TypeError):
+            return State({})
+    return state
+
+
+def _per_arg_grads(lifted: lift.Lifted, grads: tp.Any, argnums: tuple) -> tuple:
+    """Rebuild one gradient per differentiated argument from pure-shaped gradients."""
+    leaves, states = grads
+    static = lifted.static
+    arg_treedefs = static.treedef.children()[0].children()
+    starts = [0]
+    for t in arg_treedefs:
+        starts.append(starts[-1] + t.num_leaves)
+    node_grads: dict[int, tp.Any] = {}
+    if static.graph:
+        for group, state in zip(static.groups, states):
+            if _is_diff(group.prefix):
+                node_grads[static.obj_slots[group.obj]] = _substate(state, (0, group.obj))
+    out = []
+    for a in argnums:
+        i = _argnum(a)
+        arg_leaves = [node_grads.get(j, leaves[j]) for j in range(starts[i], starts[i + 1])]
+        out.append(jax.tree_util.tree_unflatten(arg_treedefs[i], arg_leaves))
+    return tuple(out)
+
+
+def _as_tuple(argnums: tp.Any) -> tuple:
+    return (argnums,) if isinstance(argnums, (int, DiffState)) else tuple(argnums)
+
+
+def _check_tree_mode_argnums(name: str, argnums: tuple, mode: tuple[bool, bool]) -> None:
+    checks.reject_prefix_objects(name, argnums, DiffState, mode, "argnums")
+
+
+def _grad_call(
+    name: str,
+    fun: tp.Callable,
+    argnums: int | DiffState | tp.Sequence[int | DiffState],
+    has_aux: bool,
+    holomorphic: bool,
+    allow_int: bool,
+    graph: bool | None,
+    graph_updates: bool | None,
+    args: tuple,
+) -> tuple[tp.Any, tp.Any]:
+    """Run ``fun`` under ``jax.value_and_grad``; returns ``(value, grads)``."""
+    single = isinstance(argnums, (int, DiffState))
+    nums = (argnums,) if single else tuple(argnums)
+    mode = trees.resolve_mode(graph, graph_updates)
+    _check_tree_mode_argnums(name, nums, mode)
+    prefixes = _arg_prefixes(nums, len(args))
+    if not mode[0]:
+        prefixes = tuple(_Diff(... if p.filter is not None else None) for p in prefixes)
+    lifted = lift.Lifted(
+        name, (args, {}), (prefixes, {}), graph=mode[0], graph_updates=mode[1], expand=_expand_diff
+    )
+    diff, rest = trees.partition(lifted.pure, lifted.prefix, _is_diff)
+
+    def pure_fn(diff: tp.Any, rest: tp.Any) -> tuple[tp.Any, tp.Any]:
+        (inner_args, _), objs = lift.enter(lifted.static, trees.join(diff, rest))
+        out = fun(*inner_args)
+        value, aux = out if has_aux else (out, None)
+        return value, lift.exit(name, lifted.static, objs, aux)
+
+    (value, result), grads = jax.value_and_grad(
+        pure_fn, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
+    )(diff, rest)
+    aux = lift.apply(lifted, result)
+    per_arg = _per_arg_grads(lifted, grads, nums)
+    return ((value, aux) if has_aux else value), (per_arg[0] if single else per_arg)
+
+
+def grad(
+    f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
+    *,
+    argnums: int | DiffState | tp.Sequence[int | DiffState] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: tp.Sequence[tp.Hashable] = (),
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.grad``: gradients of graph nodes are States of their Params
+    (or of the ``DiffState`` filter); in tree mode they have the argument's type."""
+    _check_tree_mode_argnums("grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates))
+
+    def make(fun: tp.Callable) -> tp.Callable:
+        @functools.wraps(fun)
+        def wrapper(*args: tp.Any) -> tp.Any:
+            value, grads = _grad_call(
+                "grad", fun, argnums, has_aux, holomorphic, allow_int, graph, graph_updates, args
+            )
+            return (grads, value[1]) if has_aux else grads
+
+        return wrapper
+
+    return trees.decorator_or_call(f, make)
+
+
+def value_and_grad(
+    f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
+    *,
+    argnums: int | DiffState | tp.Sequence[int | DiffState] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: tp.Sequence[tp.Hashable] = (),
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Like :func:`grad`, returning ``(value, grads)`` (``((value, aux), grads)`` with aux)."""
+    _check_tree_mode_argnums(
+        "value_and_grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates)
+    )
+
+    def make(fun: tp.Callable) -> tp.Callable:
+        @functools.wraps(fun)
+        def wrapper(*args: tp.Any) -> tp.Any:
+            return _grad_call(
+                "value_and_grad", fun, argnums, has_aux, holomorphic, allow_int, graph,
+                graph_updates, args,
+            )
+
+        return wrapper
+
+    return trees.decorator_or_call(f, make)
+
+
+def _all_diff(n_args: int, graph: bool) -> tuple:
+    return tuple(_Diff(...) for _ in range(n_args))
+
+
+def vjp(
+    f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
+    *primals: tp.Any,
+    has_aux: bool = False,
+    reduce_axes: tp.Sequence[tp.Hashable] = (),
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.vjp``: returns ``(primals_out, vjp_fn)`` (and ``aux`` with has_aux)."""
+    if isinstance(f, trees.Missing):
+        return lambda fun: functools.wraps(fun)(
+            lambda *p: vjp(fun, *p, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
+        )
+    mode = trees.resolve_mode(graph, graph_updates)
+    lifted = lift.Lifted(
+        "vjp", (primals, {}), (_all_diff(len(primals), mode[0]), {}),
+        graph=mode[0], graph_updates=mode[1], expand=_expand_diff,
+    )
+
+    def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
+        (inner_args, _), objs = lift.enter(lifted.static, pure)
+        out = f(*inner_args)
+        value, aux = out if has_aux else (out, None)
+        return value, lift.exit("vjp", lifted.static, objs, aux)
+
+    primals_out, raw_vjp, result = jax.vjp(pure_fn, lifted.pure, has_aux=True)
+    aux = lift.apply(lifted, result)
+    nums = tuple(range(len(primals)))
+
+    def vjp_fn(cotangent: tp.Any) -> tuple:
+        (grads,) = raw_vjp(cotangent)
+        return _per_arg_grads(lifted, grads, nums)
+
+    return (primals_out, vjp_fn, aux) if has_aux else (primals_out, vjp_fn)
+
+
+def jvp(
+    f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
+    primals: tuple | trees.Missing = trees.MISSING,
+    tangents: tuple | trees.Missing = trees.MISSING,
+    *,
+    has_aux: bool = False,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.jvp``: returns ``(primals_out, tangent_out)`` (and ``aux`` with has_aux).
+
+    Tangents of graph nodes have the node's structure (e.g. ``jax.tree.map(jnp.zeros_like, m)``).
+    """
+    if isinstance(f, trees.Missing):
+        return lambda fun: functools.wraps(fun)(
+            lambda p, t: jvp(fun, p, t, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
+        )
+    if isinstance(primals, trees.Missing):
+        return lambda p, t: jvp(f, p, t, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
+    mode = trees.resolve_mode(graph, graph_updates)
+    lifted = lift.Lifted("jvp", tuple(primals), None, graph=mode[0], graph_updates=mode[1], coalesce=True)
+    tangent = lift.Lifted(
+        "jvp", tuple(tangents), None, graph=mode[0], graph_updates=mode[1], coalesce=True
+    )
+
+    def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
+        inner_args, objs = lift.enter(lifted.static, pure)
+        out = f(*inner_args)
+        value, aux = out if has_aux else (out, None)
+        return value, lift.exit("jvp", lifted.static, objs, aux)
+
+    primals_out, tangent_out, result = jax.jvp(
+        pure_fn, (lifted.pure,), (tangent.pure,), has_aux=True
+    )
+    aux = lift.apply(lifted, result)
+    return (primals_out, tangent_out, aux) if has_aux else (primals_out, tangent_out)
+
+
+def remat(
+    f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
+    *,
+    prevent_cse: bool = True,
+    static_argnums: int | tuple[int, ...] = (),
+    policy: tp.Callable[..., bool] | None = None,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.checkpoint``: recompute ``f``'s intermediates in the backward pass."""
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    def make(fun: tp.Callable) -> tp.Callable:
+        @functools.wraps(fun)
+        def wrapper(*args: tp.Any) -> tp.Any:
+            statics = {i: args[i] for i in nums}
+            dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
+            mode = trees.resolve_mode(graph, graph_updates)
+            lifted = lift.Lifted(
+                "remat", dynamic, None, graph=mode[0], graph_updates=mode[1], coalesce=True
+            )
+
+            def pure_fn(pure: tp.Any) -> tp.Any:
+                dyn, objs = lift.enter(lifted.static, pure)
+                it = iter(dyn)
+                full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+                return lift.exit("remat", lifted.static, objs, fun(*full))
+
+            checkpointed = jax.checkpoint(pure_fn, prevent_cse=prevent_cse, policy=policy)
+            return lift.apply(lifted, checkpointed(lifted.pure))
+
+        return wrapper
+
+    return trees.decorator_or_call(f, make)
+
+
+# --------------------------------------------------------------------------- custom_vjp
+
+
+class CustomVjp:
+    """A function with a custom backward pass over graph nodes; see :func:`custom_vjp`."""
+
+    def __init__(self, fun: tp.Callable, nondiff_argnums: tuple, graph: bool | None, graph_updates: bool | None):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = nondiff_argnums
+        self.graph = graph
+        self.graph_updates = graph_updates
+        self.fwd: tp.Callable | None = None
+        self.bwd: tp.Callable | None = None
+
+    def defvjp(self, fwd: tp.Callable, bwd: tp.Callable, symbolic_zeros: bool = False) -> None:
+        """Set the forward (``fwd(*args) -> (out, residuals)``) and backward functions."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: tp.Any) -> tp.Any:
+        mode = trees.resolve_mode(self.graph, self.graph_updates)
+        checks.reject_prefix_objects("custom_vjp", self.nondiff_argnums, DiffState, mode, "nondiff_argnums")
+        if mode != (True, True):
+            return self._call_tree(args)
+        return self._call_graph(args)
+
+    def _call_tree(self, args: tuple) -> tp.Any:
+        """Without graph updates: ``jax.custom_vjp`` over the arguments as pytrees."""
+        nums = tuple(a for a in self.nondiff_argnums if isinstance(a, int))
+        inner = jax.custom_vjp(self.fun, nondiff_argnums=nums)
+        inner.defvjp(self.fwd, self.bwd)
+        return inner(*args)
+
+    def _call_graph(self, args: tuple) -> tp.Any:
+        """Graph mode: input updates are extra outputs; ``bwd`` sees ``(updates_g, out_g)``."""
+        filters: dict[int, tp.Any] = {i: ... for i in range(len(args))}
+        for a in self.nondiff_argnums:
+            if isinstance(a, DiffState):
+                filters[a.argnum] = a.filter
+            else:
+                filters[a] = None
+        prefixes = tuple(_Diff(filters[i]) for i in range(len(args)))
+        lifted = lift.Lifted(
+            "custom_vjp", (args, {}), (prefixes, {}), graph=True, graph_updates=True,
+            expand=_expand_diff,
+        )
+        static = lifted.static
+        diff, rest = trees.partition(lifted.pure, lifted.prefix, _is_diff)
+        fun, fwd, bwd = self.fun, self.fwd, self.bwd
+        nums = tuple(range(len(args)))
+
+        def run(user: tp.Callable, pure: tp.Any) -> tuple[tp.Any, tp.Any]:
+            (inner_args, _), objs = lift.enter(static, pure)
+            out = user(*inner_args)
+            return out, objs
+
+        @jax.custom_vjp
+        def pure_fn(diff: tp.Any, rest: tp.Any) -> tp.Any:
+            out, objs = run(fun, trees.join(diff, rest))
+            return lift.exit("custom_vjp", static, objs, out)
+
+        def pure_fwd(diff: tp.Any, rest: tp.Any) -> tuple[tp.Any, tp.Any]:
+            (out, residuals), objs = run(fwd, trees.join(diff, rest))
+            return lift.exit("custom_vjp", static, objs, out), (residuals, rest)
+
+        def pure_bwd(res: tp.Any, g: tp.Any) -> tuple[tp.Any, tp.Any]:
+            residuals, rest = res
+            _, in_part_g, out_g = g
+            updates_g = _node_updates(lifted, in_part_g, len(nums))
+            tangents = bwd(residuals, (updates_g, out_g))
+            if not isinstance(tangents, tuple):
+                tangents = (tangents,)
+            diff_g = _pure_tangents(lifted, diff, tangents)
+            return diff_g, jax.tree.map(lambda x: None, rest)
+
+        pure_fn.defvjp(pure_fwd, pure_bwd)
+        return lift.apply(lifted, pure_fn(diff, rest))
+
+
+def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any:
+    """Put the user's per-argument tangents into the pure layout of ``diff``.
+
+    A graph node's tangent is a State; each differentiable Variable takes the
+    tangent at its path (extra entries, e.g. non-differentiable ones, are ignored).
+    """
+    from ..statelib import to_flat_state
+
+    leaves, states = diff
+    static = lifted.static
+    arg_treedefs = static.treedef.children()[0].children()
+    starts = [0]
+    for t in arg_treedefs:
+        starts.append(starts[-1] + t.num_leaves)
+    obj_at = {slot: k for k, slot in enumerate(static.obj_slots)}
+    new_leaves, new_states = list(leaves), list(states)
+    for i, tangent in enumerate(tangents[: len(arg_treedefs)]):
+        if tangent is None:
+            continue
+        slots = range(starts[i], starts[i + 1])
+        objs = {obj_at[j] for j in slots if j in obj_at}
+        if objs:
+            by_path = {tuple(p): v for p, v in to_flat_state(tangent)}
+            for gi, group in enumerate(static.groups):
+                if group.obj in objs and states[gi] is not None:
+                    values = [by_path[tuple(p)[2:]] for p, _ in to_flat_state(states[gi])]
+                    new_states[gi] = jax.tree.unflatten(
+                        jax.tree.structure(states[gi]), jax.tree.leaves(values)
+                    )
+        else:
+            for j, leaf in zip(slots, jax.tree.leaves(tangent)):
+                if new_leaves[j] is not None:
+                    new_leaves[j] = leaf
+    return new_leaves, new_states
+
+
+def _node_updates(lifted: lift.Lifted, in_part: list, n_args: int) -> tuple:
+    """The cotangents of the input updates: a State per graph-node argument, else None."""
+    from ..statelib import merge_state
+
+    static = lifted.static
+    arg_treedefs = static.treedef.children()[0].children()
+    starts = [0]
+    for t in arg_treedefs:
+        starts.append(starts[-1] + t.num_leaves)
+    per_obj: dict[int, list] = {}
+    for group, state in zip(static.groups, in_part):
+        per_obj.setdefault(group.obj, []).append(_substate(state, (0, group.obj)))
+    out = []
+    for i in range(n_args):
+        objs = [k for k, slot in enumerate(static.obj_slots) if starts[i] <= slot < starts[i + 1]]
+        out.append(merge_state(*per_obj[objs[0]]) if objs else None)
+    return tuple(out)
+
+
+def custom_vjp(
+    fun: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
+    *,
+    nondiff_argnums: tuple[int | DiffState, ...] = (),
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.custom_vjp``: Modules as arguments; define the rule with ``defvjp``."""
+    checks.reject_prefix_objects(
+        "custom_vjp", nondiff_argnums, DiffState, trees.resolve_mode(graph, graph_updates),
+        "nondiff_argnums",
+    )
+    return trees.decorator_or_call(
+        fun, lambda f: CustomVjp(f, tuple(nondiff_argnums), graph, graph_updates)
+    )

@@ -1,0 +1,137 @@
+"""The error checks of the transforms: sharing, aliasing, prefixes that need graph mode."""
+
+from __future__ import annotations
+
+import typing as tp
+
+import jax
+
+from .. import graphlib, variablelib
+from .trees import is_variable
+
+def _variables_of(obj: tp.Any) -> tp.Iterator[tuple[tuple, variablelib.Variable]]:
+    if is_variable(obj):
+        yield (), obj
+        return
+    for path, value in graphlib.iter_graph(obj, graph=True):
+        if is_variable(value):
+            yield tuple(path), value
+
+
+def variable_prefixes(obj: tp.Any, prefix: tp.Any) -> tp.Iterator[tuple[tuple, tp.Any, tp.Any]]:
+    """``(path, variable, prefix value)`` for each Variable of ``obj``."""
+    from .prefix import PrefixMapping
+
+    for path, var in _variables_of(obj):
+        value = prefix.map_prefix(path, var) if isinstance(prefix, PrefixMapping) else prefix
+        yield path, var, value
+
+
+def check_consistent_aliasing(items: tp.Iterable[tuple[tp.Any, tp.Any]]) -> None:
+    """A Variable reached several times must get the same prefix every time.
+
+    ``items`` are ``(object, prefix)`` pairs, one per occurrence of an object.
+    """
+    seen: dict[int, list[tuple[tp.Any, tp.Any]]] = {}
+    for obj, prefix in items:
+        for path, var, value in variable_prefixes(obj, prefix):
+            entries = seen.setdefault(id(var), [])
+            entries.append((path[-1] if path else "", value))
+            if entries[0][1] != value:
+                lines = "\n".join(f"  {key}: {v}" for key, v in entries)
+                raise ValueError(
+                    "Inconsistent aliasing detected. The following nodes have different "
+                    f"prefixes:\nNode: {type(var).__name__}\n{lines}"
+                )
+
+
+def _variable_paths(tree: tp.Any, root: str) -> tp.Iterator[tuple[str, variablelib.Variable]]:
+    for keypath, leaf in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_variable)[0]:
+        if is_variable(leaf):
+            yield root + jax.tree_util.keystr(keypath), leaf
+
+
+def _duplicate_error(name: str, variable: tp.Any, paths: list[str]) -> ValueError:
+    listed = "\n".join(f"  - {p}" for p in paths)
+    return ValueError(
+        f"Duplicate {variable!r}\nfound at paths:\n\n{listed}\n\n"
+        f"nnx.{name} with graph_updates=False does not support Variable aliasing "
+        "(duplicate inputs, duplicate outputs, or input Variables returned as outputs). "
+        "Consider the following options:\n\n"
+        "1. Remove the duplicate Variables.\n"
+        "2. Create new Variables via nnx.clone() and use those instead.\n"
+        "3. Enable graph mode and graph updates by passing graph=True and "
+        f"graph_updates=True to {name}\n\n"
+        f"  nnx.{name}(..., graph=True, graph_updates=True)\n\n"
+        f"4. Use nnx.compat.{name} (sets graph and graph_updates to True automatically)\n\n"
+        f"  nnx.compat.{name}(...)"
+    )
+
+
+def _named_parts(args: tp.Any) -> list[tuple[str, tp.Any]]:
+    """``(args, kwargs)`` pairs are reported as ``.args`` and ``.kwargs``."""
+    if type(args) is tuple and len(args) == 2 and type(args[0]) is tuple and type(args[1]) is dict:
+        return [(".args", args[0]), (".kwargs", args[1])]
+    return [(".args", args)]
+
+
+def _input_paths(args: tp.Any) -> tp.Iterator[tuple[str, variablelib.Variable]]:
+    for root, part in _named_parts(args):
+        yield from _variable_paths(part, root)
+
+
+def has_shared_variables(args: tp.Any) -> bool:
+    variables = [x for x in jax.tree_util.tree_leaves(args, is_leaf=is_variable) if is_variable(x)]
+    return len({id(v) for v in variables}) != len(variables)
+
+
+def check_no_sharing(name: str, args: tp.Any) -> None:
+    """Tree mode: a Variable may appear only once among the arguments."""
+    seen: dict[int, str] = {}
+    for path, var in _input_paths(args):
+        if id(var) in seen:
+            raise _duplicate_error(name, var, [seen[id(var)], path])
+        seen[id(var)] = path
+
+
+def check_no_aliasing(
+    name: str, treedef: tp.Any, obj_slots: tuple[int, ...], objs: list, out: tp.Any
+) -> None:
+    """Without graph updates, the output may not contain input Variables.
+
+    The inputs are the objects ``objs`` at ``obj_slots`` of the arguments' ``treedef``.
+    """
+    leaves: list = [None] * treedef.num_leaves
+    for slot, obj in zip(obj_slots, objs):
+        leaves[slot] = obj
+    args = jax.tree_util.tree_unflatten(treedef, leaves)
+    inputs: dict[int, str] = {}
+    for path, var in _input_paths(args):
+        inputs.setdefault(id(var), path)
+    seen: dict[int, str] = {}
+    for path, var in _variable_paths(out, ".out"):
+        first = inputs.get(id(var)) or seen.get(id(var))
+        if first is not None:
+            raise _duplicate_error(name, var, [first, path])
+        seen[id(var)] = path
+
+
+def reject_prefix_objects(
+    name: str, prefix: tp.Any, kind: type, mode: tuple[bool, bool], argname: str
+) -> None:
+    """Prefix objects (StateAxes, DiffState, ...) need graph mode with graph updates."""
+    if mode == (True, True):
+        return
+    found = jax.tree_util.tree_leaves(prefix, is_leaf=lambda x: isinstance(x, kind))
+    if any(isinstance(x, kind) for x in found):
+        kind_name = kind.__name__
+        raise ValueError(
+            f"`{argname}` cannot contain `{kind_name}` objects when `graph=False` or "
+            "`graph_updates=False`. Consider the following options:\n\n"
+            f"1. Remove `{kind_name}` objects from `{argname}`.\n"
+            "2. Enable graph mode and graph updates by passing graph=True and "
+            f"graph_updates=True to {name} e.g.\n\n"
+            f"  nnx.{name}(..., graph=True, graph_updates=True)\n\n"
+            f"3. Use nnx.compat.{name} instead e.g.\n\n"
+            f"  nnx.compat.{name}(...)"
+        )

@@ -1,0 +1,414 @@
+"""Compilation transforms: ``jit``, ``jit_partial``, ``shard_map`` and ``StateSharding``."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing as tp
+
+import jax
+
+from . import checks, lift, trees
+from .prefix import PrefixMapping
+
+__all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
+
+
+class StateSharding(PrefixMapping):
+    """Maps substates of a graph node (selected by filters) to shardings or specs.
+
+    Used as an entry of ``in_shardings``/``out_shardings`` of :func:`jit` or of
+    ``in_specs``/``out_specs`` of :func:`shard_map`. Substates that no filter
+    selects are left unconstrained (``None``).
+    """
+
+    default = None
+
+    def __init__(self, filter_sharding: tp.Any, /):
+        super().__init__(filter_sharding)
+
+    def _missing(self, path: tuple, variable: tp.Any) -> Exception:
+        return ValueError(f"No sharding found for {path=}, {variable=}")
+
+    @property
+    def shardings(self) -> tuple:
+        return self._values
+
+
+def _expand_sharding(prefix: tp.Any, obj: tp.Any = None) -> list:
+    if isinstance(prefix, StateSharding):
+        return prefix.groups()
+    return trees.whole(prefix)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Spec:
+    """What jit needs to know about one argument leaf or substate."""
+
+    sharding: tp.Any
+    donate: bool
+
+
+def _expand_spec(prefix: _Spec, obj: tp.Any) -> list:
+    return [(flt, _Spec(s, prefix.donate)) for flt, s in _expand_sharding(prefix.sharding, obj)]
+
+
+def _normalize(argnums: int | tp.Sequence[int] | None) -> tuple[int, ...]:
+    if argnums is None:
+        return ()
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def _names(argnames: str | tp.Iterable[str] | None) -> tuple[str, ...]:
+    if argnames is None:
+        return ()
+    return (argnames,) if isinstance(argnames, str) else tuple(argnames)
+
+
+def _infer(fun: tp.Callable, nums: tuple[int, ...], names: tuple[str, ...], given_both: bool):
+    """Complete argnums from argnames and vice versa through the signature (as jax.jit)."""
+    if given_both:
+        return nums, names
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return nums, names
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums = tuple(sorted(set(nums) | {positional.index(n) for n in names if n in positional}))
+    names = tuple(dict.fromkeys(names + tuple(positional[i] for i in nums if i < len(positional))))
+    return nums, names
+
+
+def _is_donated(spec: tp.Any) -> bool:
+    return isinstance(spec, _Spec) and spec.donate
+
+
+def _sharding(spec: tp.Any) -> tp.Any:
+    return spec.sharding if isinstance(spec, _Spec) else None
+
+
+class JitWrapped:
+    """A function compiled with :func:`jit`: call it like the original."""
+
+    def __init__(
+        self,
+        fun: tp.Callable,
+        *,
+        in_shardings: tp.Any,
+        out_shardings: tp.Any,
+        static_argnums: int | tp.Sequence[int] | None,
+        static_argnames: str | tp.Iterable[str] | None,
+        donate_argnums: int | tp.Sequence[int] | None,
+        donate_argnames: str | tp.Iterable[str] | None,
+        keep_unused: bool,
+        device: tp.Any,
+        backend: str | None,
+        inline: bool,
+        graph: bool | None,
+        graph_updates: bool | None,
+    ):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.in_shardings = in_shardings
+        self.out_shardings = out_shardings
+        both = static_argnums is not None and static_argnames is not None
+        self.static_argnums, self.static_argnames = _infer(
+            fun, _normalize(static_argnums), _names(static_argnames), both
+        )
+        both = donate_argnums is not None and donate_argnames is not None
+        self.donate_argnums, self.donate_argnames = _infer(
+            fun, _normalize(donate_argnums), _names(donate_argnames), both
+        )
+        self.graph = graph
+        self.graph_updates = graph_updates
+        self.plain = in_shardings is None and out_shardings is None and not (
+            self.donate_argnums or self.donate_argnames
+        )
+        self._jit_kwargs = dict(keep_unused=keep_unused, device=device, backend=backend, inline=inline)
+        self.jitted_fn = jax.jit(self._pure_fn, static_argnums=(0,), **self._jit_kwargs)
+        self._jitted_by_layout: dict[_Frozen, tp.Any] = {}
+
+    def __get__(self, obj: tp.Any, objtype: tp.Any = None) -> tp.Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    # the pure function jax.jit compiles; ``static`` holds all structure
+    def _pure_fn(self, static: tuple, donated: tp.Any, kept: tp.Any) -> tp.Any:
+        in_static, statics = static
+        (args, kwargs), objs = lift.enter(in_static, trees.join(donated, kept))
+        args, kwargs = _insert_statics(args, kwargs, statics)
+        out = self.fun(*args, **kwargs)
+        return lift.exit(
+            "jit", in_static, objs, out, self.out_shardings, _expand_sharding, same_prefixes=False
+        )
+
+    def _prepare(self, args: tuple, kwargs: dict) -> tuple:
+        """Lift the arguments; returns ``(lifted, jitted function, its arguments)``."""
+        graph, graph_updates = trees.resolve_mode(self.graph, self.graph_updates)
+        args, kwargs, statics = _remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
+        if self.plain:
+            lifted = lift.Lifted(
+                "jit", (args, kwargs), None, graph=graph, graph_updates=graph_updates, coalesce=True
+            )
+            return lifted, self.jitted_fn, ((lifted.static, statics), None, lifted.pure)
+        dyn_positions = [i for i in range(len(args) + len(statics[0])) if i not in statics[0]]
+        shardings = self.in_shardings
+        if type(shardings) not in (tuple, list):
+            shardings = tuple(shardings for _ in args)
+        arg_specs = tuple(
+            _Spec(s, pos in self.donate_argnums) for pos, s in zip(dyn_positions, shardings)
+        )
+        kw_specs = {k: _Spec(None, k in self.donate_argnames) for k in kwargs}
+        lifted = lift.Lifted(
+            "jit", (args, kwargs), (arg_specs, kw_specs), graph=graph,
+            graph_updates=graph_updates, expand=_expand_spec,
+        )
+        donated, kept = trees.partition(lifted.pure, lifted.prefix, _is_donated)
+        return lifted, self._jitted_for(lifted), ((lifted.static, statics), donated, kept)
+
+    def _jitted_for(self, lifted: lift.Lifted) -> tp.Any:
+        """The jax.jit of the pure function for this layout of shardings and donations."""
+        key = _Frozen(lifted.prefix)
+        if key in self._jitted_by_layout:
+            return self._jitted_by_layout[key]
+        leaf_specs, group_specs = lifted.prefix
+        donated_sh, kept_sh = trees.partition(
+            ([_sharding(p) for p in leaf_specs], [_sharding(p) for p in group_specs]),
+            lifted.prefix,
+            _is_donated,
+        )
+        options: dict[str, tp.Any] = dict(self._jit_kwargs)
+        if any(_is_donated(p) for p in (*leaf_specs, *group_specs)):
+            options["donate_argnums"] = (1,)
+        if self.in_shardings is not None:
+            options["in_shardings"] = (donated_sh, kept_sh)
+        if self.in_shardings is not None or self.out_shardings is not None:
+            in_part = [_sharding(p) for p in lift.in_prefix(lifted)]
+            if self.in_shardings is None:
+                in_part = [None for _ in in_part]
+            out = trees.out_prefix_for_jax(self.out_shardings, _expand_sharding)
+            options["out_shardings"] = (None, in_part, out)
+        jitted = jax.jit(self._pure_fn, static_argnums=(0,), **options)
+        self._jitted_by_layout[key] = jitted
+        return jitted
+
+    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        lifted, jitted, call_args = self._prepare(args, kwargs)
+        return lift.apply(lifted, jitted(*call_args))
+
+    def lower(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        """Lower the underlying pure function for these arguments (see jax.jit)."""
+        _, jitted, call_args = self._prepare(args, kwargs)
+        return jitted.lower(*call_args)
+
+    def trace(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        """Trace the underlying pure function for these arguments (see jax.jit)."""
+        _, jitted, call_args = self._prepare(args, kwargs)
+        return jitted.trace(*call_args)
+
+    def eval_shape(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        """The output's shapes and dtypes, without running and without updating inputs."""
+        from .general import eval_shape
+
+        return eval_shape(self.fun, *args, graph=self.graph, graph_updates=self.graph_updates, **kwargs)
+
+
+class _Frozen:
+    """A hashable-by-identity-of-content wrapper for unhashable prefix trees."""
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value: tp.Any):
+        self.value = value
+        leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: x is None)
+        self._key = (treedef, tuple(repr(leaf) for leaf in leaves))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Frozen) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+
+def _remove_statics(
+    args: tuple, kwargs: dict, argnums: tuple[int, ...], argnames: tuple[str, ...]
+) -> tuple[tuple, dict, tuple]:
+    """Take static arguments out; they travel hashed in the static part."""
+    n = len(args)
+    nums = tuple(sorted(i % n for i in argnums if -n <= i < n))
+    static_args = tuple((i, args[i]) for i in nums)
+    static_kwargs = tuple((k, kwargs[k]) for k in sorted(kwargs) if k in argnames)
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in argnames}
+    return dyn_args, dyn_kwargs, (tuple(i for i, _ in static_args), _Hashed(static_args), static_kwargs)
+
+
+class _Hashed:
+    """Static argument values compared by equality, as jax.jit compares them."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple):
+        self.items = items
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Hashed) and self.items == other.items
+
+    def __hash__(self) -> int:
+        return hash(self.items)
+
+
+def _insert_statics(args: tuple, kwargs: dict, statics: tuple) -> tuple[tuple, dict]:
+    _, static_args, static_kwargs = statics
+    full = list(args)
+    for i, value in static_args.items:
+        full.insert(i, value)
+    return tuple(full), {**kwargs, **dict(static_kwargs)}
+
+
+def jit(
+    fun: tp.Callable | trees.Missing = trees.MISSING,
+    *,
+    in_shardings: tp.Any = None,
+    out_shardings: tp.Any = None,
+    static_argnums: int | tp.Sequence[int] | None = None,
+    static_argnames: str | tp.Iterable[str] | None = None,
+    donate_argnums: int | tp.Sequence[int] | None = None,
+    donate_argnames: str | tp.Iterable[str] | None = None,
+    keep_unused: bool = False,
+    device: tp.Any = None,
+    backend: str | None = None,
+    inline: bool = False,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.jit``: Modules and Variables as arguments, their updates propagated."""
+    if inspect.ismethod(fun):
+        raise ValueError(
+            "nnx.jit does not support bound methods. Use the decorator form @nnx.jit or call "
+            "nnx.jit(MyClass.method)(instance, ...) with the unbound method."
+        )
+    return trees.decorator_or_call(
+        fun,
+        lambda f: JitWrapped(
+            f,
+            in_shardings=in_shardings,
+            out_shardings=out_shardings,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            keep_unused=keep_unused,
+            device=device,
+            backend=backend,
+            inline=inline,
+            graph=graph,
+            graph_updates=graph_updates,
+        ),
+    )
+
+
+def jit_partial(
+    fun: tp.Callable,
+    *partial_args: tp.Any,
+    in_shardings: tp.Any = None,
+    out_shardings: tp.Any = None,
+    static_argnums: int | tp.Sequence[int] | None = None,
+    static_argnames: str | tp.Iterable[str] | None = None,
+    donate_argnums: int | tp.Sequence[int] | None = None,
+    donate_argnames: str | tp.Iterable[str] | None = None,
+    keep_unused: bool = False,
+    device: tp.Any = None,
+    backend: str | None = None,
+    inline: bool = False,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Callable:
+    """``jit`` of ``fun`` with ``partial_args`` bound as its first positional arguments.
+
+    Updates to the Variables of the bound arguments are propagated after every call.
+    """
+    jitted = jit(
+        fun,
+        in_shardings=in_shardings,
+        out_shardings=out_shardings,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        donate_argnames=donate_argnames,
+        keep_unused=keep_unused,
+        device=device,
+        backend=backend,
+        inline=inline,
+        graph=graph,
+        graph_updates=graph_updates,
+    )
+
+    @functools.wraps(fun)
+    def call(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        return jitted(*partial_args, *args, **kwargs)
+
+    return call
+
+
+def shard_map(
+    f: tp.Callable | trees.Missing = trees.MISSING,
+    *,
+    mesh: tp.Any,
+    in_specs: tp.Any,
+    out_specs: tp.Any,
+    axis_names: tp.AbstractSet = frozenset(),
+    check_vma: bool = True,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.shard_map``: specs may be ``StateSharding`` for graph nodes."""
+    _reject_state_sharding(in_specs, out_specs, graph, graph_updates)
+
+    def make(fun: tp.Callable) -> tp.Callable:
+        @functools.wraps(fun)
+        def wrapper(*args: tp.Any) -> tp.Any:
+            mode = trees.resolve_mode(graph, graph_updates)
+            _reject_state_sharding(in_specs, out_specs, graph, graph_updates)
+            specs = in_specs if type(in_specs) in (tuple, list) else tuple(in_specs for _ in args)
+            lifted = lift.Lifted(
+                "shard_map", args, tuple(specs), graph=mode[0], graph_updates=mode[1],
+                expand=_expand_sharding,
+            )
+
+            def pure_fn(pure: tp.Any) -> tp.Any:
+                inner_args, objs = lift.enter(lifted.static, pure)
+                out = fun(*inner_args)
+                return lift.exit("shard_map", lifted.static, objs, out, out_specs, _expand_sharding)
+
+            jax_in = (_specs_or_replicated(lifted.prefix),)
+            jax_out = (_specs_or_replicated(None), _specs_or_replicated(lift.in_prefix(lifted)),
+                       trees.out_prefix_for_jax(out_specs, _expand_sharding))
+            mapped = jax.shard_map(
+                pure_fn, mesh=mesh, in_specs=jax_in, out_specs=jax_out,
+                axis_names=axis_names, check_vma=check_vma,
+            )
+            return lift.apply(lifted, mapped(lifted.pure))
+
+        return wrapper
+
+    return trees.decorator_or_call(f, make)
+
+
+def _reject_state_sharding(
+    in_specs: tp.Any, out_specs: tp.Any, graph: bool | None, graph_updates: bool | None
+) -> None:
+    mode = trees.resolve_mode(graph, graph_updates)
+    checks.reject_prefix_objects("shard_map", in_specs, StateSharding, mode, "in_specs")
+    checks.reject_prefix_objects("shard_map", out_specs, StateSharding, mode, "out_specs")
+
+
+def _specs_or_replicated(prefix: tp.Any) -> tp.Any:
+    """shard_map specs cannot be None: an unconstrained entry is replicated."""
+    from jax.sharding import PartitionSpec
+
+    return jax.tree.map(
+        lambda s: PartitionSpec() if s is None else s, prefix, is_leaf=lambda x: x is None
+    )

@@ -1,0 +1,116 @@
+"""Control flow and tracing utilities: ``cond``, ``switch``, ``eval_shape``, ``checkify``, ``make_jaxpr``."""
+
+from __future__ import annotations
+
+import functools
+import typing as tp
+
+import jax
+from jax.experimental import checkify as checkify_lib
+
+from . import lift, trees
+
+__all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
+
+
+def _lift_call(name: str, args: tp.Any, graph: bool | None, graph_updates: bool | None) -> lift.Lifted:
+    mode = trees.resolve_mode(graph, graph_updates)
+    return lift.Lifted(name, args, None, graph=mode[0], graph_updates=mode[1], coalesce=True)
+
+
+def _pure(name: str, lifted: lift.Lifted, fun: tp.Callable) -> tp.Callable:
+    """``fun(*args, **kwargs)`` as a function of the pure inputs, returning the pure result."""
+
+    def pure_fn(pure: tp.Any) -> tp.Any:
+        (args, kwargs), objs = lift.enter(lifted.static, pure)
+        return lift.exit(name, lifted.static, objs, fun(*args, **kwargs))
+
+    return pure_fn
+
+
+def cond(
+    pred: tp.Any,
+    true_fun: tp.Callable[..., tp.Any],
+    false_fun: tp.Callable[..., tp.Any],
+    *operands: tp.Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.lax.cond``: operands may contain graph nodes; updates propagate."""
+    lifted = _lift_call("cond", (operands, {}), graph, graph_updates)
+    result = jax.lax.cond(
+        pred, _pure("cond", lifted, true_fun), _pure("cond", lifted, false_fun), lifted.pure
+    )
+    return lift.apply(lifted, result)
+
+
+def switch(
+    index: tp.Any,
+    branches: tp.Sequence[tp.Callable[..., tp.Any]],
+    *operands: tp.Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Any:
+    """Lifted ``jax.lax.switch``: operands may contain graph nodes; updates propagate."""
+    lifted = _lift_call("switch", (operands, {}), graph, graph_updates)
+    result = jax.lax.switch(index, [_pure("switch", lifted, b) for b in branches], lifted.pure)
+    return lift.apply(lifted, result)
+
+
+def eval_shape(
+    f: tp.Callable[..., tp.Any],
+    *args: tp.Any,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+    **kwargs: tp.Any,
+) -> tp.Any:
+    """Lifted ``jax.eval_shape``: the output with ``ShapeDtypeStruct`` values; inputs untouched."""
+    lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
+    result = jax.eval_shape(_pure("eval_shape", lifted, f), lifted.pure)
+    return lift.apply(lifted, result, write=False)
+
+
+def checkify(
+    f: tp.Callable[..., tp.Any],
+    errors: frozenset = checkify_lib.user_checks,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> tp.Callable[..., tuple[tp.Any, tp.Any]]:
+    """Lifted ``jax.experimental.checkify.checkify``: returns ``(error, output)``."""
+
+    @functools.wraps(f)
+    def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tuple[tp.Any, tp.Any]:
+        lifted = _lift_call("checkify", (args, kwargs), graph, graph_updates)
+        error, result = checkify_lib.checkify(_pure("checkify", lifted, f), errors)(lifted.pure)
+        return error, lift.apply(lifted, result)
+
+    return wrapper
+
+
+def make_jaxpr(
+    f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
+    *,
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+    static_argnums: int | tp.Sequence[int] = (),
+) -> tp.Any:
+    """Lifted ``jax.make_jaxpr``: the jaxpr of ``f`` over the arguments' pure state."""
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    def make(fun: tp.Callable) -> tp.Callable:
+        @functools.wraps(fun)
+        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+            statics = {i: args[i] for i in nums}
+            dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
+
+            def call(*dyn: tp.Any, **kw: tp.Any) -> tp.Any:
+                it = iter(dyn)
+                full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+                return fun(*full, **kw)
+
+            lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, graph_updates)
+            return jax.make_jaxpr(_pure("make_jaxpr", lifted, call))(lifted.pure)
+
+        return wrapper
+
+    return trees.decorator_or_call(f, make)

@@ -1,0 +1,368 @@
+"""The machinery every NNX transform shares: graphs to pure trees and back.
+
+A transform call goes through four steps:
+
+1. ``Lifted(...)``: the arguments are flattened with graph objects (Modules,
+   Variables, ...) as leaves. In graph mode the objects are split jointly (so
+   shared Variables are passed once) into a ``GraphDef`` and one ``State`` per
+   group (object, filter of its prefix entry), or, when prefixes do not apply to
+   objects, into one flat list of Variable values; in tree mode Modules and
+   Variables stay ordinary pytrees. What depends only on structure is the
+   hashable ``InStatic``, a static argument that JAX caches traces by.
+2. inside the JAX transform, ``enter`` rebuilds fresh copies of the objects.
+3. after the user function, ``exit`` turns the updated input objects and the
+   output into a pure tree again (the output's graph structure travels as
+   ``Static`` pytree metadata, which JAX caches with the trace).
+4. outside, ``apply`` writes the updates into the caller's objects and rebuilds
+   the output, mapping copies of input objects back to the originals. When the
+   inputs kept their structure, values are written Variable by Variable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as tp
+
+import jax
+
+from .. import graphlib, variablelib
+from .checks import check_consistent_aliasing, check_no_aliasing, check_no_sharing, has_shared_variables
+from .trees import (
+    Expand,
+    NodeStates,
+    Static,
+    broadcast_prefix,
+    is_node_leaf,
+    is_object,
+    is_variable,
+    whole,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """A slice of the lifted state that shares one prefix entry (axis, Carry, ...)."""
+
+    obj: int  # index of the object among the lifted objects
+    filter: tp.Any  # filter within the object, ``...`` for all of it
+    prefix: tp.Any  # the prefix entry that applies to this slice
+
+
+def _in_group(side: int, obj: int, flt: tp.Any) -> tp.Callable:
+    """A filter selecting one object's slice within ``[in_objs, out_objs]``."""
+    from .. import filterlib
+
+    pred = filterlib.to_predicate(flt)
+
+    def predicate(path: tuple, value: tp.Any) -> bool:
+        return len(path) >= 2 and path[0] == side and path[1] == obj and pred(path[2:], value)
+
+    return predicate
+
+
+def _groups_for(objs: tp.Sequence[tp.Any], prefixes: tp.Sequence[tp.Any], expand: Expand) -> list[Group]:
+    """Groups for each object; ``expand(prefix, obj)`` gives ``[(filter, prefix)]``."""
+    return [
+        Group(i, flt, p)
+        for i, (obj, prefix) in enumerate(zip(objs, prefixes))
+        for flt, p in expand(prefix, obj)
+    ]
+
+
+FLAT = Group(-1, ..., None)  # a single group: every Variable's value, in a flat list
+
+
+def _split_groups(
+    in_objs: list, out_objs: list, in_groups: list[Group], out_groups: list[Group]
+) -> tuple[tp.Any, list]:
+    """Split ``[in_objs, out_objs]`` jointly into one State per group."""
+    filters = [_in_group(0, g.obj, g.filter) for g in in_groups]
+    filters += [_in_group(1, g.obj, g.filter) for g in out_groups]
+    if not filters:
+        graphdef, _ = graphlib.split([in_objs, out_objs], graph=True)
+        return graphdef, []
+    graphdef, *states = graphlib.split([in_objs, out_objs], *filters, graph=True)
+    return graphdef, states
+
+
+@dataclasses.dataclass(frozen=True)
+class InStatic:
+    """Everything about the inputs that depends only on structure (hashable)."""
+
+    graph: bool
+    graph_updates: bool
+    treedef: tp.Any  # args flattened with objects as leaves
+    obj_slots: tuple[int, ...]  # leaf positions of the objects
+    graphdef: tp.Any  # graph mode: GraphDef of [objects, []]
+    groups: tuple[Group, ...]  # graph mode: one State per group
+    obj_prefixes: tuple = ()  # the prefix entry of each object (when prefixes apply)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutStatic:
+    """The output's graph structure, produced while tracing and cached by JAX with it."""
+
+    graphdef: tp.Any  # GraphDef of [input objects, output objects]
+    n_in: int  # how many input groups lead the states
+    out_groups: tuple[Group, ...]
+    unchanged: bool = False  # flat layout only: no output objects, input structure kept
+
+
+class Lifted:
+    """One call's lifted inputs: the pure values, their prefixes and the originals."""
+
+    def __init__(
+        self,
+        name: str,
+        args: tp.Any,
+        prefix: tp.Any,
+        *,
+        graph: bool,
+        graph_updates: bool,
+        expand: Expand = whole,
+        coalesce: bool = False,
+    ):
+        """``coalesce``: the prefix does not apply to objects; pass all their state as one."""
+        if graph and not graph_updates and not has_shared_variables(args):
+            graph = False  # without sharing, graph mode without updates is tree mode
+        objects = is_node_leaf if graph else is_variable
+        leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=objects)
+        if coalesce:
+            prefixes = [None] * len(leaves)
+        else:
+            prefixes = broadcast_prefix(prefix, args, objects)
+        slots = tuple(i for i, leaf in enumerate(leaves) if objects(leaf))
+        if not graph:
+            variables = [leaves[i] for i in slots]
+            if len({id(v) for v in variables}) != len(variables):
+                check_no_sharing(name, args)
+            obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
+            self.static = InStatic(False, False, treedef, slots, None, (), obj_prefixes)
+            self.pure = (leaves, [])
+            self.prefix = (prefixes, [])
+            self.originals = [leaves[i] for i in slots]
+            return
+        objs = [leaves[i] for i in slots]
+        self.originals = objs
+        if coalesce:
+            self._lift_flat(graph_updates, leaves, treedef, slots, objs)
+            return
+        obj_prefixes = tuple(prefixes[i] for i in slots)
+        if not coalesce:
+            check_consistent_aliasing(zip(objs, obj_prefixes))
+        groups = _groups_for(objs, obj_prefixes, expand)
+        graphdef, states = _split_groups(objs, [], groups, [])
+        self.static = InStatic(
+            True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes
+        )
+        slot_set = set(slots)
+        self.pure = ([None if i in slot_set else v for i, v in enumerate(leaves)], states)
+        self.prefix = (
+            [None if i in slot_set else p for i, p in enumerate(prefixes)],
+            [g.prefix for g in groups],
+        )
+
+    def _lift_flat(
+        self, graph_updates: bool, leaves: list, treedef: tp.Any, slots: tuple, objs: list
+    ) -> None:
+        """Graph mode, one group: the objects' Variables travel as a flat list of values."""
+        graphdef, variables = graphlib.flatten([objs, []], with_paths=False)
+        # leaves are Variables, or arrays held directly by a Pytree attribute
+        self.variables = variables if all(map(is_variable, variables)) else None
+        self.static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,), ())
+        slot_set = set(slots)
+        self.pure = (
+            [None if i in slot_set else v for i, v in enumerate(leaves)],
+            [_raw(v) for v in variables],
+        )
+        self.prefix = ([None] * len(leaves), [None] * len(variables))
+
+
+# the GraphDef of the objects rebuilt by ``enter``, by id of their list, until ``exit``
+_ENTRY_GRAPHDEFS: dict[int, tuple[list, tp.Any]] = {}
+
+
+def _remember_entry(objs: list) -> None:
+    if len(_ENTRY_GRAPHDEFS) > 64:  # entries left behind by functions that raised
+        _ENTRY_GRAPHDEFS.clear()
+    _ENTRY_GRAPHDEFS[id(objs)] = (objs, graphlib.flatten([objs, []], with_paths=False)[0])
+
+
+def _entry_graphdef(objs: list) -> tp.Any:
+    entry = _ENTRY_GRAPHDEFS.pop(id(objs), None)
+    return entry[1] if entry is not None and entry[0] is objs else None
+
+
+def enter(static: InStatic, pure: tp.Any) -> tuple[tp.Any, list]:
+    """Inside a transform: rebuild the arguments; returns ``(args, objects)``."""
+    if static.groups == (FLAT,):
+        leaves, values = pure
+        leaves = list(leaves)
+        objs, _ = graphlib.unflatten(static.graphdef, list(values))
+        _remember_entry(objs)
+        for slot, obj in zip(static.obj_slots, objs):
+            leaves[slot] = obj
+        return jax.tree_util.tree_unflatten(static.treedef, leaves), objs
+    # rebuilding the Variables here gives them the current trace level (JAX passes
+    # non-differentiated inputs through untouched)
+    leaves, states = jax.tree_util.tree_map(lambda x: x, pure, is_leaf=lambda x: x is None)
+    leaves = list(leaves)
+    if static.graph:
+        objs, _ = graphlib.merge(static.graphdef, *states)
+        for slot, obj in zip(static.obj_slots, objs):
+            leaves[slot] = obj
+    else:
+        objs = [leaves[i] for i in static.obj_slots]
+    return jax.tree_util.tree_unflatten(static.treedef, leaves), objs
+
+
+def exit(
+    name: str,
+    static: InStatic,
+    objs: list,
+    out: tp.Any,
+    out_prefix: tp.Any = 0,
+    expand: Expand = whole,
+    same_prefixes: bool = True,
+) -> tp.Any:
+    """Inside a transform: the pure result ``(Static, in_part, out_tree)``.
+
+    ``same_prefixes``: input and output prefixes are the same kind of thing (axes),
+    so a Variable must get the same one on both sides.
+
+    ``in_part`` holds the updated input objects (one entry per input group, so
+    the input prefixes apply); ``out_tree`` is the output with every graph
+    object replaced by its ``NodeStates`` (so the user's output prefix applies).
+    """
+    if not static.graph:
+        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out)
+        return (Static(None), [v.get_raw_value() for v in objs], out)
+    if not static.graph_updates:
+        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out)
+    if static.groups == (FLAT,):
+        return _exit_flat(static, objs, out)
+    out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)
+    out_prefixes = broadcast_prefix(out_prefix, out, is_node_leaf)
+    slots = tuple(i for i, leaf in enumerate(out_leaves) if is_node_leaf(leaf))
+    out_objs = [out_leaves[i] for i in slots]
+    out_obj_prefixes = [out_prefixes[i] for i in slots]
+    if same_prefixes:
+        check_consistent_aliasing(
+            [*zip(objs, static.obj_prefixes), *zip(out_objs, out_obj_prefixes)]
+        )
+    out_groups = _groups_for(out_objs, out_obj_prefixes, expand)
+    graphdef, states = _split_groups(objs, out_objs, list(static.groups), out_groups)
+    n_in = len(static.groups)
+    per_obj: list[list] = [[] for _ in slots]
+    for group, state in zip(out_groups, states[n_in:]):
+        per_obj[group.obj].append(state)
+    for slot, obj_states in zip(slots, per_obj):
+        out_leaves[slot] = NodeStates(tuple(obj_states))
+    out_static = OutStatic(graphdef, len(static.groups), tuple(out_groups))
+    return (Static(out_static), states[:n_in], jax.tree_util.tree_unflatten(out_treedef, out_leaves))
+
+
+def _exit_flat(static: InStatic, objs: list, out: tp.Any) -> tp.Any:
+    out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)
+    slots = tuple(i for i, leaf in enumerate(out_leaves) if is_node_leaf(leaf))
+    out_objs = [out_leaves[i] for i in slots]
+    graphdef, variables = graphlib.flatten([objs, out_objs], with_paths=False)
+    # whether the inputs kept their structure: then values map 1:1 onto the caller's Variables
+    unchanged = not out_objs and graphdef == _entry_graphdef(objs)
+    for slot in slots:
+        out_leaves[slot] = NodeStates(())
+    out_static = OutStatic(graphdef, 1, (), unchanged)
+    pure_out = jax.tree_util.tree_unflatten(out_treedef, out_leaves)
+    return (Static(out_static), [_raw(v) for v in variables], pure_out)
+
+
+def in_prefix(lifted: "Lifted") -> list:
+    """The prefixes of ``in_part`` (the updated inputs), as the inputs had them."""
+    return lifted.prefix[1] if lifted.static.graph else [
+        lifted.prefix[0][i] for i in lifted.static.obj_slots
+    ]
+
+
+def apply(lifted: Lifted, result: tp.Any, write: bool = True) -> tp.Any:
+    """Outside: write the updates into the caller's objects; return the output."""
+    static_box, in_part, out_tree = result
+    if not write:
+        lifted = _Unwritten(lifted)
+    if not lifted.static.graph:
+        for original, new in zip(lifted.originals, in_part):
+            _assign(original, new)
+        return out_tree
+    out_static: OutStatic = static_box.value
+    if out_static.unchanged and getattr(lifted, "variables", None) is not None:
+        for variable, value in zip(lifted.variables, in_part):
+            variable.set_raw_value(value)
+        return out_tree
+    leaves, treedef = jax.tree_util.tree_flatten(
+        out_tree, is_leaf=lambda x: isinstance(x, NodeStates)
+    )
+    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, NodeStates)]
+    if lifted.static.groups == (FLAT,):
+        in_copies, out_objs = graphlib.unflatten(out_static.graphdef, list(in_part))
+    else:
+        out_states = [s for i in slots for s in leaves[i].states]
+        in_copies, out_objs = graphlib.merge(out_static.graphdef, *in_part, *out_states)
+    mapping = _write_back(lifted.originals, in_copies, lifted.static.graph_updates)
+    for slot, obj in zip(slots, out_objs):
+        leaves[slot] = mapping.get(id(obj), obj) if lifted.static.graph_updates else obj
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+class _Unwritten:
+    """A view of a Lifted whose originals must not be updated (eval_shape)."""
+
+    def __init__(self, lifted: Lifted):
+        self.static = dataclasses.replace(lifted.static, graph_updates=False)
+        self.originals: list = []
+
+
+def apply_same(lifted: Lifted, pure: tp.Any) -> tp.Any:
+    """Outside: the result has the inputs' own structure (loops); rebuild and write back."""
+    value, copies = enter(lifted.static, pure)
+    if not lifted.static.graph:
+        for original, new in zip(lifted.originals, copies):
+            _assign(original, new)
+        leaves = list(pure[0])
+        for slot, original in zip(lifted.static.obj_slots, lifted.originals):
+            leaves[slot] = original
+        return jax.tree_util.tree_unflatten(lifted.static.treedef, leaves)
+    mapping = _write_back(lifted.originals, copies, lifted.static.graph_updates)
+    leaves = jax.tree_util.tree_leaves(value, is_leaf=is_node_leaf)
+    for slot in lifted.static.obj_slots:
+        leaves[slot] = mapping.get(id(leaves[slot]), leaves[slot])
+    return jax.tree_util.tree_unflatten(lifted.static.treedef, leaves)
+
+
+def _raw(leaf: tp.Any) -> tp.Any:
+    return leaf.get_raw_value() if is_variable(leaf) else leaf
+
+
+def _assign(original: variablelib.Variable, new: tp.Any) -> None:
+    """Write a new value (hooks already ran where it was computed) into ``original``."""
+    original.set_raw_value(new.get_raw_value() if is_variable(new) else new)
+
+
+def _write_back(originals: list, copies: list, structural: bool) -> dict[int, tp.Any]:
+    """Update the caller's objects from their copies; map copy ids to originals."""
+    if structural:
+        graphlib.update(originals, graphlib.state(copies, graph=True))
+    orig_items = dict(_iter_objects(originals))
+    mapping: dict[int, tp.Any] = {}
+    for path, copy in _iter_objects(copies):
+        original = orig_items.get(path)
+        if original is None or type(original) is not type(copy):
+            continue
+        if is_variable(copy) and not structural:
+            _assign(original, copy)
+        mapping[id(copy)] = original
+    return mapping
+
+
+def _iter_objects(root: list) -> tp.Iterator[tuple[tuple, tp.Any]]:
+    for path, value in graphlib.iter_graph(root, graph=True):
+        if is_object(value) and path:
+            yield tuple(path), value

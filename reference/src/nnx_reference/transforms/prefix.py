@@ -1,0 +1,86 @@
+"""Prefix objects that assign a value (axis, sharding) to substates of a graph node."""
+
+from __future__ import annotations
+
+import typing as tp
+
+import jax
+
+
+def _key_of(entry: tp.Any) -> tp.Any:
+    for attr in ("key", "name", "idx"):
+        if hasattr(entry, attr):
+            return getattr(entry, attr)
+    return entry
+
+
+def _exact_path(path: tuple) -> tp.Callable[[tuple, tp.Any], bool]:
+    def predicate(p: tuple, value: tp.Any) -> bool:
+        return tuple(p) == path
+
+    return predicate
+
+
+def _pairs(spec: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
+    """(filter, value) pairs from a State of values, a Mapping, or an iterable of pairs."""
+    from .. import statelib
+
+    state_type = getattr(statelib, "State", None)
+    if state_type is not None and isinstance(spec, state_type):
+        leaves = jax.tree_util.tree_flatten_with_path(spec, is_leaf=lambda x: x is None)[0]
+        return [
+            (_exact_path(tuple(_key_of(k) for k in path)), value) for path, value in leaves
+        ]
+    if isinstance(spec, tp.Mapping):
+        return list(spec.items())
+    return [tuple(pair) for pair in spec]
+
+
+class PrefixMapping:
+    """An ordered mapping from filters to prefix values for one graph node."""
+
+    default: tp.Any = ...  # the value of the catch-all group; ``...`` means none
+
+    def __init__(self, filter_values: tp.Any, /):
+        """``filter_values``: a State of values, a Mapping or an iterable of (filter, value)."""
+        pairs = _pairs(filter_values)
+        self._filters = tuple(f for f, _ in pairs)
+        self._values = tuple(v for _, v in pairs)
+
+    @property
+    def filters(self) -> tuple:
+        return self._filters
+
+    def groups(self) -> list[tuple[tp.Any, tp.Any]]:
+        """``[(filter, value)]`` in order, plus the catch-all group if any."""
+        pairs = list(zip(self._filters, self._values))
+        if self.default is not ... and not any(f is ... for f in self._filters):
+            pairs.append((..., self.default))
+        return pairs
+
+    def map_prefix(self, path: tuple, variable: tp.Any) -> tp.Any:
+        """The value of the first filter that selects ``variable`` at ``path``."""
+        from .. import filterlib
+
+        for flt, value in zip(self._filters, self._values):
+            if filterlib.to_predicate(flt)(path, variable):
+                return value
+        if self.default is not ...:
+            return self.default
+        raise self._missing(path, variable)
+
+    def _missing(self, path: tuple, variable: tp.Any) -> Exception:
+        return ValueError(f"No filter of {self!r} selects the state at {path=}, {variable=}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(zip(self._filters, self._values))!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and self._filters == other._filters  # type: ignore[attr-defined]
+            and self._values == other._values  # type: ignore[attr-defined]
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._filters, self._values))
