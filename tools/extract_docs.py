@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -28,6 +29,8 @@ from spec_sdist import Sdist, fetch_sdist, load_sdist  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_VERSION = "0.12.12"
 API_DIR = "docs_nnx/api_reference/flax.nnx/"
+#: A line that opens or closes a Markdown fence, as sybil's lexer finds them.
+_FENCE_RE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})", re.MULTILINE)
 #: API pages listed in the manifest but not run, with the reason.
 EXCLUDED_API_PAGES = {"bridge": "nnx.bridge is Linen interop, out of scope (see DESIGN.md)"}
 
@@ -55,8 +58,9 @@ def _parser_clashes(pages: list[Page]) -> list[str]:
     """Pages where a parser meant for the other kind of page would find examples."""
     clashes = []
     for page in pages:
-        if page.kind == "api" and "```" in page.text:
-            clashes.append(f"{page.path}: an API page contains a Markdown fence")
+        code = sum(example.form == "code" for example in page.examples)
+        if page.kind == "api" and len(_FENCE_RE.findall(page.text)) != 2 * code:
+            clashes.append(f"{page.path}: an API page contains a Markdown fence that is not a code example")
         if page.kind == "guide" and doctest_examples(page.text):
             clashes.append(f"{page.path}: a guide page contains `>>>` examples")
     return clashes

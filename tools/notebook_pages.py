@@ -6,6 +6,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from exclusions import excluded_reason
+
 #: Guides in the spec: page stem -> notebook path in the sdist.
 GUIDES: dict[str, str] = {
     "nnx_basics": "docs_nnx/nnx_basics.ipynb",
@@ -45,20 +47,6 @@ CELL_EXCLUSIONS: dict[tuple[str, int], str] = {
 }
 
 
-#: General rules: a pattern found in a cell's source excludes it, with this reason.
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^\s*!", re.M), "shell command (!...), needs a notebook kernel"),
-    (re.compile(r"^\s*%timeit", re.M), "IPython magic %timeit (timing output is not a spec)"),
-    (re.compile(r"^\s*%", re.M), "IPython magic, needs a notebook kernel"),
-    (re.compile(r"\bfrom flax import linen\b|\bimport flax\.linen\b|\bnnx\.bridge\b"),
-     "Linen interop (flax.linen / nnx.bridge), out of scope"),
-    (re.compile(r"\b(?:import|from)\s+orbax\b"), "needs orbax-checkpoint, not a test dependency"),
-    (re.compile(r"\b(?:import|from)\s+(?:tensorflow_datasets|datasets|grain|torchvision)\b"),
-     "needs a data set download"),
-    (re.compile(r"\b(?:import|from)\s+(?:urllib|requests)\b"), "needs network access"),
-)
-
-
 @dataclass(frozen=True)
 class Cell:
     """A code cell of a guide: its source, the text output it shows, and its classification."""
@@ -81,7 +69,7 @@ def notebook_cells(stem: str, text: str) -> list[Cell]:
             continue
         code_index += 1
         source = _joined(cell["source"])
-        reason = EXCLUDED_GUIDES.get(stem) or CELL_EXCLUSIONS.get((stem, code_index)) or _rule_reason(source)
+        reason = EXCLUDED_GUIDES.get(stem) or CELL_EXCLUSIONS.get((stem, code_index)) or excluded_reason(source)
         cells.append(Cell(code_index, source, _text_output(cell.get("outputs", [])),
                           lines[position] if position < len(lines) else 1, reason))
     return cells
@@ -90,13 +78,6 @@ def notebook_cells(stem: str, text: str) -> list[Cell]:
 def _joined(source: str | list[str]) -> str:
     text = source if isinstance(source, str) else "".join(source)
     return text.replace("\r\n", "\n")
-
-
-def _rule_reason(source: str) -> str | None:
-    for pattern, reason in _RULES:
-        if pattern.search(source):
-            return reason
-    return None
 
 
 def _text_output(outputs: list[dict]) -> str | None:

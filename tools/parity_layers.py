@@ -129,6 +129,15 @@ def cases() -> list[Case]:
         Case("Embed single row", lambda n, r: n.Embed(1, 3, rngs=r), jnp.array([[0, 0]])),
         Case("Embed float ids", lambda n, r: n.Embed(5, 3, rngs=r), jnp.ones((2,))),
         Case("PReLU", lambda n, r: n.PReLU(0.1), x3),
+        Case("PReLU int inputs", lambda n, r: n.PReLU(0.1), jnp.array([-2, 3])),
+        Case("Linear bf16 computation", lambda n, r: n.Linear(3, 4, dtype=jnp.bfloat16, rngs=r), x3),
+        Case("Embed bf16", lambda n, r: n.Embed(5, 3, dtype=jnp.bfloat16, rngs=r), jnp.array([[0, 1, 4]])),
+        Case("MultiHeadAttention bf16", lambda n, r: n.MultiHeadAttention(2, 8, dtype=jnp.bfloat16, decode=False, rngs=r),
+             jax.random.normal(key(1), (2, 5, 8)), tol=1e-2),
+        Case("LoRA bf16", lambda n, r: n.LoRA(3, 2, 4, dtype=jnp.bfloat16, param_dtype=jnp.bfloat16, rngs=r), x3),
+        Case("LSTMCell bf16 in RNN", lambda n, r: n.RNN(n.LSTMCell(3, 4, dtype=jnp.bfloat16, param_dtype=jnp.bfloat16, rngs=r)), x3),
+        Case("ConvTranspose bf16", lambda n, r: n.ConvTranspose(3, 4, 3, dtype=jnp.bfloat16, rngs=r), x3),
+        Case("Conv bf16 computation", lambda n, r: n.Conv(3, 4, 3, dtype=jnp.bfloat16, rngs=r), x3),
     ]
     for kw in [{}, {"padding": "VALID"}, {"padding": "CIRCULAR", "strides": 2}, {"padding": "REFLECT"},
                {"padding": "CAUSAL", "kernel_dilation": 2}, {"padding": [(1, 2)], "input_dilation": 2},
@@ -149,6 +158,7 @@ def cases() -> list[Case]:
     for name, kw in [
         ("BatchNorm", {"momentum": 0.9}), ("BatchNorm", {"use_running_average": True}),
         ("BatchNorm", {"use_bias": False, "scale_init": normal}), ("BatchNorm", {"axis": 1, "use_fast_variance": False, "nf": 7}),
+        ("BatchNorm", {"dtype": jnp.bfloat16, "param_dtype": jnp.bfloat16}),
         ("LayerNorm", {}), ("LayerNorm", {"reduction_axes": (1, 2, 3), "use_scale": False}),
         ("LayerNorm", {"param_dtype": jnp.bfloat16, "bias_init": normal}), ("LayerNorm", {"dtype": jnp.bfloat16, "use_fast_variance": False}),
         ("RMSNorm", {}), ("RMSNorm", {"use_scale": False}),

@@ -8,18 +8,18 @@ import re
 from dataclasses import dataclass
 
 from example_apis import nnx_names
+from exclusions import excluded_reason
 from notebook_pages import Cell
+from spec_codeblocks import code_blocks, module_names, render, undefined_names
 from spec_objects import Documented
 
 _SKIP_REASON = "marked `doctest: +SKIP` in the docstring"
-_LINEN_RE = re.compile(r"\blinen\b|\bnnx\.bridge\b|\bfrom flax\.nnx import bridge\b")
-_LINEN_REASON = "Linen interop (flax.linen / nnx.bridge), out of scope"
 _DOCTEST = doctest.DocTestParser()
 
 
 @dataclass(frozen=True)
 class Example:
-    """One example of a page: a doctest statement (API pages) or a code cell (guides)."""
+    """One example of a page: a doctest statement or code block (API pages), a code cell (guides)."""
 
     id: str
     object: str | None
@@ -28,6 +28,7 @@ class Example:
     sha256: str
     apis: list[str]
     reason: str | None  # None when the example runs
+    form: str | None = None  # API pages: "doctest" | "code"; guides: None
 
     def entry(self) -> dict:
         entry = {
@@ -37,6 +38,8 @@ class Example:
         }
         if self.reason is not None:
             entry["reason"] = self.reason
+        if self.form is not None:
+            entry["form"] = self.form
         return entry
 
 
@@ -95,32 +98,79 @@ def doctest_examples(text: str, name: str = "<page>") -> list[DoctestExample]:
     return found
 
 
+@dataclass(frozen=True)
+class _Found:
+    """An example found on an API page, before numbering."""
+
+    line: int  # page line: the first ``>>>`` line, or the opening fence
+    section: Documented
+    index: int  # line index in the section's docstring
+    source: str
+    want: str
+    form: str  # "doctest" | "code"
+    skip: bool
+
+
 def api_page(page_id: str, source: str, sections: list[Documented], submodules: frozenset[str],
              reason: str | None) -> Page:
-    """Renders an API page: ``# <page id>``, then ``## <object>`` and its docstring per section."""
+    """Renders an API page: ``# <page id>``, then ``## <object>`` and its docstring per section.
+
+    A docstring's Python code blocks (``spec_codeblocks``) are rendered as fenced ``python``
+    blocks; they and the ``>>>`` examples are the page's examples, numbered per object in
+    page order.
+    """
     lines = [f"# {page_id}", ""]
-    starts: list[tuple[int, Documented]] = []  # (first docstring line in the page, section)
+    origin: dict[int, tuple[Documented, int]] = {}  # page line -> (section, docstring line index)
+    found: list[_Found] = []
     for section in sections:
         lines += [f"## {section.name}", ""]
-        starts.append((len(lines) + 1, section))
-        if section.doc:
-            lines += section.doc.split("\n") + [""]
+        if not section.doc:
+            continue
+        doc_lines = section.doc.split("\n")
+        position = 0
+        for block in code_blocks(section.doc):
+            _copy_lines(lines, origin, section, doc_lines, position, block.start)
+            found.append(_Found(len(lines) + 1, section, block.start, block.code, "", "code", False))
+            lines += render(block)
+            position = block.end
+        _copy_lines(lines, origin, section, doc_lines, position, len(doc_lines))
+        lines.append("")
     text = "\n".join(lines).rstrip("\n") + "\n"
+    for doctest_example in doctest_examples(text, page_id):
+        section, index = origin[doctest_example.line]
+        found.append(_Found(doctest_example.line, section, index, doctest_example.source,
+                            doctest_example.want, "doctest", doctest_example.skip))
     examples = []
     counts: dict[str, int] = {}
-    for found in doctest_examples(text, page_id):
-        doc_start, section = max((s for s in starts if s[0] <= found.line), key=lambda s: s[0])
+    defined: set[str] = set()
+    for example in sorted(found, key=lambda f: f.line):
+        section = example.section
         counts[section.name] = counts.get(section.name, 0) + 1
-        location = section.source if section.line is None else (
-            f"{section.source}:{section.line + found.line - doc_start}")
+        location = section.source if section.line is None else f"{section.source}:{section.line + example.index}"
+        missing = undefined_names(example.source, defined) if example.form == "code" else []
+        defined |= module_names(example.source)
         examples.append(Example(
             id=f"{page_id}/{section.name}:{counts[section.name]}", object=section.name,
-            source=location, line=found.line, sha256=example_hash(found.source, found.want),
-            apis=nnx_names(found.source, submodules),
-            reason=reason or (_SKIP_REASON if found.skip else None)
-            or (_LINEN_REASON if _LINEN_RE.search(found.source) else None),
+            source=location, line=example.line, sha256=example_hash(example.source, example.want),
+            apis=nnx_names(example.source, submodules),
+            reason=reason or (_SKIP_REASON if example.skip else None)
+            or excluded_reason(example.source)
+            or (_fragment_reason(missing) if missing else None),
+            form=example.form,
         ))
     return Page(page_id, "api", source, f"pages/api/{page_id}.md", text, reason, examples)
+
+
+def _copy_lines(lines: list[str], origin: dict[int, tuple[Documented, int]], section: Documented,
+                doc_lines: list[str], start: int, end: int) -> None:
+    """Appends ``doc_lines[start:end]`` to the page, remembering where each came from."""
+    for index in range(start, end):
+        lines.append(doc_lines[index])
+        origin[len(lines)] = (section, index)
+
+
+def _fragment_reason(missing: list[str]) -> str:
+    return f"fragment: uses {', '.join(missing)}, which the page never defines"
 
 
 def guide_page(stem: str, source: str, cells: list[Cell], submodules: frozenset[str],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import hashlib
 import json
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 
 @dataclass
 class ApiPage:
-    """An API page: (object name, docstring with >>> examples) sections."""
+    """An API page: (object name, docstring with >>> examples and ```python blocks) sections."""
 
     id: str
     sections: list[tuple[str, str]]
@@ -28,6 +29,9 @@ class GuidePage:
     cells: list[tuple[str, str | None]]
 
 
+_PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
 def _digest(source: str, output: str) -> str:
     return hashlib.sha256((source + output).encode("utf-8")).hexdigest()
 
@@ -40,17 +44,18 @@ def _api(page: ApiPage) -> tuple[str, list[dict]]:
         start = len(lines)
         body = textwrap.dedent(doc).strip("\n")
         lines += body.splitlines() + [""]
-        counter = 0
-        for example in doctest.DocTestParser().get_examples(body):
-            counter += 1
+        found = [(e.lineno, e.source, e.want, "doctest") for e in doctest.DocTestParser().get_examples(body)]
+        found += [(body.count("\n", 0, m.start()), m.group(1), "", "code") for m in _PYTHON_BLOCK.finditer(body)]
+        for counter, (lineno, source, want, form) in enumerate(sorted(found), 1):
             examples.append({
                 "id": f"{page.id}/{name}:{counter}",
                 "object": name,
                 "source": "fake.py:1",
-                "line": start + example.lineno + 1,
-                "sha256": _digest(example.source, example.want),
+                "line": start + lineno + 1,
+                "sha256": _digest(source, want),
                 "apis": [],
                 "classification": "run",
+                "form": form,
             })
     return "\n".join(lines) + "\n", examples
 

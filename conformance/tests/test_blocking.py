@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nnx_conformance.blocking import Blockers, defined_names, used_names
-from specbuilder import GuidePage, write_spec
+from specbuilder import ApiPage, GuidePage, write_spec
 
 
 def test_defined_names_are_the_top_level_bindings() -> None:
@@ -47,3 +47,43 @@ def test_dependents_of_an_excluded_example_are_blocked_by_it(pytester: pytest.Py
     result = run_docs()
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: blocked by guide:g/cell:1"])
+
+
+def test_only_names_from_the_failing_statement_on_are_blocked() -> None:
+    source = "import math\nx = 1\ny = 1 / 0\nz = 2\n"
+    blockers = Blockers()
+    blockers.block(source, "page/obj:1", from_line=3)
+    assert blockers.culprit("print(math, x)") is None
+    assert blockers.culprit("print(y)") == "page/obj:1"
+    assert blockers.culprit("print(z)") == "page/obj:1"
+
+
+def test_a_failed_code_block_blocks_what_it_did_not_define(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        ```python
+        import math
+        model = math.sqrt(-1)
+        ```
+
+        >>> math.sqrt(4)
+        2.0
+        >>> model
+        1.0
+    """)]))
+    result = run_docs()
+    result.assert_outcomes(failed=1, passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: blocked by graph/flax.nnx.split:1"])
+
+
+def test_dependents_of_an_excluded_code_block_are_blocked_by_it(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+        ```python
+        total = decay * total
+        ```
+
+        >>> total
+        1
+    """)]), excluded={"graph/flax.nnx.split:1": "fragment: uses decay, total, which the page never defines"})
+    result = run_docs()
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: blocked by graph/flax.nnx.split:1"])

@@ -127,3 +127,36 @@ def test_pages_run_with_eight_cpu_devices(pytester: pytest.Pytester, run_docs) -
 def test_the_page_manifest_is_json(pytester: pytest.Pytester) -> None:
     spec = write_spec(pytester.path, GuidePage("guide:basics", [("1", "1")]))
     assert json.loads((spec / "manifest.json").read_text())["pages"][0]["id"] == "guide:basics"
+
+
+CODE_PAGE = '''
+    Example::
+
+    ```python
+    class Box:
+        def __init__(self, size):
+            self.size = size
+
+    box = Box(3)
+    assert box.size == 3
+    ```
+
+    >>> box.size
+    3
+'''
+
+
+def test_a_code_block_runs_in_the_page_namespace_between_doctests(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", "\n    >>> start = 1\n" + CODE_PAGE)]))
+    result = run_docs("-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*test_doc?graph/flax.nnx.split:2@L9? PASSED*",
+                                 "*test_doc?graph/flax.nnx.split:3@L18? PASSED*"])
+
+
+def test_a_code_block_that_raises_fails_with_its_traceback(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", CODE_PAGE.replace("== 3", "== 4"))]))
+    result = run_docs()
+    result.assert_outcomes(failed=1, passed=1)  # the failing line ran after box was defined
+    result.stdout.fnmatch_lines(["*graph/flax.nnx.split:1 (graph.md:*) did not run as documented:*",
+                                 '*File "<*graph.md:*>", line 6, in <module>*', "*AssertionError*"])

@@ -15,6 +15,7 @@ from pathlib import Path
 import jax
 import pytest
 from sybil import Document
+from sybil.parsers.markdown import CodeBlockParser
 from sybil.parsers.rest import DocTestParser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,12 +112,16 @@ def test_examples_match_what_sybil_finds(generated: tuple[Path, dict], page_id: 
     entry = page(manifest, page_id)
     text = (out / entry["path"]).read_text()
     assert entry["sha256"] == hashlib.sha256(text.encode()).hexdigest()
-    regions = list(DocTestParser()(Document(text, entry["path"])))
+    document = Document(text, entry["path"])
+    regions = sorted([*DocTestParser()(document), *CodeBlockParser("python")(document)], key=lambda r: r.start)
     assert len(regions) == len(entry["examples"]), (
         f"sybil finds {len(regions)} examples, manifest lists {len(entry['examples'])}")
     for region, example in zip(regions, entry["examples"]):
         line = text.count("\n", 0, region.start) + 1
-        digest = hashlib.sha256((region.parsed.source + region.parsed.want).encode()).hexdigest()
+        code = isinstance(region.parsed, str)
+        assert example["form"] == ("code" if code else "doctest"), example["id"]
+        source, want = (str(region.parsed), "") if code else (region.parsed.source, region.parsed.want)
+        digest = hashlib.sha256((source + want).encode()).hexdigest()
         assert (line, digest) == (example["line"], example["sha256"]), (
             f"{example['id']}: sybil gives line {line} hash {digest[:12]}, "
             f"manifest line {example['line']} hash {example['sha256'][:12]}")
@@ -129,8 +134,9 @@ def test_example_ids_sources_and_apis(generated: tuple[Path, dict]) -> None:
         "widgets/flax.nnx.Widget:1", "widgets/flax.nnx.Widget:2", "widgets/flax.nnx.Widget:3",
         "widgets/flax.nnx.Widget.describe:1", "widgets/flax.nnx.Widget.grow:1",
         "widgets/flax.nnx.make_widget:1", "widgets/flax.nnx.make_widget:2",
-        "widgets/flax.nnx.make_widget:3",
-    ] + [f"widgets/flax.nnx.relu:{n}" for n in range(1, len(examples) - 7)], [e["id"] for e in examples]
+        "widgets/flax.nnx.make_widget:3", "widgets/flax.nnx.make_widget:4",
+        "widgets/flax.nnx.make_widget:5", "widgets/flax.nnx.make_widget:6",
+    ] + [f"widgets/flax.nnx.relu:{n}" for n in range(1, len(examples) - 10)], [e["id"] for e in examples]
     by_id = {e["id"]: e for e in examples}
     widget_source = (FIXTURE / "flax/nnx/widgets.py").read_text().split("\n")
     second = by_id["widgets/flax.nnx.Widget:2"]
@@ -142,12 +148,38 @@ def test_example_ids_sources_and_apis(generated: tuple[Path, dict]) -> None:
     assert by_id["widgets/flax.nnx.relu:1"]["source"] == "jax:jax.nn.relu"
 
 
+def test_code_blocks_are_fenced_examples(generated: tuple[Path, dict]) -> None:
+    out, manifest = generated
+    entry = page(manifest, "widgets")
+    text = (out / entry["path"]).read_text()
+    lines = text.split("\n")
+    by_id = {e["id"]: e for e in entry["examples"]}
+    literal = by_id["widgets/flax.nnx.make_widget:4"]
+    code = "bigger = make_widget(2).grow()\nassert bigger.size == w.size\n"
+    assert "As plain code::\n\n```python\n" + code + "```\n" in text, text
+    assert lines[literal["line"] - 1] == "```python" and literal["form"] == "code"
+    assert literal["sha256"] == hashlib.sha256(code.encode()).hexdigest()
+    assert literal["classification"] == "run" and literal["apis"] == []
+    widget_source = (FIXTURE / "flax/nnx/widgets.py").read_text().split("\n")
+    path, line = literal["source"].rsplit(":", 1)
+    assert widget_source[int(line) - 1].strip() == "bigger = make_widget(2).grow()"
+    directive = by_id["widgets/flax.nnx.make_widget:5"]
+    assert ".. code-block:: python\n   :caption: a directive\n\n```python\nassert make_widget(1).size == 1\n```" in text
+    assert directive["form"] == "code" and directive["classification"] == "run"
+    assert by_id["widgets/flax.nnx.make_widget:1"]["form"] == "doctest"
+    assert "Not Python, not an example::\n\n  pip install widgets\n" in text, "a shell block stays a literal block"
+    assert all("form" not in e for e in page(manifest, "guide:nnx_basics")["examples"])
+
+
 def test_classification(generated: tuple[Path, dict]) -> None:
     _, manifest = generated
     widgets = {e["id"]: e for e in page(manifest, "widgets")["examples"]}
     skipped = widgets["widgets/flax.nnx.make_widget:3"]
     assert skipped["classification"] == "excluded" and "SKIP" in skipped["reason"]
     assert widgets["widgets/flax.nnx.make_widget:2"]["classification"] == "run"
+    fragment = widgets["widgets/flax.nnx.make_widget:6"]
+    assert fragment["classification"] == "excluded"
+    assert fragment["reason"] == "fragment: uses amount, which the page never defines", fragment["reason"]
     bridge = page(manifest, "bridge")
     assert bridge["status"] == "excluded" and "Linen" in bridge["reason"]
     assert bridge["examples"] and all(e["classification"] == "excluded" for e in bridge["examples"])

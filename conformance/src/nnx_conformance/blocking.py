@@ -3,6 +3,8 @@
 When an example fails before defining its names, the examples after it on the page
 that use one of those names cannot run as documented; they are skipped as
 "blocked by <example id>", and what they in turn were to define is blocked too.
+When the failing line of a code block is known, the top-level statements before it
+ran, and only the names bound from that statement on are blocked.
 """
 
 from __future__ import annotations
@@ -50,10 +52,13 @@ def _parse(source: str) -> ast.Module | None:
         return None
 
 
-def defined_names(source: str) -> set[str]:
-    """Top-level names that ``source`` assigns, imports or defines."""
+def defined_names(source: str, from_line: int = 1) -> set[str]:
+    """Top-level names that ``source`` assigns, imports or defines in statements that end
+    on or after line ``from_line``."""
     tree = _parse(source)
-    return set() if tree is None else _defined_by(tree.body)
+    if tree is None:
+        return set()
+    return _defined_by([s for s in tree.body if (s.end_lineno or s.lineno) >= from_line])
 
 
 def used_names(source: str) -> set[str]:
@@ -70,8 +75,9 @@ class Blockers:
     def __init__(self) -> None:
         self._blamed: dict[str, str] = {}
 
-    def block(self, source: str, culprit: str) -> None:
-        for name in defined_names(source):
+    def block(self, source: str, culprit: str, from_line: int = 1) -> None:
+        """Blame ``culprit`` for the names ``source`` binds from line ``from_line`` on."""
+        for name in defined_names(source, from_line):
             self._blamed[name] = culprit
 
     def release(self, source: str) -> None:

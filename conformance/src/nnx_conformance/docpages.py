@@ -1,6 +1,8 @@
-"""Parsing generated pages with sybil: API pages as doctests, guide pages as cells.
+"""Parsing generated pages with sybil: API pages as doctests and code blocks, guide pages as cells.
 
-Both page kinds use the flags flax's own doctests use: ``ELLIPSIS``, ``NUMBER`` and
+An API page's ``>>>`` examples are doctests; its fenced ``python`` blocks (a docstring's
+plain-Python examples) are executed in the page's namespace, and pass when they raise
+nothing. Doctests and guide cells use the flags flax's own doctests use: ``ELLIPSIS``, ``NUMBER`` and
 (as sphinx adds it) ``NORMALIZE_WHITESPACE``. Each evaluator keeps the exception the
 last example raised, so that a missing nnx name can be reported as such.
 """
@@ -8,11 +10,17 @@ last example raised, so that a missing nnx name can be reported as such.
 from __future__ import annotations
 
 import doctest
+import linecache
+import sys
+import traceback
+from collections.abc import Iterator
 from typing import Any
 
 from sybil import Document, Example
 from sybil.evaluators.doctest import NUMBER, DocTestEvaluator, DocTestRunner
 from sybil.parsers.abstract import DocTestStringParser
+from sybil.parsers.markdown import CodeBlockParser
+from sybil.region import Region
 
 from .cells import Cell, CellEvaluator, CellParser, ExcInfo
 from .manifest import PageEntry, example_digest
@@ -54,14 +62,37 @@ class ApiEvaluator(DocTestEvaluator):
         return super().__call__(example)
 
 
+class CodeEvaluator:
+    """Executes a code block in the page's namespace; keeps the exception it raised."""
+
+    def __init__(self) -> None:
+        self.last_exception: ExcInfo | None = None
+
+    def __call__(self, example: Example) -> str:
+        self.last_exception = None
+        source = str(example.parsed)
+        filename = f"<{example.path}:{example.line}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        try:
+            exec(compile(source, filename, "exec", dont_inherit=True), example.namespace)
+        except Exception:
+            exc_type, exc, tb = sys.exc_info()
+            assert exc_type is not None and exc is not None and tb is not None
+            self.last_exception = (exc_type, exc, tb.tb_next)  # from the block's own frame on
+            return "".join(traceback.format_exception(exc_type, exc, tb.tb_next))
+        return ""
+
+
 class ApiParser:
-    """The sybil parser of API pages: every ``>>>`` statement is one example."""
+    """The sybil parser of API pages: every ``>>>`` statement and ``python`` block is one example."""
 
     def __init__(self, checker: DocOutputChecker) -> None:
         self.string_parser = DocTestStringParser(ApiEvaluator(OPTIONFLAGS, checker))
+        self.code_parser = CodeBlockParser("python", CodeEvaluator())
 
-    def __call__(self, document: Document) -> Any:
-        return self.string_parser(document.text, document.path)
+    def __call__(self, document: Document) -> Iterator[Region]:
+        yield from self.string_parser(document.text, document.path)
+        yield from self.code_parser(document)
 
 
 def parse_page(page: PageEntry, impl_name: str) -> tuple[Document, list[Example]]:
@@ -84,6 +115,8 @@ def source_and_output(example: Example) -> tuple[str, str]:
     parsed = example.parsed
     if isinstance(parsed, Cell):
         return parsed.source, parsed.output or ""
+    if isinstance(parsed, str):  # a code block: its source, no expected output
+        return str(parsed), ""
     return parsed.source, parsed.want
 
 
@@ -96,3 +129,19 @@ def last_exception(example: Example) -> ExcInfo | None:
     return getattr(example.region.evaluator, "last_exception", None)
 
 
+def failed_line(example: Example, raised: ExcInfo) -> int:
+    """Where a failed example stopped: for a code block, the line that raised (that of its
+    outermost frame run in the page's namespace; the statements before it ran); else 1.
+
+    A doctest is one statement. A guide cell is blocked whole: a cell that fails part-way
+    leaves a state (JAX options, defaults) the guide's later cells do not assume.
+    """
+    if not isinstance(example.parsed, str):
+        return 1
+    tb = raised[2]
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_globals is example.namespace and frame.f_code.co_name == "<module>":
+            return tb.tb_lineno
+        tb = tb.tb_next
+    return 1

@@ -118,7 +118,7 @@ class DocSuite:
         result = example.region.evaluator(example)
         raised = docpages.last_exception(example)
         if raised is not None:
-            state.blockers.block(source, entry.id)
+            state.blockers.block(source, entry.id, docpages.failed_line(example, raised))
             missing = missing_name(raised[1], self.impl.name)
             if missing is not None:
                 return missing
