@@ -173,3 +173,43 @@ def tests(session: nox.Session) -> None:
     session.run(str(reference), str(ROOT / "tools" / "extract_docs.py"), "--check", external=True)
     _run_suite(session, _flax_venv(session), "flax.nnx", ["-q", *session.posargs])
     _run_suite(session, reference, "nnx_reference", ["-q", *session.posargs])
+
+
+def _both_venv(session: nox.Session) -> Path:
+    """A venv with flax.nnx and nnx_reference side by side, for comparisons between the two."""
+    return _impl_venv(session, "both", [f"flax=={FLAX_PIN}", "-e", str(ROOT / "reference")])
+
+
+@nox.session(venv_backend="none")
+def parity(session: nox.Session) -> None:
+    """Same seed, same arguments: the reference's layers against flax's, side by side."""
+    python = _both_venv(session)
+    session.run(str(python), str(ROOT / "tools" / "parity_layers.py"), *session.posargs, external=True)
+
+
+@nox.session(venv_backend="none")
+def bench(session: nox.Session) -> None:
+    """Per-call overhead of nnx.jit against raw jax.jit, for both implementations in one run."""
+    python = _both_venv(session)
+    session.run(str(python), str(ROOT / "tools" / "bench_jit.py"), *session.posargs,
+                external=True, env={"JAX_PLATFORMS": "cpu"})
+
+
+@nox.session(venv_backend="none")
+def mutants(session: nox.Session) -> None:
+    """Deliberately broken copies of the reference: the suite must fail on each."""
+    python = _reference_venv(session)
+    _ensure_spec(session, python)
+    session.run(str(python), str(ROOT / "tools" / "mutants.py"), *session.posargs, external=True)
+
+
+@nox.session(venv_backend="none")
+def api(session: nox.Session) -> None:
+    """The reference's public surface (names, kinds, signatures) diffed against the pinned flax's."""
+    python = _reference_venv(session)
+    surface = REPORTS / "nnx_reference" / "api.json"
+    surface.parent.mkdir(parents=True, exist_ok=True)
+    tool = str(ROOT / "tools" / "api_surface.py")
+    flax_surface = ROOT / "conformance" / "src" / "nnx_conformance" / "data" / "flax_api.json"
+    session.run(str(python), tool, "dump", "nnx_reference", "-o", str(surface), external=True)
+    session.run(str(python), tool, "diff", str(flax_surface), str(surface), external=True)

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nnx_conformance.spec.signatures.surface import dump, problems
+from nnx_conformance.spec.signatures.surface import EXCLUDED, dump, problems
 
 _DIRECTIVE = re.compile(r"^\.\. (currentmodule|automodule|autoclass|autofunction|autodata)::\s*(\S+)\s*$")
 _MEMBERS = re.compile(r"^\s+:members:\s*(.+)$")
@@ -72,10 +72,16 @@ def write_dump(module_name: str, output: Path | None, pages: Path | None) -> Non
 
 
 def diff(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
-    """The lines of the report on how ``actual`` departs from ``expected``."""
+    """The lines of the report on how ``actual`` departs from ``expected``.
+
+    Names the suite does not require (``EXCLUDED``, with their reasons) are listed as
+    excluded, not missing.
+    """
     want, got = expected["names"], actual["names"]
-    lines = [f"missing: {name} ({want[name]['kind']})" for name in sorted(set(want) - set(got))]
-    lines += [f"extra: {name} ({got[name]['kind']})" for name in sorted(set(got) - set(want))]
+    lines = [f"extra: {name} ({got[name]['kind']})" for name in sorted(set(got) - set(want))]
+    lines += [f"excluded: {name} ({EXCLUDED[name]})" for name in sorted(set(want) - set(got)) if name in EXCLUDED]
+    want = {name: entry for name, entry in want.items() if name not in EXCLUDED}
+    lines += [f"missing: {name} ({want[name]['kind']})" for name in sorted(set(want) - set(got))]
     for name in sorted(set(want) & set(got)):
         lines += [f"incompatible: {problem}" for problem in problems(name, want[name], got[name])]
     return lines
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     expected, actual = (json.loads(path.read_text()) for path in (args.expected, args.actual))
     lines = diff(expected, actual)
     print("\n".join(lines) if lines else f"{actual['module']} is compatible with {expected['module']}")
-    incompatible = any(not line.startswith("extra:") for line in lines)
+    incompatible = any(line.startswith(("missing:", "incompatible:")) for line in lines)
     return 1 if incompatible else 0
 
 

@@ -9,6 +9,7 @@ names in ``__all__`` and they are re-exported here, so ``nnx_reference.split`` i
 
 from . import (
     compat,
+    extract,
     filterlib,
     graphlib,
     helpers,
@@ -38,5 +39,9 @@ from .training import *  # noqa: F403
 from .transforms import *  # noqa: F403
 from .variablelib import *  # noqa: F403
 from .visualization import *  # noqa: F403
+
+#: The documentation also reaches these modules under their older names.
+graph = graphlib
+object = pytreelib
 
 __version__ = "0.1.0"

@@ -16,39 +16,11 @@ from typing import Any
 
 import pytest
 
-from nnx_conformance.spec.signatures.surface import describe, problems
+from nnx_conformance.spec.signatures.surface import EXCLUDED, describe, problems
 
 SPEC: dict[str, Any] = json.loads(resources.files("nnx_conformance").joinpath("data", "flax_api.json").read_text())[
     "names"
 ]
-
-UNDOCUMENTED_MODULES = (
-    "deprecations",
-    "extract",
-    "helpers",
-    "module",
-    "object",
-    "proxy_caller",
-    "pytreelib",
-    "reprlib",
-    "statelib",
-    "summary",
-    "tracers",
-    "training",
-    "transforms",
-    "visualization",
-)
-"""Submodules of flax.nnx that no documentation page or docstring names as ``nnx.<name>``."""
-
-EXCLUDED: dict[str, str] = {
-    "bridge": "Linen interoperability, out of the suite's scope",
-    "wrappers": "flax.nnx.bridge.wrappers, Linen interoperability, out of the suite's scope",
-    "A": "a type variable of flax's own annotations, not an API",
-    "M": "a type variable of flax's own annotations, not an API",
-    **{name: "flax's internal module layout: the documentation never names it" for name in UNDOCUMENTED_MODULES},
-}
-"""Public names of flax.nnx that the suite does not require, with the reason."""
-
 
 def _cases() -> list[Any]:
     return [
