@@ -182,9 +182,14 @@ def _both_venv(session: nox.Session) -> Path:
 
 @nox.session(venv_backend="none")
 def parity(session: nox.Session) -> None:
-    """Same seed, same arguments: the reference's layers against flax's, side by side."""
+    """Same seed, same arguments: the reference's layers against flax's, side by side.
+
+    Runs the suite's hypothesis parity tests (spec/parity, skipped where flax is absent)
+    and the fixed cases of tools/parity_layers.py.
+    """
     python = _both_venv(session)
-    session.run(str(python), str(ROOT / "tools" / "parity_layers.py"), *session.posargs, external=True)
+    _run_suite(session, python, "nnx_reference", ["-q", "-k", "parity", *session.posargs])
+    session.run(str(python), str(ROOT / "tools" / "parity_layers.py"), external=True)
 
 
 @nox.session(venv_backend="none")

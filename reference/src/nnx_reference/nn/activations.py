@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typing as tp
-from types import MappingProxyType
 
 import jax.numpy as jnp
 from jax.nn import (
@@ -35,6 +34,7 @@ from jax.nn import (
 from jax.numpy import tanh
 
 from nnx_reference.module import Module
+from nnx_reference.nn.aliases import NO_METADATA, Metadata
 from nnx_reference.nn import dtypes
 from nnx_reference.variablelib import Param
 
@@ -78,7 +78,7 @@ class PReLU(Module):
         dtype: tp.Any = None,
         param_dtype: tp.Any = jnp.float32,
         promote_dtype: tp.Callable = dtypes.promote_dtype,
-        negative_slope_metadata: tp.Mapping[str, tp.Any] = MappingProxyType({}),
+        negative_slope_metadata: Metadata = NO_METADATA,
     ):
         self.negative_slope = Param(
             jnp.asarray(negative_slope_init, dtype=param_dtype), **negative_slope_metadata

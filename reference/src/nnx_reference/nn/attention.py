@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import typing as tp
-from types import MappingProxyType
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from nnx_reference.module import Module
+from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.initializers import Initializer
 from nnx_reference.nn.linear import LinearGeneral, default_kernel_init
@@ -30,11 +30,6 @@ __all__ = [
     "make_attention_mask",
     "make_causal_mask",
 ]
-
-Array = jax.Array
-Dtype = tp.Any
-Metadata = tp.Mapping[str, tp.Any]
-NO_METADATA: Metadata = MappingProxyType({})
 
 
 def _causal_mask(q_len: int, k_len: int) -> Array:

@@ -6,22 +6,18 @@ import math
 import typing as tp
 from types import MappingProxyType
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
 from nnx_reference.module import Module
+from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.initializers import Initializer
 from nnx_reference.variablelib import Param
 
 __all__ = ["Conv", "ConvTranspose", "Einsum", "Embed", "Linear", "LinearGeneral"]
 
-Array = jax.Array
-Dtype = tp.Any
-Metadata = tp.Mapping[str, tp.Any]
 PaddingLike = tp.Union[str, int, tp.Sequence[tp.Union[int, tuple[int, int]]]]
-NO_METADATA: Metadata = MappingProxyType({})
 
 default_kernel_init = initializers.lecun_normal()
 default_bias_init = initializers.zeros_init()
@@ -56,6 +52,11 @@ def _as_tuple(x) -> tuple:
 
 def _normalize_axes(axes: tuple[int, ...], ndim: int) -> tuple[int, ...]:
     return tuple(sorted(ax if ax >= 0 else ndim + ax for ax in axes))
+
+
+def _sharding_kw(out_sharding) -> dict[str, tp.Any]:
+    """``out_sharding`` as a keyword, left out when ``None`` so custom ops need not take it."""
+    return {} if out_sharding is None else {"out_sharding": out_sharding}
 
 
 def _add_bias(y: Array, bias: Array | None) -> Array:
@@ -110,14 +111,13 @@ class Linear(Module):
         inputs, kernel, bias = self.promote_dtype(
             (inputs, self.kernel[...], bias), dtype=self.dtype
         )
-        extra = {} if out_sharding is None else {"out_sharding": out_sharding}
         y = self.dot_general(
             inputs,
             kernel,
             (((inputs.ndim - 1,), (0,)), ((), ())),
             precision=self.precision,
             preferred_element_type=self.preferred_element_type,
-            **extra,
+            **_sharding_kw(out_sharding),
         )
         return _add_bias(y, bias)
 
@@ -205,14 +205,13 @@ class LinearGeneral(Module):
             dot_general = self.dot_general
         else:
             dot_general = lax.dot_general
-        extra = {} if out_sharding is None else {"out_sharding": out_sharding}
         y = dot_general(
             inputs,
             kernel,
             ((axis, contract_ind), (batch_dims, batch_ind)),
             precision=self.precision,
             preferred_element_type=self.preferred_element_type,
-            **extra,
+            **_sharding_kw(out_sharding),
         )
         if bias is not None:
             # The output is (batch axes, free input axes, out features): give the
@@ -285,14 +284,13 @@ class Einsum(Module):
         inputs, kernel, bias = self.promote_dtype(
             (inputs, self.kernel[...], bias), dtype=self.dtype
         )
-        extra = {} if out_sharding is None else {"out_sharding": out_sharding}
         y = self.einsum_op(
             einsum_str,
             inputs,
             kernel,
             precision=self.precision,
             preferred_element_type=self.preferred_element_type,
-            **extra,
+            **_sharding_kw(out_sharding),
         )
         if bias is not None:
             lhs, out = einsum_str.split("->")
@@ -449,7 +447,6 @@ class Conv(Module):
         kernel = _masked_kernel(self.kernel[...], self.mask)
         bias = self.bias[...] if self.bias is not None else None
         inputs, kernel, bias = self.promote_dtype((inputs, kernel, bias), dtype=self.dtype)
-        extra = {} if out_sharding is None else {"out_sharding": out_sharding}
         y = self.conv_general_dilated(
             inputs,
             kernel,
@@ -461,7 +458,7 @@ class Conv(Module):
             feature_group_count=self.feature_group_count,
             precision=self.precision,
             preferred_element_type=self.preferred_element_type,
-            **extra,
+            **_sharding_kw(out_sharding),
         )
         return _restore_batch(_add_bias(y, bias), batch_shape)
 
@@ -591,13 +588,13 @@ class Embed(Module):
         (embedding,) = self.promote_dtype((self.embedding[...],), dtype=self.dtype, inexact=False)
         if self.num_embeddings == 1:
             return jnp.broadcast_to(embedding, inputs.shape + (self.features,))
-        extra = {} if out_sharding is None else {"out_sharding": out_sharding}
-        return embedding.at[inputs].get(**extra) if extra else jnp.take(embedding, inputs, axis=0)
+        if out_sharding is None:
+            return jnp.take(embedding, inputs, axis=0)
+        return embedding.at[inputs].get(out_sharding=out_sharding)
 
     def attend(self, query: Array, out_sharding=None) -> Array:
         """Returns the inner products of ``query`` with every embedding (tied output logits)."""
         query, embedding = self.promote_dtype((query, self.embedding[...]), dtype=self.dtype)
-        extra = {} if out_sharding is None else {"out_sharding": out_sharding}
-        return jnp.dot(query, embedding.T, **extra)
+        return jnp.dot(query, embedding.T, **_sharding_kw(out_sharding))
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import typing as tp
-from types import MappingProxyType
 
 import jax
 import jax.numpy as jnp
 
 from nnx_reference.module import Module
+from nnx_reference.nn.aliases import NO_METADATA, Dtype, Metadata
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.initializers import Initializer
 from nnx_reference.nn.linear import Linear
@@ -16,9 +16,6 @@ from nnx_reference.variablelib import Param, Variable
 
 __all__ = ["LoRA", "LoRALinear", "LoRAParam"]
 
-Dtype = tp.Any
-Metadata = tp.Mapping[str, tp.Any]
-NO_METADATA: Metadata = MappingProxyType({})
 
 default_a_initializer = initializers.he_uniform()
 default_b_initializer = initializers.zeros

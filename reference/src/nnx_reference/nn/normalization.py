@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import typing as tp
-from types import MappingProxyType
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
 from nnx_reference.module import Module
+from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.flags import first_from, missing_flag_message
 from nnx_reference.nn.initializers import Initializer
@@ -26,11 +25,7 @@ __all__ = [
     "WeightNorm",
 ]
 
-Array = jax.Array
 Axes = tp.Union[int, tp.Sequence[int]]
-Dtype = tp.Any
-Metadata = tp.Mapping[str, tp.Any]
-NO_METADATA: Metadata = MappingProxyType({})
 
 
 def _canonicalize_axes(rank: int, axes: Axes) -> tuple[int, ...]:
@@ -223,8 +218,9 @@ class BatchNorm(Module):
                 use_fast_variance=self.use_fast_variance,
                 mask=mask,
             )
-            self.mean[...] = self.momentum * ra_mean + (1 - self.momentum) * mean
-            self.var[...] = self.momentum * ra_var + (1 - self.momentum) * var
+            # The running averages are updated in their stored dtype, not the computation's.
+            self.mean[...] = self.momentum * self.mean[...] + (1 - self.momentum) * mean
+            self.var[...] = self.momentum * self.var[...] + (1 - self.momentum) * var
         return _normalize(
             x, mean, var, scale, bias, reduction_axes, feature_axes, self.dtype, self.epsilon
         )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import typing as tp
-from types import MappingProxyType
 
 import jax
 import jax.numpy as jnp
 
 from nnx_reference import graphlib, rnglib
 from nnx_reference.module import Module
+from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.initializers import Initializer
 from nnx_reference.nn.linear import Linear, default_kernel_init
@@ -27,11 +27,7 @@ __all__ = [
     "flip_sequences",
 ]
 
-Array = jax.Array
 Carry = tp.Any
-Dtype = tp.Any
-Metadata = tp.Mapping[str, tp.Any]
-NO_METADATA: Metadata = MappingProxyType({})
 
 
 def modified_orthogonal(key: Array, shape: tuple[int, ...], dtype: Dtype = jnp.float32) -> Array:
@@ -364,9 +360,9 @@ class RNN(Module):
             )
         self.rngs = _carry_stream(rngs)
         if state_axes is None:
-            from nnx_reference.transforms import Carry, StateAxes
+            from nnx_reference.transforms import Carry as ScanCarry, StateAxes
 
-            state_axes = StateAxes({...: Carry})
+            state_axes = StateAxes({...: ScanCarry})
         self.state_axes = state_axes
         self.broadcast_rngs = broadcast_rngs
 
