@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nnx_conformance.blocking import Blockers, defined_names, used_names
+from nnx_conformance.blocking import Blockers, defined_names, free_names
 from specbuilder import ApiPage, GuidePage, write_spec
 
 
@@ -17,8 +17,18 @@ def test_defined_names_are_the_top_level_bindings() -> None:
     assert defined_names(source) == {"jnp", "os", "c", "x", "y", "z", "f", "K", "i", "fh", "q", "r", "s", "t"}
 
 
-def test_used_names_include_names_read_inside_functions() -> None:
-    assert used_names("def f():\n    return model(x)\n") == {"model", "x"}
+def test_free_names_include_names_read_inside_functions() -> None:
+    assert free_names("def f():\n    return model(x)\n") == {"model", "x"}
+
+
+def test_a_name_read_before_the_example_rebinds_it_is_free() -> None:
+    assert free_names("d = restore(d)\ne = d\n") == {"restore", "d"}
+
+
+def test_an_example_that_rebinds_a_blocked_name_from_itself_is_blocked() -> None:
+    blockers = Blockers()
+    blockers.block("with ctx() as c:\n    d = c.load()\n", "page/obj:8")
+    assert blockers.culprit("d = restore(d)") == "page/obj:8"
 
 
 def test_a_name_redefined_by_a_later_example_no_longer_blocks() -> None:

@@ -61,12 +61,19 @@ def defined_names(source: str, from_line: int = 1) -> set[str]:
     return _defined_by([s for s in tree.body if (s.end_lineno or s.lineno) >= from_line])
 
 
-def used_names(source: str) -> set[str]:
-    """Every name that ``source`` reads, in functions and classes too."""
+def free_names(source: str) -> set[str]:
+    """The names ``source`` reads before binding them itself, statement by statement
+    (``x = f(x)`` reads ``x`` first), in functions and classes too."""
     tree = _parse(source)
     if tree is None:
         return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    bound: set[str] = set()
+    free: set[str] = set()
+    for statement in tree.body:
+        loads = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        free |= loads - bound
+        bound |= _defined_by([statement])
+    return free
 
 
 class Blockers:
@@ -87,7 +94,7 @@ class Blockers:
 
     def culprit(self, source: str) -> str | None:
         """The failed example whose names ``source`` uses (before defining them), if any."""
-        for name in sorted(used_names(source) - defined_names(source)):
+        for name in sorted(free_names(source)):
             if name in self._blamed:
                 return self._blamed[name]
         return None

@@ -20,8 +20,10 @@ from . import (
     spmd,
     statelib,
     summary,
+    tracers,
     training,
     transforms,
+    traversals,
     variablelib,
     visualization,
 )

@@ -129,17 +129,8 @@ def prefix(node: tp.Any, filter_map: tp.Any, /, *, graph: bool | None = None) ->
     else:
         compute = filter_map
 
-    is_variable = lambda x: isinstance(x, Variable)  # noqa: E731
-    tree = to_tree(node) if resolve_graph(graph) else node
-
-    if resolve_graph(graph):
-        def per_node(x: tp.Any) -> tp.Any:
-            if not isinstance(x, NodeStates):
-                return x
-            states = tuple(map_state(lambda p, v: compute(p, v), s) for s in x.states)
-            return NodeStates(x._graphdef, states, x.metadata)
-
-        return jax.tree.map(per_node, tree, is_leaf=lambda x: isinstance(x, NodeStates))
+    # Graph mode and tree mode give the same shape: ``node`` with each Variable (or
+    # array) replaced by its prefix, which is what the transforms' axis arguments mirror.
     return jax.tree_util.tree_map_with_path(
-        lambda p, leaf: compute(tuple(jax_key(e) for e in p), leaf), tree, is_leaf=is_variable
+        lambda p, leaf: compute(tuple(jax_key(e) for e in p), leaf), node, is_leaf=lambda x: isinstance(x, Variable)
     )

@@ -19,9 +19,14 @@ Internals other modules may rely on:
   static attribute values, metadata, indices), so it can key caches and be a
   static argument of ``jax.jit``.
 * ``flatten(node, ref_index=...)`` fills ``ref_index`` (a :class:`RefMap`, object ->
-  index); ``unflatten(graphdef, state, index_ref=...)`` reuses the objects already
-  in ``index_ref`` (index -> object), updating them in place: this is how a graph
-  keeps its identities across a transform boundary.
+  index; objects already in it keep their index); ``unflatten(graphdef, state,
+  index_ref=...)`` reuses the objects already in ``index_ref`` (index -> object),
+  updating them in place: this is how a graph keeps its identities across a
+  transform boundary (:class:`UpdateContext` packages exactly that).
+* ``merge`` reuses the Variables found in the State (``copy=True`` copies them);
+  ``split``/``state`` return the graph's own Variables, not copies.
+* The pytree view of graph nodes (``to_tree``, ``from_tree``, ``prefix``,
+  ``NodeStates``) lives in :mod:`extract` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -291,13 +296,26 @@ class LeafDef:
 LEAF = LeafDef()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class VariableDef:
-    """A Variable seen for the first time: its type, index and metadata."""
+    """A Variable seen for the first time: its type, index and metadata.
+
+    ``metadata`` keeps the Variable's key order (restored by merge); equality and
+    hashing ignore that order, which a merge or ``set_metadata`` can change.
+    """
 
     type: type
     index: int
     metadata: tuple[tuple[str, _Static], ...]
+
+    def _key(self) -> tuple[tp.Any, ...]:
+        return (self.type, self.index, tuple(sorted(self.metadata, key=lambda item: item[0])))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VariableDef) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,9 +365,19 @@ class GraphDef(tp.Generic[A]):
     root: tp.Any
     num_leaves: int
 
-    def apply(self, state: tp.Any, *states: tp.Any) -> ApplyCaller:
-        """An object whose method calls run on ``merge(self, state, ...)`` and return ``(out, (graphdef, state))``."""
-        return ApplyCaller(self, (state, *states))
+    def __hash__(self) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.root, self.num_leaves))
+            object.__setattr__(self, "_hash", cached)
+        return cached  # type: ignore[no-any-return]
+
+    def apply(self, state: tp.Any, *states: tp.Any, graph: bool | None = None) -> ApplyCaller:
+        """An object whose method calls run on ``merge(self, state, ...)`` and return ``(out, (graphdef, state))``.
+
+        ``graph`` picks the mode of the split that follows the call (see :func:`split`).
+        """
+        return ApplyCaller(self, (state, *states), graph=graph)
 
     def merge(self, state: tp.Any, /, *states: tp.Any) -> A:
         return merge(self, state, *states)
@@ -575,6 +603,8 @@ def _collect_leaves(states: tp.Sequence[tp.Any]) -> list[tuple[PathParts, tp.Any
             leaves.extend(s)
         elif isinstance(s, tp.Mapping):
             leaves.extend(to_flat_state(s))
+        elif isinstance(s, Variable):
+            leaves.append(((), s))
         else:
             raise TypeError(f"Expected a State or FlatState, got {type(s).__name__}: {s!r}")
     return leaves
@@ -654,7 +684,15 @@ def split(node: A, *filters: tp.Any, graph: bool | None = None) -> tuple[tp.Any,
     gdef, flat = _flatten_for(node, graph, "split")
     filters = filters or (...,)
     groups = split_flat(flat, filters, exhaustive=True)
-    return (gdef, *(from_flat_state(g) for g in groups))
+    return (gdef, *(_split_state(g) for g in groups))
+
+
+def _split_state(flat: FlatState) -> tp.Any:
+    """The State of one split group; a Variable split at the root is its own state."""
+    entries = list(flat)
+    if len(entries) == 1 and entries[0][0] == ():
+        return entries[0][1]
+    return from_flat_state(flat)
 
 
 def _flatten_for(node: tp.Any, graph: bool | None, api: str) -> tuple[GraphDef[tp.Any], FlatState]:
@@ -963,16 +1001,22 @@ vars_as = with_vars
 class ApplyCaller:
     """``caller.method(*args)`` merges, calls, and returns ``(out, (graphdef, state))``."""
 
-    def __init__(self, graphdef: GraphDef[tp.Any], states: tuple[tp.Any, ...], path: tuple[str, ...] = ()) -> None:
-        self._graphdef, self._states, self._path = graphdef, states, path
+    def __init__(
+        self,
+        graphdef: GraphDef[tp.Any],
+        states: tuple[tp.Any, ...],
+        path: tuple[tp.Any, ...] = (),
+        graph: bool | None = None,
+    ) -> None:
+        self._graphdef, self._states, self._path, self._graph = graphdef, states, path, graph
 
     def __getattr__(self, name: str) -> ApplyCaller:
         if name.startswith("__"):
             raise AttributeError(name)
-        return ApplyCaller(self._graphdef, self._states, (*self._path, name))
+        return ApplyCaller(self._graphdef, self._states, (*self._path, name), self._graph)
 
     def __getitem__(self, key: tp.Any) -> ApplyCaller:
-        return ApplyCaller(self._graphdef, self._states, (*self._path, _Item(key)))
+        return ApplyCaller(self._graphdef, self._states, (*self._path, _Item(key)), self._graph)
 
     def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tuple[tp.Any, tuple[GraphDef[tp.Any], State]]:
         node = merge(self._graphdef, *self._states)
@@ -980,7 +1024,7 @@ class ApplyCaller:
         for name in self._path:
             method = method[name.key] if isinstance(name, _Item) else getattr(method, name)
         out = method(*args, **kwargs)
-        gdef, new_state = split(node)
+        gdef, new_state = split(node, graph=self._graph)
         return out, (gdef, new_state)
 
 

@@ -13,6 +13,7 @@ from collections.abc import MutableMapping, MutableSequence
 
 from . import reprlib
 from .module import Module
+from .training.train_state import TrainState  # noqa: F401 (flax keeps it in nnx.helpers)
 
 __all__ = ["Dict", "List", "Sequential"]
 

@@ -367,7 +367,7 @@ def _variables_comment(node: Pytree) -> str:
         elif isinstance(value, (list, tuple)):
             for child in value:
                 visit(child)
-        elif isinstance(value, dict):
+        elif isinstance(value, tp.Mapping):
             for child in value.values():
                 visit(child)
 

@@ -32,10 +32,9 @@ def is_array(value: tp.Any) -> bool:
 
 def array_summary(value: tp.Any) -> str:
     """``Array(shape=(2, 3), dtype=dtype('float32'))``: the short form used inside modules."""
-    if _is_key(value):
-        return repr(value)
     name = "ArrayRef" if is_ref(value) else "Array"
-    return f"{name}(shape={tuple(value.shape)}, dtype={np.dtype(value.dtype)!r})"
+    dtype = str(value.dtype) if _is_key(value) else repr(np.dtype(value.dtype))
+    return f"{name}(shape={tuple(value.shape)}, dtype={dtype})"
 
 
 def _is_key(value: tp.Any) -> bool:
@@ -69,7 +68,11 @@ def _bytes(n: int) -> str:
 
 
 def value_repr(value: tp.Any, summarize: bool) -> str:
-    """Repr of an attribute value; large arrays are summarised when ``summarize``."""
+    """Repr of an attribute value; large arrays are summarised when ``summarize``.
+
+    Lists, tuples (namedtuples included) and dicts print inline, ``[a, b]`` /
+    ``(a,)`` / ``{'k': v}``, with each item rendered by this function.
+    """
     if summarize and is_array(value) and (int(np.prod(value.shape)) > 1 or is_ref(value)):
         return array_summary(value)
     if is_ref(value):
@@ -78,31 +81,19 @@ def value_repr(value: tp.Any, summarize: bool) -> str:
         return value.__name__
     if summarize and hasattr(value, "__nnx_repr__"):
         return value.__nnx_repr__(summarize=True)
-    if isinstance(value, (list, tuple)) and _contains_nnx(value):
+    if isinstance(value, (list, tuple)):
         return _seq_repr(value, summarize)
-    if isinstance(value, dict) and _contains_nnx(value):
-        return _dict_repr(value, summarize)
+    if isinstance(value, dict):
+        items = ", ".join(f"{key!r}: {value_repr(item, summarize)}" for key, item in value.items())
+        return "{" + items + "}"
     return repr(value)
 
 
-def _contains_nnx(value: tp.Any) -> bool:
-    items = value.values() if isinstance(value, dict) else value
-    return any(hasattr(v, "__nnx_repr__") or isinstance(v, (list, tuple, dict)) and _contains_nnx(v) for v in items)
-
-
 def _seq_repr(value: tp.Sequence[tp.Any], summarize: bool) -> str:
-    open_, close = ("[", "]") if isinstance(value, list) else ("(", ")")
-    if not value:
-        return open_ + close
-    lines = [open_]
-    for item in value:
-        lines.append(INDENT + indent_tail(value_repr(item, summarize), INDENT) + ",")
-    lines[-1] = lines[-1][:-1]
-    return "\n".join([*lines, close])
-
-
-def _dict_repr(value: tp.Mapping[tp.Any, tp.Any], summarize: bool) -> str:
-    return mapping_repr(value, lambda v: value_repr(v, summarize))
+    items = ", ".join(value_repr(item, summarize) for item in value)
+    if isinstance(value, list):
+        return f"[{items}]"
+    return f"({items},)" if len(value) == 1 else f"({items})"
 
 
 def mapping_repr(value: tp.Mapping[tp.Any, tp.Any], render: tp.Callable[[tp.Any], str]) -> str:

@@ -75,6 +75,8 @@ _INITIALIZERS = (
 class RngState(Variable[jax.Array]):
     """Base type of the random state Variables; ``tag`` metadata names the stream."""
 
+    __nnx_repr_group__ = "RngState"
+
 
 class RngKey(RngState):
     """The root PRNG key of a stream."""

@@ -44,8 +44,17 @@ def sort_paths(paths: tp.Iterable[PathParts]) -> list[PathParts]:
 
 
 def _predicates(filters: tp.Sequence[tp.Any]) -> list[tp.Callable[[PathParts, tp.Any], bool]]:
+    """The filters as predicates; a catch-all (``...``/``True``) followed by another filter
+    (which it would leave nothing to match) is a ValueError."""
     from .filterlib import to_predicate
 
+    catch_alls = [i for i, f in enumerate(filters) if f is ... or f is True]
+    if catch_alls and any(not (f is ... or f is True) for f in filters[catch_alls[0] :]):
+        first = catch_alls[0]
+        raise ValueError(
+            f"`...` or `True` can only be used as the last filters, got {filters[first]!r} at index {first} "
+            f"of {tuple(filters)!r}."
+        )
     return [to_predicate(f) for f in filters]
 
 
@@ -211,8 +220,12 @@ class State(MutableMapping[Key, tp.Any]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __nnx_repr__(self, summarize: bool = False) -> str:
+        """``State({...})``, one line per key; inside a Pytree's repr leaves are summarised."""
+        return f"{type(self).__name__}({_nested_repr(self._mapping, summarize)})"
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({_nested_repr(self._mapping)})"
+        return self.__nnx_repr__()
 
     def flat_state(self) -> FlatState:
         """The ``(path, leaf)`` pairs of this State, sorted by path."""
@@ -243,9 +256,11 @@ class State(MutableMapping[Key, tp.Any]):
         return merge_state(state, *states)
 
 
-def _nested_repr(value: tp.Any) -> str:
+def _nested_repr(value: tp.Any, summarize: bool) -> str:
     if type(value) is dict:
-        return reprlib.mapping_repr(value, _nested_repr)
+        return reprlib.mapping_repr(value, lambda item: _nested_repr(item, summarize))
+    if summarize and hasattr(value, "__nnx_repr__"):
+        return value.__nnx_repr__(summarize=True)
     return repr(value)
 
 

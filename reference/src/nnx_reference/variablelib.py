@@ -16,12 +16,14 @@ import functools
 import operator
 import threading
 import typing as tp
+import warnings
 
 import jax
 import numpy as np
 
-from . import reprlib
+from . import reprlib, spmd
 from ._tracing import check_same_trace, current_trace_state
+from .spmd import use_eager_sharding, using_eager_sharding  # noqa: F401 (flax's variablelib has them)
 
 __all__ = [
     "A",
@@ -99,11 +101,15 @@ def var_defaults(*, hijax: bool | None = None, ref: bool | None = None) -> VarDe
     return VarDefaultsContext(new)
 
 
-def using_eager_sharding() -> bool:
-    """Whether new Variables shard their value eagerly (``spmd.use_eager_sharding`` sets it)."""
-    from . import spmd  # spmd imports this module: import it when first needed
+DEPRECATED_SHARDING_KEYS = ("sharding_names", "sharding")
+"""Older names of the ``out_sharding`` metadata key, renamed (with a warning) on creation."""
 
-    return spmd.using_eager_sharding()
+
+def _rename_sharding_keys(metadata: dict[str, tp.Any]) -> None:
+    for key in DEPRECATED_SHARDING_KEYS:
+        if key in metadata:
+            warnings.warn(f"{key!r} is deprecated, use 'out_sharding' instead.", DeprecationWarning, stacklevel=3)
+            metadata["out_sharding"] = metadata.pop(key)
 
 
 # ---------------------------------------------------------------- metadata
@@ -231,17 +237,15 @@ class Variable(tp.Generic[A]):
             ref=defaults.ref if ref is None else ref,
             eager_sharding=using_eager_sharding() if eager_sharding is None else eager_sharding,
         )
+        _rename_sharding_keys(metadata)
         object.__setattr__(self, "_var_metadata", metadata)
         object.__setattr__(self, "_hooks", hooks)
         object.__setattr__(self, "_trace_state", current_trace_state())
         for hook in hooks.get("on_create_value", ()):
             value = hook(self, value)
         value = self.create_value(value)
-        sharding = metadata.get("out_sharding", metadata.get("sharding_names"))
-        if metadata["eager_sharding"] and sharding is not None and isinstance(value, jax.Array):
-            from . import spmd
-
-            value = spmd.shard_value(value, sharding, metadata.get("mesh"))
+        if metadata["eager_sharding"] and metadata.get("out_sharding") is not None and isinstance(value, jax.Array):
+            value = spmd.shard_value(value, metadata["out_sharding"], metadata.get("mesh"))
         if metadata["hijax"]:
             metadata.setdefault("mutable", True)
         if _wants_ref(metadata):
@@ -295,8 +299,9 @@ class Variable(tp.Generic[A]):
 
     @property
     def sharding_names(self) -> tp.Any:
-        """The ``sharding_names`` metadata, or None."""
-        return self._var_metadata.get("sharding_names")
+        """Deprecated name of the ``out_sharding`` metadata (None when unset)."""
+        warnings.warn("'sharding_names' is deprecated, use 'out_sharding' instead.", DeprecationWarning, stacklevel=2)
+        return self._var_metadata.get("out_sharding")
 
     def copy_from(self, other: Variable[A]) -> None:
         """Takes ``other``'s value and metadata in place."""
@@ -442,15 +447,14 @@ class Variable(tp.Generic[A]):
             hook(self, axis_index, axis_name)
 
     def _insert_axis_name(self, axis_index: int, axis_name: tp.Any, remove: bool) -> None:
-        for key in ("sharding_names", "out_sharding", "sharding"):
-            names = self._var_metadata.get(key)
-            if isinstance(names, tuple):
-                names = list(names)
-                if remove:
-                    names.pop(axis_index)
-                else:
-                    names.insert(axis_index, axis_name)
-                self._var_metadata[key] = tuple(names)
+        names = self._var_metadata.get("out_sharding")
+        if isinstance(names, tuple):
+            names = list(names)
+            if remove:
+                names.pop(axis_index)
+            else:
+                names.insert(axis_index, axis_name)
+            self._var_metadata["out_sharding"] = tuple(names)
 
     # -- attribute access
 

@@ -12,4 +12,5 @@ __all__: list[str] = []
 Array = jax.Array
 Dtype = tp.Any
 Metadata = tp.Mapping[str, tp.Any]
+Shape = tuple[int, ...]
 NO_METADATA: Metadata = MappingProxyType({})

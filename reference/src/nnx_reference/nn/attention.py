@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from nnx_reference.module import Module
-from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
+from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata, Shape
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.initializers import Initializer
 from nnx_reference.nn.linear import LinearGeneral, default_kernel_init
@@ -498,10 +498,17 @@ class MultiHeadAttention(Module):
         self,
         deterministic: bool | None = None,
         decode: bool | None = None,
-        batch_size: int | tuple[int, ...] | None = None,
+        batch_size: int | Shape | None = None,
         max_length: int | None = None,
     ) -> None:
-        """Sets the modes ``nnx.view`` asks for (``batch_size``/``max_length`` are accepted, unused)."""
+        """Sets the modes ``nnx.view`` asks for.
+
+        Args:
+          deterministic: if True, the module is set to deterministic mode.
+          decode: if True, the module is set to decode mode.
+          batch_size: the batch size to use for the cache.
+          max_length: the max length to use for the cache.
+        """
         if deterministic is not None:
             self.deterministic = deterministic
         if decode is not None:

@@ -226,7 +226,12 @@ class BatchNorm(Module):
         )
 
     def set_view(self, use_running_average: bool | None = None) -> None:
-        """Sets the mode ``nnx.view`` asks for: running averages (eval) or batch statistics."""
+        """Sets the mode ``nnx.view`` asks for: running averages (eval) or batch statistics.
+
+        Args:
+          use_running_average: if True, the stored batch statistics will be
+            used instead of computing the batch statistics on the input.
+        """
         if use_running_average is not None:
             self.use_running_average = use_running_average
 

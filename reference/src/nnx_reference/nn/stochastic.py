@@ -80,6 +80,10 @@ class Dropout(Module):
         return lax.select(keep, inputs / keep_prob, jnp.zeros_like(inputs))
 
     def set_view(self, deterministic: bool | None = None) -> None:
-        """Sets the mode ``nnx.view`` asks for: no dropout (eval) or dropout (train)."""
+        """Sets the mode ``nnx.view`` asks for: no dropout (eval) or dropout (train).
+
+        Args:
+          deterministic: if True, disables dropout masking.
+        """
         if deterministic is not None:
             self.deterministic = deterministic
