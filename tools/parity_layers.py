@@ -4,13 +4,10 @@
     python tools/parity_layers.py -k Conv    # cases whose name contains "Conv"
 
 Needs an environment with both packages (flax is only the yardstick here; the
-reference never imports it). Each case builds the same layer with each
-implementation from the same seed, then checks that
-
-- the states agree exactly: same paths, Variable types, shapes, dtypes and values
-  (so the rng stream and key each layer draws match), and
-- calling both on the same input gives the same output within ``tol`` (float32
-  rounding), leaves the states equal again, or raises the same exception type.
+reference never imports it). Each fixed case builds the same layer with each
+implementation from the same seed and compares states and outputs as
+``nnx_conformance.spec.parity.compare`` describes (the suite's parity tests draw
+their cases with hypothesis instead).
 
 Prints one PASS/FAIL line per case and exits with 1 if any case fails.
 """
@@ -18,93 +15,13 @@ Prints one PASS/FAIL line per case and exits with 1 if any case fails.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import sys
-import typing as tp
 
 import jax
 import jax.numpy as jnp
 
-Build = tp.Callable[[tp.Any, tp.Any], tp.Any]
-
-
-@dataclasses.dataclass
-class Case:
-    """A layer built by ``build(nnx, rngs)`` and, if ``x`` is given, run by ``call(nnx, layer, x)``."""
-
-    name: str
-    build: Build
-    x: tp.Any = None
-    call: tp.Callable[[tp.Any, tp.Any, tp.Any], tp.Any] = lambda nnx, layer, x: layer(x)
-    calls: int = 1
-    tol: float = 0.0
-    rngs: tp.Callable[[tp.Any], tp.Any] = lambda nnx: nnx.Rngs(0, dropout=1)
-
-
-def _flat(nnx, module) -> list[tuple[tuple, str, tp.Any]]:
-    """(path, "Type{metadata}", value) for every leaf of ``module``'s state."""
-    return [
-        (tuple(str(p) for p in path), _describe(v), v.get_value() if hasattr(v, "get_value") else v)
-        for path, v in nnx.to_flat_state(nnx.state(module))
-    ]
-
-
-def _describe(leaf) -> str:
-    metadata = leaf.get_metadata() if hasattr(leaf, "get_metadata") else {}
-    return f"{type(leaf).__name__}{sorted((k, repr(v)) for k, v in metadata.items())}"
-
-
-def _states_equal(a, b) -> str | None:
-    """Returns a description of the first difference of two flat states, or None."""
-    if [(p, t) for p, t, _ in a] != [(p, t) for p, t, _ in b]:
-        return f"paths/types {[(p, t) for p, t, _ in a]} != {[(p, t) for p, t, _ in b]}"
-    for (path, _, va), (_, _, vb) in zip(a, b):
-        va, vb = jnp.asarray(va), jnp.asarray(vb)
-        if jnp.issubdtype(va.dtype, jax.dtypes.prng_key):
-            va, vb = jax.random.key_data(va), jax.random.key_data(vb)
-        if va.shape != vb.shape or va.dtype != vb.dtype or not bool(jnp.all(va == vb)):
-            return f"{path}: {va.dtype}{va.shape} != {vb.dtype}{vb.shape}"
-    return None
-
-
-def _call(call, nnx, module, x):
-    try:
-        return call(nnx, module, x)
-    except Exception as error:  # noqa: BLE001 - the type is what is compared
-        return error
-
-
-def run_case(case: Case, flax_nnx, ref_nnx) -> tuple[bool, str]:
-    a = _call(lambda n, build, rngs: build(n, rngs), flax_nnx, case.build, case.rngs(flax_nnx))
-    b = _call(lambda n, build, rngs: build(n, rngs), ref_nnx, case.build, case.rngs(ref_nnx))
-    if isinstance(a, Exception) or isinstance(b, Exception):
-        return type(a) is type(b), f"construction raises {type(a).__name__} / {type(b).__name__}"
-    notes = []
-    diff = _states_equal(_flat(flax_nnx, a), _flat(ref_nnx, b))
-    if diff:
-        return False, f"init state differs: {diff}"
-    for _ in range(case.calls if case.x is not None else 0):
-        ya, yb = _call(case.call, flax_nnx, a, case.x), _call(case.call, ref_nnx, b, case.x)
-        if isinstance(ya, Exception) or isinstance(yb, Exception):
-            same = type(ya) is type(yb)
-            return same, f"raises {type(ya).__name__} / {type(yb).__name__}"
-        la, lb = jax.tree.leaves(ya), jax.tree.leaves(yb)
-        shapes_a = [(l.shape, l.dtype) for l in la]
-        shapes_b = [(l.shape, l.dtype) for l in lb]
-        if shapes_a != shapes_b:
-            return False, f"outputs {shapes_a} != {shapes_b}"
-        err = max(
-            (float(jnp.max(jnp.abs(p.astype(jnp.float32) - q.astype(jnp.float32)))) for p, q in zip(la, lb)),
-            default=0.0,
-        )
-        notes.append(f"max |diff| {err:.3g}")
-        if err > case.tol:
-            return False, "; ".join(notes)
-        diff = _states_equal(_flat(flax_nnx, a), _flat(ref_nnx, b))
-        if diff:
-            return False, f"state after call differs: {diff}"
-    return True, "; ".join(notes)
+from nnx_conformance.spec.parity.compare import Case, Side, run_case
 
 
 def cases() -> list[Case]:
@@ -241,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     selected = [c for c in cases() if args.k in c.name]
     for case in selected:
-        ok, note = run_case(case, flax_nnx, ref_nnx)
+        ok, note = run_case(case, Side(flax_nnx), Side(ref_nnx))
         failed += not ok
         print(f"{'PASS' if ok else 'FAIL'} {case.name}: {note}")
     print(f"{len(selected) - failed}/{len(selected)} cases agree")

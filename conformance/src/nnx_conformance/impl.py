@@ -9,6 +9,7 @@ Hand-written tests take the implementation from the ``nnx`` fixture, an
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -16,11 +17,14 @@ import importlib.metadata
 import importlib.util
 import sys
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 FLAX_NNX = "flax.nnx"
+NO_FLAX = "numerical parity needs the real flax.nnx installed beside the implementation: nox -s parity"
+FLAX_UNDER_TEST = "the implementation under test is flax.nnx: parity is trivial"
 
 
 class MissingName(AttributeError):
@@ -163,6 +167,15 @@ class ImportAlias(importlib.abc.MetaPathFinder):
         sys.meta_path.insert(0, self)
         self.installed = True
 
+    @contextlib.contextmanager
+    def suspended(self) -> Iterator[None]:
+        """Meanwhile ``flax`` imports resolve to the real flax again (if it is installed)."""
+        self.uninstall()
+        try:
+            yield
+        finally:
+            self.install()
+
     def uninstall(self) -> None:
         if not self.installed:
             return
@@ -172,3 +185,32 @@ class ImportAlias(importlib.abc.MetaPathFinder):
         sys.modules.update(self._saved)
         self._saved.clear()
         self.installed = False
+
+
+@dataclass(frozen=True)
+class Yardstick:
+    """The real ``flax.nnx`` beside another implementation: what parity tests compare with.
+
+    While another implementation is under test, ``flax`` imports resolve to it, and
+    flax's own code imports some of its modules at call time: every use of the real
+    flax must therefore run inside :meth:`active`, which puts the real modules back.
+    """
+
+    nnx: ModuleType
+    alias: ImportAlias
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[ModuleType]:
+        with self.alias.suspended():
+            yield self.nnx
+
+    @classmethod
+    def load(cls, impl: Implementation, alias: ImportAlias | None) -> Yardstick | str:
+        """The real flax.nnx, imported with the alias suspended, or why there is none."""
+        if impl.name == FLAX_NNX:
+            return FLAX_UNDER_TEST
+        # PathFinder looks at sys.path only: the alias' ``flax`` in sys.modules does not count.
+        if alias is None or importlib.machinery.PathFinder.find_spec("flax") is None:
+            return NO_FLAX
+        with alias.suspended():
+            return cls(importlib.import_module(FLAX_NNX), alias)

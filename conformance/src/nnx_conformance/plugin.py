@@ -15,7 +15,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 from . import devices, hypothesis_profiles, report, settings
-from .impl import ImplProxy, MissingName
+from .impl import ImplProxy, MissingName, Yardstick
 from .items import in_suite
 from .suite import KEY, Suite
 
@@ -125,6 +125,20 @@ def nnx(request: pytest.FixtureRequest) -> Any:
     if suite.impl.module is None:
         return None
     return ImplProxy(suite.impl.module, suite.impl.name)
+
+
+@pytest.fixture(scope="session")
+def flax_nnx(request: pytest.FixtureRequest) -> Yardstick:
+    """The real flax.nnx beside the implementation under test, for parity tests."""
+    suite = _suite(request.config)
+    if suite is None:
+        pytest.fail("the flax_nnx fixture belongs to the conformance suite (nnx_conformance/spec)", pytrace=False)
+    if suite.impl.module is None:
+        pytest.fail(f"cannot import the implementation {suite.impl.name!r}: {suite.impl.error_line}", pytrace=False)
+    found = suite.yardstick()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

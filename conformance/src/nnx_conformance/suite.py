@@ -11,7 +11,7 @@ import pytest
 
 from . import devices, expectations, report
 from .docsuite import DocSuite
-from .impl import FLAX_NNX, ImportAlias, Implementation
+from .impl import FLAX_NNX, ImportAlias, Implementation, Yardstick
 from .items import ItemInfo, describe, doc_case
 from .manifest import REGENERATE, Manifest
 from .patterns import PatternFileError, PatternList
@@ -32,6 +32,7 @@ class Suite:
     docs: DocSuite
     infos: dict[str, ItemInfo] = field(default_factory=dict)
     outcomes: report.Outcomes = field(default_factory=report.Outcomes)
+    _yardstick: Yardstick | str | None = None
 
     @classmethod
     def start(cls, config: pytest.Config) -> Suite:
@@ -75,6 +76,12 @@ class Suite:
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
         expectations.apply(item, info.id, self.expectations)
+
+    def yardstick(self) -> Yardstick | str:
+        """The real flax.nnx for parity tests (imported on first use), or why there is none."""
+        if self._yardstick is None:
+            self._yardstick = Yardstick.load(self.impl, self.alias)
+        return self._yardstick
 
     def versions(self) -> dict[str, str | None]:
         jax = sys.modules.get("jax")

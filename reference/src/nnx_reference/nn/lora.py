@@ -60,7 +60,8 @@ class LoRA(Module):
         )
 
     def __call__(self, x: jax.Array, **kwargs: tp.Any):
-        """Applies the low-rank update; ``kwargs`` are passed on to the wrapped module."""
+        """Applies the low-rank update; ``kwargs`` are passed on to the wrapped module,
+        which, like the update, sees the input promoted to ``dtype``."""
         inputs, lora_a, lora_b = self.promote_dtype(
             (x, self.lora_a[...], self.lora_b[...]), dtype=self.dtype
         )
@@ -68,7 +69,7 @@ class LoRA(Module):
         if self.base_module is not None:
             if not callable(self.base_module):
                 raise ValueError("`self.base_module` must be callable.")
-            out = out + self.base_module(x, **kwargs)
+            out = out + self.base_module(inputs, **kwargs)
         return out
 
 

@@ -1,0 +1,1 @@
+"""Numerical parity with the real flax.nnx (kind "property"), one module per nn page."""

@@ -1,0 +1,184 @@
+"""Comparing one layer built and run by two implementations: the yardstick and a candidate.
+
+A :class:`Case` builds a layer with ``build(nnx, rngs)`` and, if it has an input, runs
+it with ``call(nnx, layer, x)``. :func:`run_case` builds it with both implementations
+from the same seed and checks that
+
+- the states agree exactly: same paths, Variable types and metadata, shapes, dtypes and
+  values (so the rng streams and the keys each layer draws match), and
+- each call gives the same outputs within the case's tolerance, leaves the states equal
+  again, or raises the same exception type in both.
+
+Used by the parity tests of the suite and by ``tools/parity_layers.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ContextManager
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+if TYPE_CHECKING:
+    from nnx_conformance.strategies import LayerArgs
+
+Build = Callable[[Any, Any], Any]
+Leaf = tuple[tuple[str, ...], str, Any]
+"""One Variable of a flat state: (path, "Type[metadata]", value)."""
+
+
+@dataclasses.dataclass
+class Case:
+    """A layer built by ``build(nnx, rngs)`` and, if ``x`` is given, run by ``call(nnx, layer, x)``.
+
+    Outputs may differ by ``tol`` plus ``ulps`` units of rounding of their dtype, scaled
+    by the magnitude of the yardstick's output (at least 1).
+    """
+
+    name: str
+    build: Build
+    x: Any = None
+    call: Callable[[Any, Any, Any], Any] = lambda nnx, layer, x: layer(x)
+    calls: int = 1
+    tol: float = 0.0
+    ulps: float = 0.0
+    rngs: Callable[[Any], Any] = lambda nnx: nnx.Rngs(0, dropout=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """One implementation in a comparison: its nnx module and the context its code must run in."""
+
+    nnx: Any
+    context: Callable[[], ContextManager[Any]] = contextlib.nullcontext
+
+    def run(self, fn: Callable[..., Any], *args: Any, catch: bool = True) -> Any:
+        """``fn(nnx, *args)`` in this side's context; with ``catch``, an exception is returned."""
+        with self.context():
+            try:
+                return fn(self.nnx, *args)
+            except Exception as error:  # noqa: BLE001 - the exception type is what is compared
+                if not catch:
+                    raise
+                return error
+
+
+def flat_state(nnx: Any, module: Any) -> list[Leaf]:
+    """(path, "Type[metadata]", value) for every Variable of ``module``'s state; keys as key data."""
+    leaves = []
+    for path, variable in nnx.to_flat_state(nnx.state(module)):
+        value = variable.get_value() if hasattr(variable, "get_value") else variable
+        value = jnp.asarray(value)  # a sown Intermediate holds a tuple
+        if jnp.issubdtype(value.dtype, jax.dtypes.prng_key):
+            value = jax.random.key_data(value)
+        leaves.append((tuple(str(p) for p in path), _describe(variable), np.asarray(value)))
+    return leaves
+
+
+def _describe(variable: Any) -> str:
+    metadata = variable.get_metadata() if hasattr(variable, "get_metadata") else {}
+    return f"{type(variable).__name__}{sorted((k, repr(v)) for k, v in metadata.items())}"
+
+
+def _max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """In NumPy, not JAX: every new shape would compile a JAX computation."""
+    if a.size == 0:
+        return 0.0
+    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+
+
+def state_difference(expected: list[Leaf], actual: list[Leaf]) -> str | None:
+    """What first differs between two flat states (yardstick first), or None."""
+    described_e = [(p, t) for p, t, _ in expected]
+    described_a = [(p, t) for p, t, _ in actual]
+    if described_e != described_a:
+        return f"paths/types: expected {described_e}, got {described_a}"
+    for (path, _, e), (_, _, a) in zip(expected, actual):
+        if e.shape != a.shape or e.dtype != a.dtype:
+            return f"{path}: expected {e.dtype}{list(e.shape)}, got {a.dtype}{list(a.shape)}"
+        if not np.array_equal(e, a):
+            return f"{path} ({e.dtype}{list(e.shape)}): values differ, max abs diff {_max_abs_diff(e, a):.3g}"
+    return None
+
+
+def output_difference(expected: Any, actual: Any, tol: float, ulps: float) -> tuple[str | None, float]:
+    """What differs between two outputs (yardstick first) beyond the tolerance, and the max abs diff."""
+    leaves_e, tree_e = jax.tree.flatten(expected)
+    leaves_a, tree_a = jax.tree.flatten(actual)
+    if tree_e != tree_a:
+        return f"output structure: expected {tree_e}, got {tree_a}", float("nan")
+    worst = 0.0
+    for index, (e, a) in enumerate(zip(leaves_e, leaves_a)):
+        e, a = np.asarray(e), np.asarray(a)
+        if e.shape != a.shape or e.dtype != a.dtype:
+            return f"output leaf {index}: expected {e.dtype}{list(e.shape)}, got {a.dtype}{list(a.shape)}", worst
+        diff = _max_abs_diff(e, a)
+        worst = max(worst, diff)
+        allowed = tol
+        if ulps and jnp.issubdtype(e.dtype, jnp.floating) and e.size:
+            scale = max(1.0, float(np.max(np.abs(e.astype(np.float64)))))
+            allowed += ulps * float(jnp.finfo(e.dtype).eps) * scale
+        if not diff <= allowed:
+            return f"output leaf {index} ({e.dtype}{list(e.shape)}): max abs diff {diff:.3g} > {allowed:.3g}", worst
+    return None, worst
+
+
+def run_case(case: Case, yardstick: Side, candidate: Side) -> tuple[bool, str]:
+    """Whether the candidate agrees with the yardstick on ``case``, and a note saying how."""
+    a, b = (side.run(lambda n: case.build(n, case.rngs(n))) for side in (yardstick, candidate))
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        return type(a) is type(b), f"construction raises {_name(a)} / {_name(b)}"
+    difference = state_difference(yardstick.run(flat_state, a, catch=False), candidate.run(flat_state, b, catch=False))
+    if difference:
+        return False, f"state after construction differs: {difference}"
+    notes = []
+    for step in range(case.calls if case.x is not None else 0):
+        ya, yb = yardstick.run(case.call, a, case.x), candidate.run(case.call, b, case.x)
+        if isinstance(ya, Exception) or isinstance(yb, Exception):
+            return type(ya) is type(yb), f"call {step + 1} raises {_name(ya)} / {_name(yb)}"
+        difference, worst = output_difference(ya, yb, case.tol, case.ulps)
+        notes.append(f"max |diff| {worst:.3g}")
+        if difference:
+            return False, f"call {step + 1}: {difference}"
+        difference = state_difference(yardstick.run(flat_state, a, catch=False), candidate.run(flat_state, b, catch=False))
+        if difference:
+            return False, f"state after call {step + 1} differs: {difference}"
+    return True, "; ".join(notes)
+
+
+def _name(outcome: Any) -> str:
+    if not isinstance(outcome, Exception):
+        return "nothing"
+    message = str(outcome).splitlines()[0][:120] if str(outcome) else ""
+    return f"{type(outcome).__name__}({message!r})"
+
+
+ROUNDING_ULPS = 8.0
+"""Rounding units (of the output dtype, times its magnitude) that outputs of the suite's
+cases may differ by: float32 (or bfloat16) rounding, never a different formula."""
+
+
+def assert_agrees(yardstick: Any, nnx: Any, case: Case) -> None:
+    """Fails, saying what differed, unless ``nnx`` agrees on ``case`` with the yardstick
+    (the ``flax_nnx`` fixture)."""
+    ok, note = run_case(case, Side(yardstick.nnx, yardstick.active), Side(nnx))
+    assert ok, f"{case.name}: {nnx!r} differs from flax.nnx: {note}"
+
+
+def layer_case(
+    layer: str, drawn: LayerArgs, seed: int, x: Any = None, build: Build | None = None, **fields: Any
+) -> Case:
+    """The case of ``nnx.<layer>`` built from ``drawn`` (or by ``build``, which uses it) with
+    ``Rngs(seed)``, run on ``x``, outputs compared within :data:`ROUNDING_ULPS`."""
+    fields.setdefault("ulps", ROUNDING_ULPS)
+    fields.setdefault("rngs", lambda nnx: nnx.Rngs(seed))
+
+
+    def by_name(nnx: Any, rngs: Any) -> Any:
+        return drawn.build(nnx, layer, rngs)
+
+    return Case(f"{layer}{drawn.args} {drawn.kwargs}", build or by_name, x, **fields)

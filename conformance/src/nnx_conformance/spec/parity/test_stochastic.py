@@ -1,0 +1,30 @@
+"""Parity of Dropout with flax.nnx: from the same Rngs, the same masks (outputs equal
+exactly) and the same stream counts after each call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import strategies
+from nnx_conformance.spec.parity.compare import assert_agrees, layer_case
+
+pytestmark = pytest.mark.area("nn/stochastic")
+
+
+@pytest.mark.apis("Dropout", "Rngs")
+@given(
+    drawn=strategies.dropout_args(),
+    stream=st.sampled_from(["default", "dropout"]),
+    seed=strategies.seeds,
+    input_seed=strategies.seeds,
+)
+def test_dropout_masks_and_rng_counts_equal_flax(
+    nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, stream: str, seed: int, input_seed: int
+) -> None:
+    x = strategies.layer_input(drawn.input_shape, input_seed)
+    case = layer_case("Dropout", drawn, seed, x, calls=2, ulps=0.0, rngs=lambda nnx: nnx.Rngs(**{stream: seed}))
+    assert_agrees(flax_nnx, nnx, case)
