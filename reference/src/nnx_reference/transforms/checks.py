@@ -95,18 +95,28 @@ def check_no_sharing(name: str, args: tp.Any) -> None:
 
 
 def check_no_aliasing(
-    name: str, treedef: tp.Any, obj_slots: tuple[int, ...], objs: list, out: tp.Any
+    name: str,
+    treedef: tp.Any,
+    obj_slots: tuple[int, ...],
+    objs: list,
+    out: tp.Any,
+    carry_arg: int | None = None,
 ) -> None:
     """Without graph updates, the output may not contain input Variables.
 
     The inputs are the objects ``objs`` at ``obj_slots`` of the arguments' ``treedef``.
+    ``carry_arg``: the position of scan's carry argument, reported as ``.carry``
+    (the carry returned as the carry is checked by scan and left out of ``out``).
     """
     leaves: list = [None] * treedef.num_leaves
     for slot, obj in zip(obj_slots, objs):
         leaves[slot] = obj
     args = jax.tree_util.tree_unflatten(treedef, leaves)
+    carry_root = f".args[{carry_arg}]"
     inputs: dict[int, str] = {}
     for path, var in _input_paths(args):
+        if carry_arg is not None and path.startswith(carry_root):
+            path = ".carry" + path[len(carry_root):]
         inputs.setdefault(id(var), path)
     seen: dict[int, str] = {}
     for path, var in _variable_paths(out, ".out"):
@@ -114,6 +124,36 @@ def check_no_aliasing(
         if first is not None:
             raise _duplicate_error(name, var, [first, path])
         seen[id(var)] = path
+
+
+def check_carry_identity(carry_in: tp.Any, carry_out: tp.Any) -> list[int]:
+    """Tree-mode scan: the carry returned must hold the carry's own Variables in place.
+
+    Returns the positions of the Variables among the carry's leaves (Variables as leaves).
+    """
+    in_leaves, in_def = jax.tree_util.tree_flatten(carry_in, is_leaf=is_variable)
+    out_leaves, out_def = jax.tree_util.tree_flatten(carry_out, is_leaf=is_variable)
+    if in_def != out_def:
+        has_variables = any(map(is_variable, in_leaves))
+        raise (ValueError if has_variables else TypeError)(
+            ("pytree structure error: " if has_variables else "")
+            + "scan body function carry input and carry output must have the same pytree "
+            f"structure, but they differ: the carry input has structure {in_def} and the "
+            f"carry output has structure {out_def}"
+        )
+    found = []
+    for position, (old, new) in enumerate(zip(in_leaves, out_leaves)):
+        if is_variable(old):
+            if new is not old:
+                raise ValueError("scan Variable identity must be preserved across iterations.")
+            found.append(position)
+        elif is_variable(new):
+            raise TypeError(
+                "scan body function carry input and carry output must have the same pytree "
+                f"structure, but they differ: the carry input at leaf {position} is a "
+                f"{type(old)} but the carry output is a {type(new)}"
+            )
+    return found
 
 
 def reject_prefix_objects(

@@ -50,6 +50,13 @@ class _Spec:
     donate: bool
 
 
+def _spec_tree(sharding: tp.Any, donate: bool) -> tp.Any:
+    """One argument's sharding prefix tree (a State of shardings, ...) with ``_Spec`` leaves."""
+    return jax.tree_util.tree_map(
+        lambda s: _Spec(s, donate), sharding, is_leaf=lambda x: x is None
+    )
+
+
 def _expand_spec(prefix: _Spec, obj: tp.Any) -> list:
     return [(flt, _Spec(s, prefix.donate)) for flt, s in _expand_sharding(prefix.sharding, obj)]
 
@@ -128,6 +135,7 @@ class JitWrapped:
         self._jit_kwargs = dict(keep_unused=keep_unused, device=device, backend=backend, inline=inline)
         self.jitted_fn = jax.jit(self._pure_fn, static_argnums=(0,), **self._jit_kwargs)
         self._jitted_by_layout: dict[_Frozen, tp.Any] = {}
+        self._specs_by_positions: dict[tuple, tuple] = {}
 
     def __get__(self, obj: tp.Any, objtype: tp.Any = None) -> tp.Any:
         if obj is None:
@@ -153,13 +161,7 @@ class JitWrapped:
                 "jit", (args, kwargs), None, graph=graph, graph_updates=graph_updates, coalesce=True
             )
             return lifted, self.jitted_fn, ((lifted.static, statics), None, lifted.pure)
-        dyn_positions = [i for i in range(len(args) + len(statics[0])) if i not in statics[0]]
-        shardings = self.in_shardings
-        if type(shardings) not in (tuple, list):
-            shardings = tuple(shardings for _ in args)
-        arg_specs = tuple(
-            _Spec(s, pos in self.donate_argnums) for pos, s in zip(dyn_positions, shardings)
-        )
+        arg_specs = self._arg_specs(len(args), statics[0])
         kw_specs = {k: _Spec(None, k in self.donate_argnames) for k in kwargs}
         lifted = lift.Lifted(
             "jit", (args, kwargs), (arg_specs, kw_specs), graph=graph,
@@ -167,6 +169,23 @@ class JitWrapped:
         )
         donated, kept = trees.partition(lifted.pure, lifted.prefix, _is_donated)
         return lifted, self._jitted_for(lifted), ((lifted.static, statics), donated, kept)
+
+    def _arg_specs(self, n_dynamic: int, static_positions: tuple[int, ...]) -> tuple:
+        """The prefix of the dynamic positional arguments: ``in_shardings`` with ``_Spec`` leaves."""
+        key = (n_dynamic, static_positions)
+        specs = self._specs_by_positions.get(key)
+        if specs is None:
+            positions = [
+                i for i in range(n_dynamic + len(static_positions)) if i not in static_positions
+            ]
+            shardings = self.in_shardings
+            if type(shardings) not in (tuple, list):
+                shardings = tuple(shardings for _ in positions)
+            specs = tuple(
+                _spec_tree(s, pos in self.donate_argnums) for pos, s in zip(positions, shardings)
+            )
+            self._specs_by_positions[key] = specs
+        return specs
 
     def _jitted_for(self, lifted: lift.Lifted) -> tp.Any:
         """The jax.jit of the pure function for this layout of shardings and donations."""

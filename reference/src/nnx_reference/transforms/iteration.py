@@ -256,30 +256,89 @@ def scan(
     """
 
     _reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
+    tree_paths = not trees.resolve_mode(graph, graph_updates)[0]
+    _check_single_carry(in_axes, "in_axes", tree_paths)
+    _check_single_carry(out_axes, "out_axes", tree_paths)
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any) -> tp.Any:
             mode = trees.resolve_mode(graph, graph_updates)
             _reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
+            per_arg = _per_arg(in_axes, args)
             lifted = lift.Lifted(
-                "scan", args, _per_arg(in_axes, args), graph=mode[0], graph_updates=mode[1],
+                "scan", args, per_arg, graph=mode[0], graph_updates=mode[1],
                 expand=_expand_axes,
             )
-            return _run_scan(fun, lifted, out_axes, length, reverse, unroll, _split_transpose)
+            carry_arg = next((i for i, p in enumerate(per_arg) if p is Carry), None)
+            return _run_scan(
+                fun, lifted, carry_arg, out_axes, length, reverse, unroll, _split_transpose
+            )
 
         return wrapper
 
     return trees.decorator_or_call(f, make)
 
 
+def _check_single_carry(axes: tp.Any, argname: str, tree_mode: bool) -> None:
+    """At most one entry of ``in_axes``/``out_axes`` may be ``Carry``."""
+    paths = [p for p, leaf in jax.tree_util.tree_flatten_with_path(axes)[0] if leaf is Carry]
+    if len(paths) < 2:
+        return
+    if tree_mode:
+        raise ValueError(f"Found multiple Carry definitions in {argname}")
+    first, second = (argname + jax.tree_util.keystr(p) for p in paths[:2])
+    raise ValueError(f"Found multiple Carry definitions at {first} and {second}")
+
+
 def _is_scanned(prefix: tp.Any) -> bool:
     return isinstance(prefix, int) and not isinstance(prefix, bool)
+
+
+def _out_carry_index(out: tp.Any, out_axes: tp.Any) -> int | None:
+    """Where the output carry is: ``-1`` for the whole output, else its position."""
+    if out_axes is Carry:
+        return -1
+    if type(out_axes) in (tuple, list) and type(out) in (tuple, list) and len(out) == len(out_axes):
+        return next((i for i, p in enumerate(out_axes) if p is Carry), None)
+    return None
+
+
+def _mark_carried_variables(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any, objs: list) -> tp.Any:
+    """Tree mode: the carry's Variables returned as the carry become ``Static(object index)``.
+
+    They are the inputs' own Variables: scan carries their state and gives back
+    the caller's Variables in their place (see :func:`_restore_carried_variables`).
+    """
+    index = _out_carry_index(out, out_axes)
+    if index is None:
+        return out
+    carry_out = out if index == -1 else out[index]
+    positions = checks.check_carry_identity(carry_in, carry_out)
+    if not positions:
+        return out
+    obj_index = {id(obj): i for i, obj in enumerate(objs)}
+    leaves, treedef = jax.tree_util.tree_flatten(carry_out, is_leaf=trees.is_variable)
+    for position in positions:
+        leaves[position] = trees.Static(obj_index[id(leaves[position])])
+    carry_out = jax.tree_util.tree_unflatten(treedef, leaves)
+    if index == -1:
+        return carry_out
+    return type(out)(carry_out if i == index else v for i, v in enumerate(out))
+
+
+def _restore_carried_variables(out: tp.Any, originals: list) -> tp.Any:
+    return jax.tree_util.tree_map(
+        lambda x: originals[x.value] if isinstance(x, trees.Static) else x,
+        out,
+        is_leaf=lambda x: isinstance(x, trees.Static),
+    )
 
 
 def _run_scan(
     fun: tp.Callable,
     lifted: lift.Lifted,
+    carry_arg: int | None,
     out_axes: tp.Any,
     length: int | None,
     reverse: bool,
@@ -312,7 +371,14 @@ def _run_scan(
         pure = (current[:n_leaves], current[n_leaves:])
         inner_args, objs = lift.enter(lifted.static, pure)
         out = fun(*inner_args)
-        box, in_part, out_tree = lift.exit("scan", lifted.static, objs, out, out_axes, _expand_axes)
+        tree_carry = carry_arg if not lifted.static.graph else None
+        if tree_carry is not None:
+            marked = _mark_carried_variables(inner_args[tree_carry], out, out_axes, objs)
+            traced["restore"] = marked is not out
+            out = marked
+        box, in_part, out_tree = lift.exit(
+            "scan", lifted.static, objs, out, out_axes, _expand_axes, carry_arg=tree_carry
+        )
         out_leaves, out_treedef = jax.tree_util.tree_flatten(out_tree)
         out_prefixes = trees.broadcast_prefix(jax_out, out_tree, lambda _: False)
         in_group_out = dict(zip(in_index, in_part))
@@ -353,7 +419,10 @@ def _run_scan(
         next(carry_iter) if p is Carry else _move(next(ys_iter), 0, p) for p in out_prefixes
     ]
     out_tree = jax.tree_util.tree_unflatten(traced["out_treedef"], out_leaves)
-    return lift.apply(lifted, (traced["box"], in_part, out_tree))
+    out = lift.apply(lifted, (traced["box"], in_part, out_tree))
+    if traced.get("restore"):
+        out = _restore_carried_variables(out, lifted.originals)
+    return out
 
 
 def _restructure(flat: list, structures: list) -> list:

@@ -224,18 +224,20 @@ def exit(
     out_prefix: tp.Any = 0,
     expand: Expand = whole,
     same_prefixes: bool = True,
+    carry_arg: int | None = None,
 ) -> tp.Any:
     """Inside a transform: the pure result ``(Static, in_part, out_tree)``.
 
     ``same_prefixes``: input and output prefixes are the same kind of thing (axes),
-    so a Variable must get the same one on both sides.
+    so a Variable must get the same one on both sides. ``carry_arg``: tree-mode
+    scan's carry argument (whose return as the carry scan has already checked).
 
     ``in_part`` holds the updated input objects (one entry per input group, so
     the input prefixes apply); ``out_tree`` is the output with every graph
     object replaced by its ``NodeStates`` (so the user's output prefix applies).
     """
     if not static.graph:
-        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out)
+        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg)
         return (Static(None), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
         check_no_aliasing(name, static.treedef, static.obj_slots, objs, out)
