@@ -136,7 +136,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "Variable updates made inside nnx.jit, nnx.grad, nnx.vmap, ... never reach the caller",
         (Patch("transforms/lift.py", "    if not write:\n        lifted = _Unwritten(lifted)\n",
                "    lifted = _Unwritten(lifted)\n"),),
-        "transforms and not properties and not shard_map",
+        "(properties and transforms) or guide:transforms",
     ),
 )
 
