@@ -25,6 +25,14 @@ def test_a_name_read_before_the_example_rebinds_it_is_free() -> None:
     assert free_names("d = restore(d)\ne = d\n") == {"restore", "d"}
 
 
+def test_names_bound_earlier_in_the_same_block_are_not_free() -> None:
+    source = (
+        "with ctx():\n    g, s = split(m)\n    def f(g, s):\n        return g\n    out = f(g, s)\n"
+        "ys = [y * k for y in xs]\n"
+    )
+    assert free_names(source) == {"ctx", "split", "m", "k", "xs"}
+
+
 def test_an_example_that_rebinds_a_blocked_name_from_itself_is_blocked() -> None:
     blockers = Blockers()
     blockers.block("with ctx() as c:\n    d = c.load()\n", "page/obj:8")

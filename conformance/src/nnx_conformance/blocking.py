@@ -61,19 +61,55 @@ def defined_names(source: str, from_line: int = 1) -> set[str]:
     return _defined_by([s for s in tree.body if (s.end_lineno or s.lineno) >= from_line])
 
 
-def free_names(source: str) -> set[str]:
-    """The names ``source`` reads before binding them itself, statement by statement
-    (``x = f(x)`` reads ``x`` first), in functions and classes too."""
-    tree = _parse(source)
-    if tree is None:
-        return set()
-    bound: set[str] = set()
+_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+
+
+def _reads(node: ast.AST) -> set[str]:
+    """Names ``node`` reads, less those its comprehensions and lambdas bind for themselves."""
+    loads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    local: set[str] = set()
+    for scope in (n for n in ast.walk(node) if isinstance(n, _SCOPES)):
+        local |= _targets(scope)
+        if isinstance(scope, ast.Lambda):
+            local |= {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+    return loads - local
+
+
+def _free_in(statements: list[ast.stmt], bound: set[str]) -> set[str]:
+    """Names read by ``statements`` before they bind them, in order; ``bound`` grows as they bind."""
     free: set[str] = set()
-    for statement in tree.body:
-        loads = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        free |= loads - bound
+    for statement in statements:
+        match statement:
+            case ast.FunctionDef() | ast.AsyncFunctionDef() | ast.ClassDef():
+                own = _targets(statement) | {a.arg for a in ast.walk(statement) if isinstance(a, ast.arg)}
+                free |= _reads(statement) - bound - own - {statement.name}
+            case ast.With() | ast.AsyncWith():
+                for item in statement.items:
+                    free |= _reads(item.context_expr) - bound
+                    if item.optional_vars is not None:
+                        bound |= _targets(item.optional_vars)
+                free |= _free_in(statement.body, bound)
+            case ast.For() | ast.AsyncFor():
+                free |= _reads(statement.iter) - bound
+                bound |= _targets(statement.target)
+                free |= _free_in(statement.body + statement.orelse, bound)
+            case ast.If() | ast.While():
+                free |= _reads(statement.test) - bound
+                free |= _free_in(statement.body + statement.orelse, bound)
+            case ast.Try():
+                handlers = [s for h in statement.handlers for s in h.body]
+                free |= _free_in(statement.body + handlers + statement.orelse + statement.finalbody, bound)
+            case _:
+                free |= _reads(statement) - bound
         bound |= _defined_by([statement])
     return free
+
+
+def free_names(source: str) -> set[str]:
+    """The names ``source`` reads before binding them itself, in statement order
+    (``x = f(x)`` reads ``x`` first), in functions and classes too."""
+    tree = _parse(source)
+    return set() if tree is None else _free_in(tree.body, set())
 
 
 class Blockers:
