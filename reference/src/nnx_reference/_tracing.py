@@ -6,11 +6,7 @@ import typing as tp
 
 from jax._src import core as _core
 
-_DOCS = "https://flax.readthedocs.io/en/latest/api_reference/flax.errors.html#flax.errors.TraceContextError"
-
-
-class TraceContextError(Exception):
-    """Raised when an object is mutated from a different JAX trace than the one it was created in."""
+from .errors import TraceContextError
 
 
 def current_trace_state() -> tp.Any:
@@ -18,7 +14,12 @@ def current_trace_state() -> tp.Any:
     return _core.get_opaque_trace_state(convention="nnx")
 
 
+def inside_transformation() -> bool:
+    """Whether a JAX transformation (jit, grad, vmap, ...) is tracing the current code."""
+    return not _core.trace_ctx.is_top_level()
+
+
 def check_same_trace(created: tp.Any, what: str) -> None:
     """Raises :class:`TraceContextError` (``Cannot mutate <what> level``) unless the current trace is ``created``."""
     if created is not None and created != current_trace_state():
-        raise TraceContextError(f"Cannot mutate {what} level ({_DOCS})")
+        raise TraceContextError(f"Cannot mutate {what} level")

@@ -981,9 +981,7 @@ def with_vars(
     def convert(path: PathParts, x: tp.Any) -> tp.Any:
         if not isinstance(x, Variable) or not predicate(path, x):
             return x
-        metadata = {**x.get_metadata(), **updates}
-        if metadata.get("hijax"):
-            metadata.setdefault("mutable", True)
+        metadata = _with_mutability({**x.get_metadata(), **updates})
         value = x.get_value()
         return type(x)._new(_as_ref(value) if _wants_ref(metadata) else value, metadata)
 
@@ -993,6 +991,18 @@ def with_vars(
 
 
 vars_as = with_vars
+
+
+def _with_mutability(metadata: dict[str, tp.Any]) -> dict[str, tp.Any]:
+    """Applies a ``mutable`` request: an immutable Variable drops its Ref and remembers it
+    (``had_ref``); a mutable one gets it back, and ``mutable=True`` is the default, so it is not kept."""
+    if metadata.get("mutable") is False and metadata.get("ref"):
+        metadata.update(ref=False, had_ref=True)
+    elif metadata.get("mutable") is True:
+        del metadata["mutable"]
+        if metadata.pop("had_ref", False):
+            metadata["ref"] = True
+    return metadata
 
 
 # ---------------------------------------------------------------- call / cached_partial

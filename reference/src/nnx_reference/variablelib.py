@@ -22,7 +22,8 @@ import jax
 import numpy as np
 
 from . import reprlib, spmd
-from ._tracing import check_same_trace, current_trace_state
+from ._tracing import check_same_trace, current_trace_state, inside_transformation
+from .errors import ImmutableVariableError
 from .spmd import use_eager_sharding, using_eager_sharding  # noqa: F401 (flax's variablelib has them)
 
 __all__ = [
@@ -190,16 +191,12 @@ def _is_ref(value: tp.Any) -> bool:
 
 
 def _wants_ref(metadata: tp.Mapping[str, tp.Any]) -> bool:
-    """Whether a Variable with this metadata stores its value in a ``jax.Ref``:
-    ``ref=True``, or ``hijax=True`` unless ``mutable=False``."""
-    return bool(metadata.get("ref") or metadata.get("hijax") and metadata.get("mutable", True))
+    """Whether a Variable with this metadata stores its value in a ``jax.Ref``: ``ref=True``."""
+    return bool(metadata.get("ref"))
 
 
 def _as_ref(value: tp.Any) -> tp.Any:
-    """``value`` in a mutable ``jax.Ref`` (arrays only), so that writes inside ``jax.jit`` are seen outside.
-
-    Both ``ref=True`` and ``hijax=True`` Variables store their value this way.
-    """
+    """``value`` in a mutable ``jax.Ref`` (arrays only), so that writes inside ``jax.jit`` are seen outside."""
     if _is_ref(value) or not isinstance(value, (jax.Array, np.ndarray, int, float, bool)):
         return value
     return jax.new_ref(jax.numpy.asarray(value))
@@ -246,8 +243,6 @@ class Variable(tp.Generic[A]):
         value = self.create_value(value)
         if metadata["eager_sharding"] and metadata.get("out_sharding") is not None and isinstance(value, jax.Array):
             value = spmd.shard_value(value, metadata["out_sharding"], metadata.get("mesh"))
-        if metadata["hijax"]:
-            metadata.setdefault("mutable", True)
         if _wants_ref(metadata):
             value = _as_ref(value)
         object.__setattr__(self, "_raw_value", value)
@@ -359,8 +354,7 @@ class Variable(tp.Generic[A]):
     def set_value(self, value: A, *, index: tp.Any = MISSING) -> None:
         """Sets the value (after set hooks), or ``value[index] = value`` when ``index`` is given."""
         raw = self._raw_value
-        if not _is_ref(raw):  # a Ref may be written from any trace; a plain value may not
-            check_same_trace(self.__dict__.get("_trace_state"), f"{type(self).__name__} from a different trace")
+        self._check_can_update(raw)
         value = _unwrap(value)
         for hook in self._hooks.get("on_set_value", ()):
             value = hook(self, value)
@@ -375,6 +369,20 @@ class Variable(tp.Generic[A]):
             object.__setattr__(self, "_raw_value", jax.numpy.asarray(raw).at[index].set(value))
         else:
             raw[index] = value
+
+    def _check_can_update(self, raw: tp.Any) -> None:
+        """Raises unless this Variable may be set here: a Ref may be written from any trace;
+        a plain value only from the trace that made it, and a hijax one only outside transformations."""
+        if self._var_metadata.get("mutable", True) is False:
+            raise ImmutableVariableError(f"Cannot mutate {type(self).__name__} as it is marked as immutable.")
+        if _is_ref(raw):
+            return
+        if self._var_metadata.get("hijax") and inside_transformation():
+            raise ImmutableVariableError(
+                f"Cannot update a non-ref hijax {type(self).__name__} inside JAX transformations. To mutate "
+                "variables within jit, grad, scan, or other JAX transforms, use ref=True."
+            )
+        check_same_trace(self.__dict__.get("_trace_state"), f"{type(self).__name__} from a different trace")
 
     def __getitem__(self, index: tp.Any) -> tp.Any:
         return self.get_value(index=index)
@@ -572,7 +580,7 @@ class Variable(tp.Generic[A]):
         object.__setattr__(self, "_trace_state", current_trace_state())
 
 
-_REQUIRED_DEFAULTS = {"hijax": False, "ref": False, "eager_sharding": True, "mutable": True}
+_REQUIRED_DEFAULTS = {"hijax": False, "ref": False, "eager_sharding": True}
 
 
 def _flatten_with_keys(variable: Variable[tp.Any]) -> tuple[tuple[tuple[tp.Any, tp.Any], ...], tp.Any]:

@@ -83,3 +83,41 @@ def test_writing_a_variable_from_inside_a_jax_transform_it_was_not_created_in_ra
 
     with pytest.raises(Exception, match=r"Cannot mutate Param from a different trace level"):
         write(jnp.zeros(2))
+
+
+def _assert_immutable_variable_error(info: pytest.ExceptionInfo[Exception]) -> None:
+    assert type(info.value).__name__ == "ImmutableVariableError", (
+        f"expected an ImmutableVariableError, got {type(info.value).__name__}"
+    )
+
+
+@pytest.mark.apis("Variable")
+@pytest.mark.parametrize("route", ["argument", "closure"])
+def test_updating_a_non_ref_hijax_variable_inside_jax_jit_raises_and_keeps_its_value(nnx: Any, route: str) -> None:
+    # Without ref=True a hijax Variable is a value to JAX: a write inside the trace could
+    # not reach the caller, so it is refused rather than lost.
+    variable = nnx.Variable(jnp.arange(3), hijax=True)
+
+    def increment(v: Any) -> None:
+        v[...] += 1
+
+    call = (lambda: jax.jit(increment)(variable)) if route == "argument" else jax.jit(lambda: increment(variable))
+    with pytest.raises(Exception, match=r"Cannot update a non-ref .*inside JAX transformations.*use ref=True") as info:
+        call()
+    _assert_immutable_variable_error(info)
+    assert variable[...].tolist() == [0, 1, 2], f"the refused update changed the Variable to {variable[...]}"
+
+
+@pytest.mark.apis("jit", "var_defaults")
+@pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
+def test_nnx_jit_refuses_updates_to_non_ref_hijax_variables_and_keeps_their_values(nnx: Any, graph: bool) -> None:
+    with nnx.var_defaults(hijax=True):
+        model = nnx.Dict(w=nnx.Param(jnp.zeros(2)))
+
+    def step(m: Any) -> None:
+        m.w[...] += 1
+
+    with pytest.raises(Exception, match=r"Cannot update a non-ref .*inside JAX transformations") as info:
+        nnx.jit(step, graph=graph)(model)
+    _assert_immutable_variable_error(info)
+    assert model.w[...].tolist() == [0.0, 0.0], f"the refused update changed the Param to {model.w[...]}"
