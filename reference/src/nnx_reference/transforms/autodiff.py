@@ -8,7 +8,7 @@ import typing as tp
 
 import jax
 
-from . import checks, lift, trees
+from . import checks, lift, refs, trees
 
 __all__ = ["DiffState", "custom_vjp", "grad", "jvp", "remat", "value_and_grad", "vjp"]
 
@@ -304,8 +304,8 @@ def remat(
                 full = [statics[i] if i in statics else next(it) for i in range(len(args))]
                 return lift.exit("remat", lifted.static, objs, fun(*full))
 
-            checkpointed = jax.checkpoint(pure_fn, prevent_cse=prevent_cse, policy=policy)
-            return lift.apply(lifted, checkpointed(lifted.pure))
+            checkpointed = jax.checkpoint(refs.returning_refs(pure_fn), prevent_cse=prevent_cse, policy=policy)
+            return lift.apply(lifted, refs.restore(checkpointed(lifted.pure), (lifted.pure,)))
 
         return wrapper
 

@@ -9,7 +9,7 @@ import typing as tp
 
 import jax
 
-from . import checks, lift, trees
+from . import checks, lift, refs, trees
 from .prefix import PrefixMapping
 
 __all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
@@ -133,7 +133,7 @@ class JitWrapped:
             self.donate_argnums or self.donate_argnames
         )
         self._jit_kwargs = dict(keep_unused=keep_unused, device=device, backend=backend, inline=inline)
-        self.jitted_fn = jax.jit(self._pure_fn, static_argnums=(0,), **self._jit_kwargs)
+        self.jitted_fn = jax.jit(refs.returning_refs(self._pure_fn), static_argnums=(0,), **self._jit_kwargs)
         self._jitted_by_layout: dict[_Frozen, tp.Any] = {}
         self._specs_by_positions: dict[tuple, tuple] = {}
 
@@ -209,13 +209,13 @@ class JitWrapped:
                 in_part = [None for _ in in_part]
             out = trees.out_prefix_for_jax(self.out_shardings, _expand_sharding)
             options["out_shardings"] = (None, in_part, out)
-        jitted = jax.jit(self._pure_fn, static_argnums=(0,), **options)
+        jitted = jax.jit(refs.returning_refs(self._pure_fn), static_argnums=(0,), **options)
         self._jitted_by_layout[key] = jitted
         return jitted
 
     def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         lifted, jitted, call_args = self._prepare(args, kwargs)
-        return lift.apply(lifted, jitted(*call_args))
+        return lift.apply(lifted, refs.restore(jitted(*call_args), call_args))
 
     def lower(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         """Lower the underlying pure function for these arguments (see jax.jit)."""

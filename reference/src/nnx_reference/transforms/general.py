@@ -8,7 +8,7 @@ import typing as tp
 import jax
 from jax.experimental import checkify as checkify_lib
 
-from . import lift, trees
+from . import lift, refs, trees
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
 
@@ -38,10 +38,9 @@ def cond(
 ) -> tp.Any:
     """Lifted ``jax.lax.cond``: operands may contain graph nodes; updates propagate."""
     lifted = _lift_call("cond", (operands, {}), graph, graph_updates)
-    result = jax.lax.cond(
-        pred, _pure("cond", lifted, true_fun), _pure("cond", lifted, false_fun), lifted.pure
-    )
-    return lift.apply(lifted, result)
+    branches = [refs.returning_refs(_pure("cond", lifted, f)) for f in (true_fun, false_fun)]
+    result = jax.lax.cond(pred, *branches, lifted.pure)
+    return lift.apply(lifted, refs.restore(result, (lifted.pure,)))
 
 
 def switch(
@@ -53,8 +52,8 @@ def switch(
 ) -> tp.Any:
     """Lifted ``jax.lax.switch``: operands may contain graph nodes; updates propagate."""
     lifted = _lift_call("switch", (operands, {}), graph, graph_updates)
-    result = jax.lax.switch(index, [_pure("switch", lifted, b) for b in branches], lifted.pure)
-    return lift.apply(lifted, result)
+    result = jax.lax.switch(index, [refs.returning_refs(_pure("switch", lifted, b)) for b in branches], lifted.pure)
+    return lift.apply(lifted, refs.restore(result, (lifted.pure,)))
 
 
 def eval_shape(
@@ -66,8 +65,8 @@ def eval_shape(
 ) -> tp.Any:
     """Lifted ``jax.eval_shape``: the output with ``ShapeDtypeStruct`` values; inputs untouched."""
     lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
-    result = jax.eval_shape(_pure("eval_shape", lifted, f), lifted.pure)
-    return lift.apply(lifted, result, write=False)
+    result = jax.eval_shape(refs.returning_refs(_pure("eval_shape", lifted, f)), lifted.pure)
+    return lift.apply(lifted, refs.restore(result, (refs.shapes_of_refs(lifted.pure),)), write=False)
 
 
 def checkify(

@@ -1,0 +1,64 @@
+"""Laws of Variables whose value lives in a ``jax.Ref`` (``ref=True``) and of hijax
+Variables (``hijax=True``) under transforms.
+
+A ref Variable is written in place, so an NNX transform that updates one leaves it as
+eager execution would, in graph mode ("reference semantics") and in tree mode alike.
+A hijax Variable without ``ref=True`` is read-only under JAX transforms (see the error
+tests) and is passed to ``jax.jit`` as a value, so the same one may be passed twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import strategies as nst
+
+Update = Callable[[Any], None]
+
+TRANSFORMS: dict[str, Callable[[Any, Update, bool], Update]] = {
+    "jit": lambda nnx, f, graph: nnx.jit(f, graph=graph),
+    "cond": lambda nnx, f, graph: lambda model: nnx.cond(True, f, f, model, graph=graph),
+    "remat": lambda nnx, f, graph: nnx.remat(f, graph=graph),
+}
+"""Each transform applied to an update function of one Module argument."""
+
+
+@pytest.mark.area("transforms")
+@pytest.mark.apis("jit", "cond", "remat")
+@pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
+@pytest.mark.parametrize("transform", sorted(TRANSFORMS))
+@given(value=nst.arrays(), amounts=st.lists(st.integers(-3, 3), min_size=1, max_size=3))
+def test_updates_to_a_ref_variable_under_a_transform_are_seen_outside_as_after_eager_execution(
+    nnx: Any, transform: str, graph: bool, value: Any, amounts: list[int]
+) -> None:
+    def add_all(model: Any) -> None:
+        for amount in amounts:
+            model.count[...] += amount
+
+    eager = nnx.Dict(count=nnx.Variable(value, ref=True))
+    add_all(eager)
+    model = nnx.Dict(count=nnx.Variable(value, ref=True))
+    TRANSFORMS[transform](nnx, add_all, graph)(model)
+    np.testing.assert_array_equal(
+        np.asarray(model.count[...]), np.asarray(eager.count[...]),
+        err_msg=f"a ref=True Variable after nnx.{transform}(graph={graph}) of adding {amounts} "
+        "should hold what eager execution leaves",
+    )
+
+
+@pytest.mark.area("variables")
+@pytest.mark.apis("Variable")
+@given(value=nst.arrays())
+def test_one_hijax_variable_may_be_passed_twice_to_jax_jit_and_reads_as_its_value(nnx: Any, value: Any) -> None:
+    variable = nnx.Variable(value, hijax=True)
+    total = jax.jit(lambda a, b: a[...] + b[...])(variable, variable)
+    np.testing.assert_array_equal(
+        np.asarray(total), np.asarray(value + value),
+        err_msg="jax.jit(f)(v, v) of a hijax Variable should read v's value on both sides",
+    )
