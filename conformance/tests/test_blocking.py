@@ -33,6 +33,22 @@ def test_names_bound_earlier_in_the_same_block_are_not_free() -> None:
     assert free_names(source) == {"ctx", "split", "m", "k", "xs"}
 
 
+def test_names_an_example_binds_in_except_clauses_nested_definitions_and_walrus_tests_are_not_free() -> None:
+    source = (
+        "def train_step(x):\n"
+        "    def loss_fn(p):\n"
+        "        return p\n"
+        "    return loss_fn(x)\n"
+        "try:\n"
+        "    train_step(1)\n"
+        "except Exception as e:\n"
+        "    print(e)\n"
+        "if (found := train_step(2)):\n"
+        "    print(found)\n"
+    )
+    assert free_names(source) == {"Exception", "print"}
+
+
 def test_an_example_that_rebinds_a_blocked_name_from_itself_is_blocked() -> None:
     blockers = Blockers()
     blockers.block("with ctx() as c:\n    d = c.load()\n", "page/obj:8")

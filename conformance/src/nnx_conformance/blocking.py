@@ -75,14 +75,29 @@ def _reads(node: ast.AST) -> set[str]:
     return loads - local
 
 
+def _own_names(definition: ast.AST) -> set[str]:
+    """Names a function or class binds for itself: its own name, and every parameter,
+    assignment, nested definition, import and ``except ... as`` name inside it."""
+    names = _targets(definition)
+    for node in ast.walk(definition):
+        if isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {alias.asname or alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
 def _free_in(statements: list[ast.stmt], bound: set[str]) -> set[str]:
     """Names read by ``statements`` before they bind them, in order; ``bound`` grows as they bind."""
     free: set[str] = set()
     for statement in statements:
         match statement:
             case ast.FunctionDef() | ast.AsyncFunctionDef() | ast.ClassDef():
-                own = _targets(statement) | {a.arg for a in ast.walk(statement) if isinstance(a, ast.arg)}
-                free |= _reads(statement) - bound - own - {statement.name}
+                free |= _reads(statement) - bound - _own_names(statement)
             case ast.With() | ast.AsyncWith():
                 for item in statement.items:
                     free |= _reads(item.context_expr) - bound
@@ -95,10 +110,15 @@ def _free_in(statements: list[ast.stmt], bound: set[str]) -> set[str]:
                 free |= _free_in(statement.body + statement.orelse, bound)
             case ast.If() | ast.While():
                 free |= _reads(statement.test) - bound
+                bound |= _targets(statement.test)  # `if (x := ...):` binds x for the body
                 free |= _free_in(statement.body + statement.orelse, bound)
             case ast.Try():
-                handlers = [s for h in statement.handlers for s in h.body]
-                free |= _free_in(statement.body + handlers + statement.orelse + statement.finalbody, bound)
+                free |= _free_in(statement.body, bound)
+                for handler in statement.handlers:
+                    if handler.type is not None:
+                        free |= _reads(handler.type) - bound
+                    free |= _free_in(handler.body, bound | ({handler.name} if handler.name else set()))
+                free |= _free_in(statement.orelse + statement.finalbody, bound)
             case _:
                 free |= _reads(statement) - bound
         bound |= _defined_by([statement])
