@@ -60,21 +60,23 @@ class _GatedCell(RNNCellBase):
         self.promote_dtype = promote_dtype
         self.rngs = rngs.carry.fork() if keep_rngs else None
 
-    def _linear(self, in_features: int, out_features: int, *, use_bias: bool, kernel_init,
-                bias_init, kernel_metadata: Metadata, bias_metadata: Metadata, rngs) -> Linear:
-        return Linear(
-            in_features,
-            out_features,
-            use_bias=use_bias,
-            kernel_init=kernel_init,
-            bias_init=bias_init,
-            dtype=self.dtype,
-            param_dtype=self.param_dtype,
-            promote_dtype=self.promote_dtype,
-            kernel_metadata=kernel_metadata,
-            bias_metadata=bias_metadata,
-            rngs=rngs,
+    def _layers(self, width: int, *, input_bias: bool, kernel_init, recurrent_kernel_init, bias_init,
+                kernel_metadata: Metadata, recurrent_kernel_metadata: Metadata, bias_metadata: Metadata,
+                rngs) -> tuple[tp.Callable[[], Linear], tp.Callable[[], Linear]]:
+        """Makers of the cell's dense layers to ``width`` features: one from the inputs (with a
+        bias if ``input_bias``), one from the hidden state (with a bias otherwise). Each call
+        draws the layer's parameters, so the order of calls fixes the random streams."""
+        common = dict(bias_init=bias_init, dtype=self.dtype, param_dtype=self.param_dtype,
+                      promote_dtype=self.promote_dtype, bias_metadata=bias_metadata, rngs=rngs)
+        from_inputs = functools.partial(
+            Linear, self.in_features, width, use_bias=input_bias, kernel_init=kernel_init,
+            kernel_metadata=kernel_metadata, **common,
         )
+        from_hidden = functools.partial(
+            Linear, self.hidden_features, width, use_bias=not input_bias,
+            kernel_init=recurrent_kernel_init, kernel_metadata=recurrent_kernel_metadata, **common,
+        )
+        return from_inputs, from_hidden
 
     _num_carry_arrays = 1
 
@@ -130,15 +132,11 @@ class LSTMCell(_GatedCell):
                        keep_rngs, rngs)
         self.gate_fn = gate_fn
         self.activation_fn = activation_fn
-        from_inputs = functools.partial(
-            self._linear, in_features, hidden_features, use_bias=False, kernel_init=kernel_init,
-            bias_init=bias_init, kernel_metadata=kernel_metadata, bias_metadata=bias_metadata,
-            rngs=rngs,
-        )
-        from_hidden = functools.partial(
-            self._linear, hidden_features, hidden_features, use_bias=True,
-            kernel_init=recurrent_kernel_init, bias_init=bias_init,
-            kernel_metadata=recurrent_kernel_metadata, bias_metadata=bias_metadata, rngs=rngs,
+        from_inputs, from_hidden = self._layers(
+            hidden_features, input_bias=False,
+            kernel_init=kernel_init, recurrent_kernel_init=recurrent_kernel_init, bias_init=bias_init,
+            kernel_metadata=kernel_metadata, recurrent_kernel_metadata=recurrent_kernel_metadata,
+            bias_metadata=bias_metadata, rngs=rngs,
         )
         self.ii, self.if_, self.ig, self.io = (from_inputs() for _ in range(4))
         self.hi, self.hf, self.hg, self.ho = (from_hidden() for _ in range(4))
@@ -184,16 +182,13 @@ class OptimizedLSTMCell(_GatedCell):
                        keep_rngs, rngs)
         self.gate_fn = gate_fn
         self.activation_fn = activation_fn
-        self.dense_i = self._linear(
-            in_features, 4 * hidden_features, use_bias=False, kernel_init=kernel_init,
-            bias_init=bias_init, kernel_metadata=kernel_metadata, bias_metadata=bias_metadata,
-            rngs=rngs,
+        from_inputs, from_hidden = self._layers(
+            4 * hidden_features, input_bias=False,
+            kernel_init=kernel_init, recurrent_kernel_init=recurrent_kernel_init, bias_init=bias_init,
+            kernel_metadata=kernel_metadata, recurrent_kernel_metadata=recurrent_kernel_metadata,
+            bias_metadata=bias_metadata, rngs=rngs,
         )
-        self.dense_h = self._linear(
-            hidden_features, 4 * hidden_features, use_bias=True,
-            kernel_init=recurrent_kernel_init, bias_init=bias_init,
-            kernel_metadata=recurrent_kernel_metadata, bias_metadata=bias_metadata, rngs=rngs,
-        )
+        self.dense_i, self.dense_h = from_inputs(), from_hidden()
         self.carry_init = carry_init
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array):
@@ -232,16 +227,13 @@ class GRUCell(_GatedCell):
                        keep_rngs, rngs)
         self.gate_fn = gate_fn
         self.activation_fn = activation_fn
-        self.dense_i = self._linear(
-            in_features, 3 * hidden_features, use_bias=True, kernel_init=kernel_init,
-            bias_init=bias_init, kernel_metadata=kernel_metadata, bias_metadata=bias_metadata,
-            rngs=rngs,
+        from_inputs, from_hidden = self._layers(
+            3 * hidden_features, input_bias=True,
+            kernel_init=kernel_init, recurrent_kernel_init=recurrent_kernel_init, bias_init=bias_init,
+            kernel_metadata=kernel_metadata, recurrent_kernel_metadata=recurrent_kernel_metadata,
+            bias_metadata=bias_metadata, rngs=rngs,
         )
-        self.dense_h = self._linear(
-            hidden_features, 3 * hidden_features, use_bias=False,
-            kernel_init=recurrent_kernel_init, bias_init=bias_init,
-            kernel_metadata=recurrent_kernel_metadata, bias_metadata=bias_metadata, rngs=rngs,
-        )
+        self.dense_i, self.dense_h = from_inputs(), from_hidden()
         self.carry_init = carry_init
 
     def __call__(self, carry: Array, inputs: Array):
@@ -282,16 +274,14 @@ class SimpleCell(_GatedCell):
                        keep_rngs, rngs)
         self.residual = residual
         self.activation_fn = activation_fn
-        self.dense_h = self._linear(
-            hidden_features, hidden_features, use_bias=False,
-            kernel_init=recurrent_kernel_init, bias_init=bias_init,
-            kernel_metadata=recurrent_kernel_metadata, bias_metadata=bias_metadata, rngs=rngs,
+        from_inputs, from_hidden = self._layers(
+            hidden_features, input_bias=True,
+            kernel_init=kernel_init, recurrent_kernel_init=recurrent_kernel_init, bias_init=bias_init,
+            kernel_metadata=kernel_metadata, recurrent_kernel_metadata=recurrent_kernel_metadata,
+            bias_metadata=bias_metadata, rngs=rngs,
         )
-        self.dense_i = self._linear(
-            in_features, hidden_features, use_bias=True, kernel_init=kernel_init,
-            bias_init=bias_init, kernel_metadata=kernel_metadata, bias_metadata=bias_metadata,
-            rngs=rngs,
-        )
+        self.dense_h = from_hidden()  # made first: its parameters draw first
+        self.dense_i = from_inputs()
         self.carry_init = carry_init
 
     def __call__(self, carry: Array, inputs: Array):
