@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specbuilder import ApiPage, GuidePage, write_spec
+from specbuilder import ApiPage, GuidePage, write_fake_impl, write_spec
 
 
 def test_each_api_example_is_one_test_with_a_readable_id(pytester: pytest.Pytester, run_docs) -> None:
@@ -160,3 +160,32 @@ def test_a_code_block_that_raises_fails_with_its_traceback(pytester: pytest.Pyte
     result.assert_outcomes(failed=1, passed=1)  # the failing line ran after box was defined
     result.stdout.fnmatch_lines(["*graph/flax.nnx.split:1 (graph.md:*) did not run as documented:*",
                                  '*File "<*graph.md:*>", line 6, in <module>*', "*AssertionError*"])
+
+
+VAR_DEFAULTS_IMPL = {
+    "fakedefaults/__init__.py": '''
+        """A fake implementation with global Variable defaults."""
+        import types
+
+        _current = types.SimpleNamespace(hijax=False, ref=False)
+
+        def var_defaults(*, hijax=None, ref=None):
+            if hijax is not None:
+                _current.hijax = hijax
+            if ref is not None:
+                _current.ref = ref
+            return _current
+    ''',
+}
+
+
+def test_each_page_starts_from_the_variable_defaults_the_run_began_with(
+    pytester: pytest.Pytester, run_docs
+) -> None:
+    write_fake_impl(pytester.path, VAR_DEFAULTS_IMPL)
+    write_spec(
+        pytester.path,
+        GuidePage("guide:a", [("nnx.var_defaults(hijax=True).hijax", "True")]),
+        GuidePage("guide:b", [("nnx.var_defaults().hijax", "False")]),
+    )
+    run_docs(impl="fakedefaults").assert_outcomes(passed=2)

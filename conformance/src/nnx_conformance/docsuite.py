@@ -4,7 +4,8 @@ Examples of a page share one namespace and run in page order. When a test asks f
 example ``n`` and earlier examples of its page have not run (deselected with ``-k``,
 skipped as spec defects), they run first, silently, so that the page's state is what
 its text assumes. Excluded examples never run: their names block later examples
-like a failed example's do (see ``blocking``).
+like a failed example's do (see ``blocking``). Each page starts from the Variable
+defaults the run began with (see ``var_defaults``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .blocking import Blockers
 from .impl import Implementation, missing_name
 from .manifest import REGENERATE, ExampleEntry, Manifest, PageEntry
 from .patterns import PatternList
+from .var_defaults import VarDefaults
 
 SPEC_DEFECT = "spec defect: "
 EXCLUDED = "excluded from the spec: "
@@ -45,6 +47,7 @@ class DocSuite:
         self.defects = defects
         self.run_defects = run_defects
         self._runs: dict[str, _PageRun] = {}
+        self._var_defaults = VarDefaults.read(impl.module)
         self.collected = False  # whether the run collects the doc tests
 
     def cases(self) -> list[DocCase]:
@@ -67,6 +70,8 @@ class DocSuite:
         if page.id not in self._runs:
             if not page.path.is_file():
                 pytest.fail(f"page {page.id}: {page.path} is missing; {REGENERATE}", pytrace=False)
+            if self._var_defaults is not None:
+                self._var_defaults.restore(self.impl.module)
             document, examples = docpages.parse_page(page, self.impl.name)
             if len(examples) != len(page.examples):
                 pytest.fail(
