@@ -552,7 +552,8 @@ class Variable(tp.Generic[A]):
             comment = reprlib.size_comment(size, nbytes)
         shown = self._raw_value if self._var_metadata.get("ref") else self.get_value()
         attributes = [("value", reprlib.value_repr(shown, summarize))]
-        for key, item in self._var_metadata.items():
+        metadata = self._var_metadata.items()
+        for key, item in sorted(metadata) if self.hijax else metadata:  # flax shows hijax metadata by name
             if key in _REQUIRED_DEFAULTS and item is _REQUIRED_DEFAULTS[key]:
                 continue
             attributes.append((key, reprlib.value_repr(item, summarize)))
