@@ -138,6 +138,20 @@ MUTANTS: tuple[Mutant, ...] = (
                "    lifted = _Unwritten(lifted)\n"),),
         "(properties and transforms) or guide:transforms",
     ),
+    Mutant(
+        "hijax_updates_under_transforms",
+        "a non-ref hijax Variable takes writes inside JAX transformations, which never reach the caller",
+        (Patch("variablelib.py", "        if self._var_metadata.get(\"hijax\") and inside_transformation():\n",
+               "        if False:\n"),),
+        "hijax",
+    ),
+    Mutant(
+        "refs_left_in_transform_outputs",
+        "nnx.jit, nnx.cond and nnx.remat return the input Refs of ref=True Variables, which JAX refuses",
+        (Patch("transforms/refs.py", "        if not inputs:\n            return out\n",
+               "        return out\n"),),
+        "ref_variable",
+    ),
 )
 
 
