@@ -4,7 +4,8 @@ A 100-layer MLP of ``Linear(4, 4)`` is called through ``nnx.jit`` in graph mode
 and tree mode, for each importable implementation (``flax.nnx``,
 ``nnx_reference``), and through ``jax.jit`` over ``nnx.split``'s state; the
 ratios to raw ``jax.jit`` are printed. Timings are medians of repeated calls in
-one run (machines are shared and noisy: compare ratios, not absolute times).
+one run, every variant of both implementations called in turn in each round
+(machines are shared and noisy: compare ratios, not absolute times).
 
     JAX_PLATFORMS=cpu python tools/bench_jit.py [--layers 100] [--calls 200]
 """
@@ -53,18 +54,22 @@ def _mlp(nnx: types.ModuleType, layers: int) -> tp.Any:
     return MLP(nnx.Rngs(0))
 
 
-def _time_per_call(call: tp.Callable[[], tp.Any], calls: int) -> float:
-    jax.block_until_ready(call())  # compile
-    samples = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        jax.block_until_ready(call())
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def _medians_interleaved(calls: dict[str, tp.Callable[[], tp.Any]], rounds: int) -> dict[str, float]:
+    """Median seconds per call of each callable, timed in turn, one call each per round,
+    so that a slow spell of a shared machine falls on every variant alike."""
+    for call in calls.values():
+        jax.block_until_ready(call())  # compile
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    for _ in range(rounds):
+        for label, call in calls.items():
+            start = time.perf_counter()
+            jax.block_until_ready(call())
+            samples[label].append(time.perf_counter() - start)
+    return {label: statistics.median(times) for label, times in samples.items()}
 
 
-def bench(name: str, layers: int, calls: int) -> dict[str, float]:
-    """Median seconds per call for raw jax.jit, nnx.jit graph mode and tree mode."""
+def variants(name: str, layers: int) -> dict[str, tp.Callable[[], tp.Any]]:
+    """Raw jax.jit, nnx.jit graph mode and tree mode, each a call of no arguments."""
     nnx = importlib.import_module(name)
     model = _mlp(nnx, layers)
     x = jnp.ones((1, 4))
@@ -81,9 +86,9 @@ def bench(name: str, layers: int, calls: int) -> dict[str, float]:
     graph_fn = nnx.jit(forward, graph=True, graph_updates=True)
     tree_fn = nnx.jit(forward, graph=False)
     return {
-        "jax.jit": _time_per_call(lambda: raw(state, x), calls),
-        "nnx.jit graph": _time_per_call(lambda: graph_fn(model, x), calls),
-        "nnx.jit tree": _time_per_call(lambda: tree_fn(model, x), calls),
+        "jax.jit": lambda: raw(state, x),
+        "nnx.jit graph": lambda: graph_fn(model, x),
+        "nnx.jit tree": lambda: tree_fn(model, x),
     }
 
 
@@ -92,16 +97,19 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=100)
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
+    calls: dict[tuple[str, str], tp.Callable[[], tp.Any]] = {}
     for name in ("flax.nnx", "nnx_reference"):
         try:
-            results = bench(name, args.layers, args.calls)
+            calls.update({(name, label): call for label, call in variants(name, args.layers).items()})
         except ImportError as error:
             print(f"{name}: not importable ({error})")
-            continue
-        base = results["jax.jit"]
-        print(f"{name} ({args.layers} layers, median of {args.calls} calls)")
-        for label, seconds in results.items():
-            print(f"  {label:14s} {seconds * 1e6:9.1f} us   x{seconds / base:6.2f} of jax.jit")
+    medians = _medians_interleaved(calls, args.calls)
+    for name in dict.fromkeys(name for name, _ in medians):
+        base = medians[name, "jax.jit"]
+        print(f"{name} ({args.layers} layers, median of {args.calls} interleaved calls)")
+        for (impl, label), seconds in medians.items():
+            if impl == name:
+                print(f"  {label:14s} {seconds * 1e6:9.1f} us   x{seconds / base:6.2f} of jax.jit")
 
 
 if __name__ == "__main__":
