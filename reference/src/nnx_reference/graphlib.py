@@ -43,7 +43,7 @@ import numpy as np
 
 from . import reprlib
 from ._tracing import current_trace_state
-from .pytreelib import NODES, TRACE_STATE, HashableMapping, Pytree, PytreeState
+from .pytreelib import NODES, TRACE_STATE, HashableMapping, Pytree, PytreeState, attribute_layout
 from .statelib import FlatState, State, from_flat_state, split_flat, to_flat_state
 from .variablelib import Variable, _as_ref, _wants_ref
 
@@ -252,9 +252,8 @@ def _one_level(x: tp.Any) -> tuple[list[tuple[Key, tp.Any]], tp.Any]:
 
 def _pytree_children(node: Pytree) -> list[tuple[Key, tp.Any, bool]]:
     """``(key, value, is_data)`` of a Pytree's attributes, sorted by key."""
-    nodes = node._pytree__nodes
-    items = [(k, v, nodes.get(k, False)) for k, v in node._pytree__items()]
-    return sorted(items, key=lambda item: (isinstance(item[0], str), item[0]))
+    values = node.__dict__
+    return [(key, values[key], data) for key, data in attribute_layout(node).keys]
 
 
 # ---------------------------------------------------------------- GraphDef
@@ -308,14 +307,15 @@ class VariableDef:
     index: int
     metadata: tuple[tuple[str, _Static], ...]
 
-    def _key(self) -> tuple[tp.Any, ...]:
-        return (self.type, self.index, tuple(sorted(self.metadata, key=lambda item: item[0])))
+    def __post_init__(self) -> None:
+        key = (self.type, self.index, tuple(sorted(self.metadata, key=lambda item: item[0])))
+        object.__setattr__(self, "_key", key)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, VariableDef) and self._key() == other._key()
+        return isinstance(other, VariableDef) and self._key == other._key  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash(self._key)  # type: ignore[attr-defined]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 A = tp.TypeVar("A")
+INTERNAL_PREFIX = "_pytree__"  # the bookkeeping attributes below, never part of the tree
 NODES = "_pytree__nodes"
 TRACE_STATE = "_pytree__trace_state"
 _STATUS_KEY = "nnx_pytree_status"
@@ -335,7 +336,7 @@ class Pytree:
 
 
 def _is_internal(key: tp.Any) -> bool:
-    return isinstance(key, str) and key.startswith("_pytree__")
+    return isinstance(key, str) and key.startswith(INTERNAL_PREFIX)
 
 
 def _hidden(key: tp.Any) -> bool:
@@ -382,25 +383,54 @@ def _variables_comment(node: Pytree) -> str:
     return ", ".join(parts)
 
 
-def _data_keys(node: Pytree) -> list[tp.Any]:
-    nodes = node._pytree__nodes
-    return sorted((k for k, _ in node._pytree__items() if nodes.get(k, False)), key=_sort_key)
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """An attribute layout: the keys sorted as flax orders them, with whether each is data."""
+
+    data_keys: tuple[tp.Any, ...]
+    static_keys: tuple[tp.Any, ...]
+    keys: tuple[tuple[tp.Any, bool], ...]
 
 
-def _statics(node: Pytree) -> tuple[tuple[tp.Any, tp.Any], ...]:
+_LAYOUTS: dict[tuple[tp.Any, ...], _Layout] = {}
+"""The layout of each combination of attribute names and data flags seen (flattening runs
+on every transform call, and the Modules of a model share a few layouts)."""
+
+
+def attribute_layout(node: Pytree) -> _Layout:
+    """The sorted data and static attribute keys of ``node`` (internal ones left out)."""
+    values = node.__dict__
     nodes = node._pytree__nodes
-    items = [(k, v) for k, v in node._pytree__items() if not nodes.get(k, False)]
-    return tuple(sorted(items, key=lambda item: _sort_key(item[0])))
+    signature = (tuple(values), tuple(nodes.items()))
+    found = _LAYOUTS.get(signature)
+    if found is None:
+        if len(_LAYOUTS) > 4096:
+            _LAYOUTS.clear()
+        keys = sorted((k for k in values if not _is_internal(k)), key=_sort_key)
+        flagged = tuple((k, nodes.get(k, False)) for k in keys)
+        found = _LAYOUTS[signature] = _Layout(
+            tuple(k for k, data in flagged if data), tuple(k for k, data in flagged if not data), flagged
+        )
+    return found
+
+
+def _partition(node: Pytree) -> tuple[tuple[tp.Any, ...], tuple[tuple[tp.Any, tp.Any], ...]]:
+    """The keys of the data attributes and the static ``(key, value)`` pairs, each sorted."""
+    found = attribute_layout(node)
+    values = node.__dict__
+    return found.data_keys, tuple([(key, values[key]) for key in found.static_keys])
 
 
 def _flatten_with_keys(node: Pytree) -> tuple[list[tuple[tp.Any, tp.Any]], tp.Any]:
-    keys = _data_keys(node)
-    return [(_jax_key(k), node.__dict__[k]) for k in keys], (tuple(keys), _statics(node))
+    keys, statics = _partition(node)
+    values = node.__dict__
+    return [(_jax_key(k), values[k]) for k in keys], (keys, statics)
 
 
 def _flatten(node: Pytree) -> tuple[list[tp.Any], tp.Any]:
-    keys = _data_keys(node)
-    return [node.__dict__[k] for k in keys], (tuple(keys), _statics(node))
+    keys, statics = _partition(node)
+    values = node.__dict__
+    return [values[k] for k in keys], (keys, statics)
 
 
 def _unflatten(cls: type[Pytree], aux: tp.Any, children: tp.Iterable[tp.Any]) -> Pytree:
