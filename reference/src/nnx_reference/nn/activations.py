@@ -88,7 +88,10 @@ class PReLU(Module):
         self.promote_dtype = promote_dtype
 
     def __call__(self, inputs):
-        if self.dtype is not None:
-            inputs = jnp.asarray(inputs, self.dtype)
-        slope = jnp.asarray(self.negative_slope[...], inputs.dtype)
+        """``inputs`` where non-negative, else ``slope * inputs``; with ``dtype`` set, both
+        are cast by ``promote_dtype``, else the slope takes the inputs' dtype."""
+        if self.dtype is None:
+            slope = jnp.asarray(self.negative_slope[...], inputs.dtype)
+        else:
+            inputs, slope = self.promote_dtype((inputs, self.negative_slope[...]), dtype=self.dtype)
         return jnp.where(inputs >= 0, inputs, slope * inputs)

@@ -1,4 +1,4 @@
-"""Type aliases and the empty-metadata default shared by the layer modules."""
+"""Type aliases, the empty-metadata default and the optional-Variable reader shared by the layer modules."""
 
 from __future__ import annotations
 
@@ -14,3 +14,8 @@ Dtype = tp.Any
 Metadata = tp.Mapping[str, tp.Any]
 Shape = tuple[int, ...]
 NO_METADATA: Metadata = MappingProxyType({})
+
+
+def optional_value(variable: tp.Any) -> Array | None:
+    """The value of an optional Variable (a bias or scale a layer may leave out), else None."""
+    return variable[...] if variable is not None else None

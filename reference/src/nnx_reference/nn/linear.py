@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import typing as tp
-from types import MappingProxyType
 
 import jax.numpy as jnp
 from jax import lax
 
 from nnx_reference.module import Module
-from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
+from nnx_reference.pytreelib import HashableMapping
+from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
+from nnx_reference.nn.axes import canonicalize_axes, flatten_batch, restore_batch
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.initializers import Initializer
 from nnx_reference.variablelib import Param
@@ -24,34 +25,8 @@ default_bias_init = initializers.zeros_init()
 default_embed_init = initializers.variance_scaling(1.0, "fan_in", "normal", out_axis=0)
 
 
-class FrozenMapping(tp.Mapping):
-    """An immutable, hashable mapping (so it can live in a Module's static structure)."""
-
-    def __init__(self, items: tp.Mapping = MappingProxyType({})):
-        self._items = dict(items)
-
-    def __getitem__(self, key):
-        return self._items[key]
-
-    def __iter__(self):
-        return iter(self._items)
-
-    def __len__(self):
-        return len(self._items)
-
-    def __hash__(self):
-        return hash(tuple(sorted(self._items.items())))
-
-    def __repr__(self):
-        return f"FrozenMapping({self._items!r})"
-
-
 def _as_tuple(x) -> tuple:
     return tuple(x) if isinstance(x, tp.Sequence) else (x,)
-
-
-def _normalize_axes(axes: tuple[int, ...], ndim: int) -> tuple[int, ...]:
-    return tuple(sorted(ax if ax >= 0 else ndim + ax for ax in axes))
 
 
 def _sharding_kw(out_sharding) -> dict[str, tp.Any]:
@@ -107,7 +82,7 @@ class Linear(Module):
         self.preferred_element_type = preferred_element_type
 
     def __call__(self, inputs: Array, out_sharding=None) -> Array:
-        bias = self.bias[...] if self.bias is not None else None
+        bias = optional_value(self.bias)
         inputs, kernel, bias = self.promote_dtype(
             (inputs, self.kernel[...], bias), dtype=self.dtype
         )
@@ -131,7 +106,7 @@ class LinearGeneral(Module):
         out_features: int | tp.Sequence[int],
         *,
         axis: int | tp.Sequence[int] = -1,
-        batch_axis: tp.Mapping[int, int] = FrozenMapping(),
+        batch_axis: tp.Mapping[int, int] = HashableMapping({}),
         use_bias: bool = True,
         dtype: Dtype | None = None,
         param_dtype: Dtype = jnp.float32,
@@ -149,7 +124,7 @@ class LinearGeneral(Module):
         self.in_features = _as_tuple(in_features)
         self.out_features = _as_tuple(out_features)
         self.axis = _as_tuple(axis)
-        self.batch_axis = FrozenMapping(batch_axis)
+        self.batch_axis = HashableMapping(batch_axis)
         self.use_bias = use_bias
         self.dtype = dtype
         self.param_dtype = param_dtype
@@ -190,12 +165,12 @@ class LinearGeneral(Module):
     def __call__(self, inputs: Array, out_sharding=None) -> Array:
         ndim = inputs.ndim
         n_batch = len(self.batch_axis)
-        axis = _normalize_axes(self.axis, ndim)
-        batch_dims = _normalize_axes(tuple(self.batch_axis), ndim)
+        axis = canonicalize_axes(ndim, self.axis)
+        batch_dims = canonicalize_axes(ndim, tuple(self.batch_axis))
         contract_ind = tuple(range(n_batch, n_batch + len(axis)))
         batch_ind = tuple(range(n_batch))
 
-        bias = self.bias[...] if self.bias is not None else None
+        bias = optional_value(self.bias)
         inputs, kernel, bias = self.promote_dtype(
             (inputs, self.kernel[...], bias), dtype=self.dtype
         )
@@ -280,7 +255,7 @@ class Einsum(Module):
             einsum_str = self.einsum_str
         einsum_str = einsum_str.replace(" ", "")
         self._check_einsum_str(einsum_str)
-        bias = self.bias[...] if self.bias is not None else None
+        bias = optional_value(self.bias)
         inputs, kernel, bias = self.promote_dtype(
             (inputs, self.kernel[...], bias), dtype=self.dtype
         )
@@ -331,21 +306,6 @@ def _per_axis(value: int | tp.Sequence[int] | None, rank: int) -> tuple[int, ...
     if isinstance(value, int):
         return (value,) * rank
     return tuple(value)
-
-
-def _flatten_batch(inputs: Array, num_spatial: int) -> tuple[Array, tuple[int, ...]]:
-    """Gives ``inputs`` exactly one batch axis; returns it with the original batch shape."""
-    num_batch = inputs.ndim - (num_spatial + 1)
-    batch_shape = inputs.shape[:num_batch]
-    if num_batch != 1:
-        inputs = jnp.reshape(inputs, (-1,) + inputs.shape[num_batch:])
-    return inputs, batch_shape
-
-
-def _restore_batch(y: Array, batch_shape: tuple[int, ...]) -> Array:
-    if len(batch_shape) != 1:
-        y = jnp.reshape(y, batch_shape + y.shape[1:])
-    return y
 
 
 def _channels_last_dimension_numbers(ndim: int) -> lax.ConvDimensionNumbers:
@@ -425,7 +385,7 @@ class Conv(Module):
 
     def __call__(self, inputs: Array, out_sharding=None) -> Array:
         rank = len(self.kernel_size)
-        inputs, batch_shape = _flatten_batch(inputs, rank)
+        inputs, batch_shape = flatten_batch(inputs, rank)
         strides = _per_axis(self.strides, rank)
         input_dilation = _per_axis(self.input_dilation, rank)
         kernel_dilation = _per_axis(self.kernel_dilation, rank)
@@ -445,7 +405,7 @@ class Conv(Module):
             padding = "VALID"
 
         kernel = _masked_kernel(self.kernel[...], self.mask)
-        bias = self.bias[...] if self.bias is not None else None
+        bias = optional_value(self.bias)
         inputs, kernel, bias = self.promote_dtype((inputs, kernel, bias), dtype=self.dtype)
         y = self.conv_general_dilated(
             inputs,
@@ -460,7 +420,7 @@ class Conv(Module):
             preferred_element_type=self.preferred_element_type,
             **_sharding_kw(out_sharding),
         )
-        return _restore_batch(_add_bias(y, bias), batch_shape)
+        return restore_batch(_add_bias(y, bias), batch_shape)
 
 
 def _fold_circular(y: Array, periods: tp.Sequence[int], transpose_kernel: bool) -> Array:
@@ -532,14 +492,14 @@ class ConvTranspose(Module):
 
     def __call__(self, inputs: Array) -> Array:
         rank = len(self.kernel_size)
-        inputs, batch_shape = _flatten_batch(inputs, rank)
+        inputs, batch_shape = flatten_batch(inputs, rank)
         strides = _per_axis(self.strides, rank)
         kernel_dilation = _per_axis(self.kernel_dilation, rank)
         padding = canonicalize_padding(self.padding, rank)
         lax_padding = "VALID" if padding == "CIRCULAR" else padding
 
         kernel = _masked_kernel(self.kernel[...], self.mask)
-        bias = self.bias[...] if self.bias is not None else None
+        bias = optional_value(self.bias)
         inputs, kernel, bias = self.promote_dtype((inputs, kernel, bias), dtype=self.dtype)
         y = lax.conv_transpose(
             inputs,
@@ -554,7 +514,7 @@ class ConvTranspose(Module):
         if padding == "CIRCULAR":
             periods = [size * s for size, s in zip(inputs.shape[1:-1], strides)]
             y = _fold_circular(y, periods, self.transpose_kernel)
-        return _restore_batch(_add_bias(y, bias), batch_shape)
+        return restore_batch(_add_bias(y, bias), batch_shape)
 
 
 class Embed(Module):

@@ -7,12 +7,16 @@ import typing as tp
 import jax.numpy as jnp
 from jax import lax
 
+from nnx_reference import graphlib
+from nnx_reference.filterlib import PathContains
 from nnx_reference.module import Module
-from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
+from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
+from nnx_reference.nn.axes import Axes, canonicalize_axes
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.flags import first_from, missing_flag_message
 from nnx_reference.nn.initializers import Initializer
 from nnx_reference.pytreelib import data
+from nnx_reference.statelib import to_flat_state
 from nnx_reference.variablelib import BatchStat, Param
 
 __all__ = [
@@ -24,15 +28,6 @@ __all__ = [
     "SpectralNorm",
     "WeightNorm",
 ]
-
-Axes = tp.Union[int, tp.Sequence[int]]
-
-
-def _canonicalize_axes(rank: int, axes: Axes) -> tuple[int, ...]:
-    if not isinstance(axes, tp.Iterable):
-        axes = (axes,)
-    return tuple(sorted({rank + a if a < 0 else a for a in axes}))
-
 
 def _abs_sq(x: Array) -> Array:
     if jnp.iscomplexobj(x):
@@ -55,7 +50,7 @@ def _compute_stats(
         dtype = jnp.result_type(x)
     dtype = jnp.promote_types(dtype, jnp.float32)
     x = jnp.asarray(x, dtype)
-    axes = _canonicalize_axes(x.ndim, axes)
+    axes = canonicalize_axes(x.ndim, axes)
 
     def mean(v: Array) -> Array:
         m = jnp.mean(v, axes, where=mask)
@@ -89,8 +84,8 @@ def _normalize(
     epsilon: float,
 ) -> Array:
     """``(x - mean) / sqrt(var + epsilon) * scale + bias`` with stats broadcast over ``x``."""
-    reduction_axes = _canonicalize_axes(x.ndim, reduction_axes)
-    feature_axes = _canonicalize_axes(x.ndim, feature_axes)
+    reduction_axes = canonicalize_axes(x.ndim, reduction_axes)
+    feature_axes = canonicalize_axes(x.ndim, feature_axes)
     stats_shape = tuple(1 if i in reduction_axes else d for i, d in enumerate(x.shape))
     feature_shape = tuple(d if i in feature_axes else 1 for i, d in enumerate(x.shape))
     mean = jnp.reshape(mean, stats_shape)
@@ -108,10 +103,6 @@ def _normalize(
         y = y + bias
         args.append(bias)
     return jnp.asarray(y, dtypes.canonicalize_dtype(*args, dtype=dtype))
-
-
-def _value(variable) -> Array | None:
-    return variable[...] if variable is not None else None
 
 
 def _scale_and_bias(
@@ -200,10 +191,10 @@ class BatchNorm(Module):
             self.use_running_average,
             error_msg=missing_flag_message("use_running_average", "BatchNorm", "bn"),
         )
-        feature_axes = _canonicalize_axes(x.ndim, self.axis)
+        feature_axes = canonicalize_axes(x.ndim, self.axis)
         reduction_axes = tuple(i for i in range(x.ndim) if i not in feature_axes)
         x, ra_mean, ra_var, scale, bias = self.promote_dtype(
-            (x, self.mean[...], self.var[...], _value(self.scale), _value(self.bias)),
+            (x, self.mean[...], self.var[...], optional_value(self.scale), optional_value(self.bias)),
             dtype=self.dtype,
         )
         if use_running_average:
@@ -287,7 +278,7 @@ class LayerNorm(Module):
 
     def __call__(self, x, *, mask: Array | None = None):
         x, scale, bias = self.promote_dtype(
-            (x, _value(self.scale), _value(self.bias)), dtype=self.dtype
+            (x, optional_value(self.scale), optional_value(self.bias)), dtype=self.dtype
         )
         mean, var = _compute_stats(
             x,
@@ -343,7 +334,7 @@ class RMSNorm(Module):
         self.promote_dtype = promote_dtype
 
     def __call__(self, x, mask: Array | None = None):
-        x, scale = self.promote_dtype((x, _value(self.scale)), dtype=self.dtype)
+        x, scale = self.promote_dtype((x, optional_value(self.scale)), dtype=self.dtype)
         mean, var = _compute_stats(
             x,
             self.reduction_axes,
@@ -435,9 +426,9 @@ class GroupNorm(Module):
             reduction_axes = self.reduction_axes
         else:
             reduction_axes = list(range(1, x.ndim - 1)) + [-1]
-        reduction_axes = _canonicalize_axes(x.ndim, reduction_axes)
+        reduction_axes = canonicalize_axes(x.ndim, reduction_axes)
         x, scale, bias = self.promote_dtype(
-            (x, _value(self.scale), _value(self.bias)), dtype=self.dtype
+            (x, optional_value(self.scale), optional_value(self.bias)), dtype=self.dtype
         )
         group_shape = x.shape[:-1] + (self.num_groups, self.group_size)
         if mask is not None:
@@ -509,10 +500,10 @@ class InstanceNorm(Module):
         self.promote_dtype = promote_dtype
 
     def __call__(self, x, *, mask: Array | None = None):
-        feature_axes = _canonicalize_axes(x.ndim, self.feature_axes)
+        feature_axes = canonicalize_axes(x.ndim, self.feature_axes)
         reduction_axes = tuple(i for i in range(1, x.ndim) if i not in feature_axes)
         x, scale, bias = self.promote_dtype(
-            (x, _value(self.scale), _value(self.bias)), dtype=self.dtype
+            (x, optional_value(self.scale), optional_value(self.bias)), dtype=self.dtype
         )
         mean, var = _compute_stats(
             x,
@@ -528,16 +519,14 @@ class InstanceNorm(Module):
         )
 
 
-def _params_of(layer: Module, keep: tp.Callable[[tuple, tp.Any], bool]) -> list[tuple[tuple, Param]]:
-    """The ``Param``s of ``layer`` that ``keep(path, param)`` selects, in path order."""
-    from nnx_reference import graphlib
+def _variables_of(layer: Module, variable_filter: tp.Any) -> list[tuple[tuple, tp.Any]]:
+    """The Variables of ``layer`` that ``variable_filter`` selects, in the state's path order."""
+    return [(tuple(path), v) for path, v in to_flat_state(graphlib.state(layer, variable_filter))]
 
-    found = [
-        (tuple(path), node)
-        for path, node in graphlib.iter_graph(layer)
-        if isinstance(node, Param) and keep(tuple(path), node)
-    ]
-    return sorted(found, key=lambda item: tuple(map(str, item[0])))
+
+def _matrices_of(layer: Module) -> list[tuple[tuple, tp.Any]]:
+    """The ``Param``s of ``layer`` with two or more dimensions (those SpectralNorm rescales)."""
+    return [(path, p) for path, p in _variables_of(layer, Param) if p[...].ndim > 1]
 
 
 def _l2_normalize(x: Array, axis=None, eps: float = 1e-12) -> Array:
@@ -572,7 +561,7 @@ class SpectralNorm(Module):
         self.error_on_non_matrix = error_on_non_matrix
         self.use_running_average = not update_stats
         batch_stats = {}
-        for path, param in _params_of(layer_instance, lambda path, p: p[...].ndim > 1):
+        for path, param in _matrices_of(layer_instance):
             value = self._as_matrix(param[...])
             batch_stats[path + ("u",)] = BatchStat(
                 initializers.normal()(rngs.params(), (1, value.shape[-1]), param_dtype)
@@ -591,7 +580,7 @@ class SpectralNorm(Module):
 
     def __call__(self, x, update_stats: bool | None = None):
         update_stats = not self.use_running_average if update_stats is None else update_stats
-        for path, param in _params_of(self.layer_instance, lambda path, p: p[...].ndim > 1):
+        for path, param in _matrices_of(self.layer_instance):
             param[...] = self._normalize(path, param[...], update_stats)
         return self.layer_instance(x)
 
@@ -633,10 +622,8 @@ class WeightNorm(Module):
         promote_dtype: tp.Callable = dtypes.promote_dtype,
         rngs,
     ):
-        from nnx_reference import filterlib
-
         if variable_filter is None:
-            variable_filter = filterlib.PathContains("kernel", exact=True)
+            variable_filter = PathContains("kernel", exact=True)
         self.layer_instance = layer_instance
         self.feature_axes = feature_axes
         self.use_scale = use_scale
@@ -654,16 +641,13 @@ class WeightNorm(Module):
                 scales[path] = Param(scale_init(rngs["params"], shape, param_dtype))
         self.scales = data(scales)
 
-    def _selected(self) -> list[tuple[tuple, Param]]:
-        from nnx_reference import filterlib
-
-        predicate = filterlib.to_predicate(self.variable_filter)
-        return _params_of(self.layer_instance, predicate)
+    def _selected(self) -> list[tuple[tuple, tp.Any]]:
+        return _variables_of(self.layer_instance, self.variable_filter)
 
     def _feature_axes(self, ndim: int) -> tuple[int, ...]:
         if self.feature_axes is None:
             return ()
-        return _canonicalize_axes(ndim, self.feature_axes)
+        return canonicalize_axes(ndim, self.feature_axes)
 
     def __call__(self, x, *args, **kwargs):
         for path, param in self._selected():

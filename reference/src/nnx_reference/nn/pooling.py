@@ -7,6 +7,8 @@ import typing as tp
 import jax.numpy as jnp
 from jax import lax
 
+from nnx_reference.nn.axes import flatten_batch, restore_batch
+
 __all__ = ["avg_pool", "max_pool", "min_pool", "pool"]
 
 Padding = tp.Union[str, tp.Sequence[tuple[int, int]]]
@@ -18,16 +20,13 @@ def pool(inputs, init, reduce_fn, window_shape, strides, padding):
     ``inputs`` is ``(batch..., window dims..., features)``; with no batch dimension
     one is added and removed again, with several they are flattened into one.
     """
-    num_batch_dims = inputs.ndim - (len(window_shape) + 1)
     strides = strides or (1,) * len(window_shape)
     assert len(window_shape) == len(strides), (
         f"len({window_shape}) must equal len({strides})"
     )
     strides = (1,) + tuple(strides) + (1,)
     dims = (1,) + tuple(window_shape) + (1,)
-    batch_shape = inputs.shape[:num_batch_dims]
-    if num_batch_dims != 1:
-        inputs = inputs.reshape((-1,) + inputs.shape[num_batch_dims:])
+    inputs, batch_shape = flatten_batch(inputs, len(window_shape))
     assert inputs.ndim == len(dims), f"len({inputs.shape}) != len({dims})"
     if not isinstance(padding, str):
         padding = tuple(map(tuple, padding))
@@ -40,9 +39,7 @@ def pool(inputs, init, reduce_fn, window_shape, strides, padding):
         )
         padding = ((0, 0),) + padding + ((0, 0),)
     y = lax.reduce_window(inputs, init, reduce_fn, dims, strides, padding)
-    if num_batch_dims != 1:
-        y = y.reshape(batch_shape + y.shape[1:])
-    return y
+    return restore_batch(y, batch_shape)
 
 
 def avg_pool(inputs, window_shape, strides=None, padding="VALID", count_include_pad=True):

@@ -14,7 +14,8 @@ from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
 from nnx_reference.nn import dtypes, initializers
 from nnx_reference.nn.initializers import Initializer
 from nnx_reference.nn.linear import Linear, default_kernel_init
-from nnx_reference.nn.stochastic import draw_key
+from nnx_reference.nn.stochastic import draw_key, fork_stream
+from nnx_reference.transforms import Carry as ScanCarry
 
 __all__ = [
     "RNN",
@@ -58,7 +59,7 @@ class _GatedCell(RNNCellBase):
         self.dtype = dtype
         self.param_dtype = param_dtype
         self.promote_dtype = promote_dtype
-        self.rngs = rngs.carry.fork() if keep_rngs else None
+        self.rngs = fork_stream(rngs, "carry") if keep_rngs else None
 
     def _layers(self, width: int, *, input_bias: bool, kernel_init, recurrent_kernel_init, bias_init,
                 kernel_metadata: Metadata, recurrent_kernel_metadata: Metadata, bias_metadata: Metadata,
@@ -319,7 +320,12 @@ def _carry_stream(rngs: bool | rnglib.Rngs) -> rnglib.RngStream | None:
         return rnglib.RngStream(0, tag="carry")
     if rngs is False:
         return None
-    return rngs.carry.fork()
+    return fork_stream(rngs, "carry")
+
+
+def _carries_all_state(state_axes: tp.Any) -> bool:
+    """Whether ``state_axes`` is the default of ``RNN``: every Variable of the cell carried."""
+    return state_axes is None or list(state_axes.items()) == [(..., ScanCarry)]
 
 
 class RNN(Module):
@@ -349,12 +355,12 @@ class RNN(Module):
                 f"Expected rngs to be a jax.Array, int, Rngs, or bool. Got {type(rngs)}."
             )
         self.rngs = _carry_stream(rngs)
-        if state_axes is None:
-            from nnx_reference.transforms import Carry as ScanCarry, StateAxes
-
-            state_axes = StateAxes({...: ScanCarry})
-        self.state_axes = state_axes
-        self.broadcast_rngs = broadcast_rngs
+        if broadcast_rngs is not None or not _carries_all_state(state_axes):
+            raise NotImplementedError(
+                "nnx_reference's RNN carries all of the cell's state through the scan: broadcast_rngs "
+                f"and state_axes other than StateAxes({{...: Carry}}) are not supported (got "
+                f"state_axes={state_axes!r}, broadcast_rngs={broadcast_rngs!r})"
+            )
 
     def __call__(
         self,
