@@ -24,33 +24,34 @@ from pathlib import Path
 from typing import Any
 
 from nnx_conformance.spec.signatures.surface import EXCLUDED, dump, problems
+from rst_pages import parse_directives
 
-_DIRECTIVE = re.compile(r"^\.\. (currentmodule|automodule|autoclass|autofunction|autodata)::\s*(\S+)\s*$")
-_MEMBERS = re.compile(r"^\s+:members:\s*(.+)$")
-_FLAX_MODULE_CLASS = re.compile(r"^\s+:class:\s*(\S+)\s*$")
+#: An auto* directive's argument that sphinx documents: a bare dotted name.
+_NAME = re.compile(r"[\w.]+")
 
 
 def documented_areas(pages: Path, module: str = "flax.nnx") -> dict[str, str]:
     """The API reference page id (path without ``.rst``) documenting each name: the
     ``autoclass``/``autofunction``/``autodata``/``flax_module`` entries and the
-    ``:members:`` of an ``automodule``. A name documented directly under ``module``
-    wins over the same name documented in a submodule (``flax.nnx.optimizer.Optimizer``)."""
+    ``:members:`` of an ``automodule`` (directives as ``rst_pages`` parses them). A name
+    documented directly under ``module`` wins over the same name documented in a submodule
+    (``flax.nnx.optimizer.Optimizer``)."""
     direct: dict[str, str] = {}
     indirect: dict[str, str] = {}
     for page in sorted(pages.rglob("*.rst")):
-        area, current, last = page.relative_to(pages).with_suffix("").as_posix(), module, ""
-        for line in page.read_text().splitlines():
+        area, current = page.relative_to(pages).with_suffix("").as_posix(), module
+        for directive in parse_directives(page.read_text()):
             names: list[str] = []
-            if directive := _DIRECTIVE.match(line):
-                last, target = directive.groups()
-                if last in ("currentmodule", "automodule"):
-                    current = target
-                    continue
+            if directive.name in ("currentmodule", "automodule"):
+                current = directive.argument
+                members = directive.options.get("members", "") if directive.name == "automodule" else ""
+                names = [f"{current}.{member.strip()}" for member in members.split(",")
+                         if member.strip() not in ("", "__init__")]
+            elif directive.name in ("autoclass", "autofunction", "autodata") and _NAME.fullmatch(directive.argument):
+                target = directive.argument
                 names = [target if target.startswith(module + ".") else f"{current}.{target}"]
-            elif (members := _MEMBERS.match(line)) and last == "automodule":
-                names = [f"{current}.{m.strip()}" for m in members.group(1).split(",") if m.strip() != "__init__"]
-            elif flax_module := _FLAX_MODULE_CLASS.match(line):
-                names = [f"{current}.{flax_module.group(1)}"]
+            elif directive.name == "flax_module" and "class" in directive.options:
+                names = [f"{current}.{directive.options['class']}"]
             for qualified in names:
                 parent, _, name = qualified.rpartition(".")
                 (direct if parent == module else indirect).setdefault(name, area)

@@ -23,28 +23,10 @@ import jax
 import jax.numpy as jnp
 
 
-def _linear_type(nnx: types.ModuleType) -> type:
-    """The implementation's ``Linear`` or, where it has none, a minimal one."""
-    if hasattr(nnx, "Linear"):
-        return lambda din, dout, rngs: nnx.Linear(din, dout, rngs=rngs)
-
-    class Linear(nnx.Module):
-        def __init__(self, din: int, dout: int, rngs: tp.Any):
-            self.kernel = nnx.Param(jax.random.normal(rngs.params(), (din, dout)))
-            self.bias = nnx.Param(jnp.zeros((dout,)))
-
-        def __call__(self, x: jax.Array) -> jax.Array:
-            return x @ self.kernel + self.bias
-
-    return Linear
-
-
 def _mlp(nnx: types.ModuleType, layers: int) -> tp.Any:
-    linear = _linear_type(nnx)
-
     class MLP(nnx.Module):
         def __init__(self, rngs: tp.Any):
-            self.layers = nnx.List([linear(4, 4, rngs) for _ in range(layers)])
+            self.layers = nnx.List([nnx.Linear(4, 4, rngs=rngs) for _ in range(layers)])
 
         def __call__(self, x: jax.Array) -> jax.Array:
             for layer in self.layers:

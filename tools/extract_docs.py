@@ -4,6 +4,8 @@
 
 Reads ``docs_nnx/`` of the sdist and the source its API pages document, without importing
 flax; objects flax re-exports from jax are imported from jax for their docstrings.
+The pages written are then parsed as the suite's plugin parses them, and must hold the
+examples the manifest lists.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
+
+from nnx_conformance import docpages
+from nnx_conformance.manifest import Manifest, example_digest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -23,16 +26,14 @@ from manifest_diff import diff_manifests  # noqa: E402
 from notebook_pages import EXCLUDED_GUIDES, GUIDES, notebook_cells  # noqa: E402
 from rst_pages import resolve_api_page  # noqa: E402
 from spec_objects import SourceTree  # noqa: E402
-from spec_pages import Page, api_page, doctest_examples, guide_page  # noqa: E402
+from spec_pages import Page, api_page, guide_page  # noqa: E402
 from spec_sdist import Sdist, fetch_sdist, load_sdist  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_VERSION = "0.12.12"
 API_DIR = "docs_nnx/api_reference/flax.nnx/"
-#: A line that opens or closes a Markdown fence, as sybil's lexer finds them.
-_FENCE_RE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})", re.MULTILINE)
 #: API pages listed in the manifest but not run, with the reason.
-EXCLUDED_API_PAGES = {"bridge": "nnx.bridge is Linen interop, out of scope (see DESIGN.md)"}
+EXCLUDED_API_PAGES = {"bridge": "nnx.bridge is Linen interop, out of scope"}
 
 
 def build_pages(sdist: Sdist) -> tuple[list[Page], list[str]]:
@@ -51,19 +52,7 @@ def build_pages(sdist: Sdist) -> tuple[list[Page], list[str]]:
             continue
         cells = notebook_cells(stem, sdist.read(path))
         pages.append(guide_page(stem, path, cells, submodules, EXCLUDED_GUIDES.get(stem)))
-    return pages, warnings + _parser_clashes(pages)
-
-
-def _parser_clashes(pages: list[Page]) -> list[str]:
-    """Pages where a parser meant for the other kind of page would find examples."""
-    clashes = []
-    for page in pages:
-        code = sum(example.form == "code" for example in page.examples)
-        if page.kind == "api" and len(_FENCE_RE.findall(page.text)) != 2 * code:
-            clashes.append(f"{page.path}: an API page contains a Markdown fence that is not a code example")
-        if page.kind == "guide" and doctest_examples(page.text):
-            clashes.append(f"{page.path}: a guide page contains `>>>` examples")
-    return clashes
+    return pages, warnings
 
 
 def manifest(version: str, sdist: Sdist, pages: list[Page]) -> dict:
@@ -88,6 +77,24 @@ def write_output(out: Path, pages: list[Page], data: dict) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(page.text.encode("utf-8"))
     (out / "manifest.json").write_bytes(manifest_text(data).encode("utf-8"))
+
+
+def unparsed_examples(out: Path) -> list[str]:
+    """Where the pages written to ``out`` do not hold the examples the manifest lists, as the
+    suite's plugin parses them (``nnx_conformance.docsuite``): their number, each one's hash."""
+    problems = []
+    for page in Manifest.read(out).pages:
+        _, examples = docpages.parse_page(page, "flax.nnx")
+        if len(examples) != len(page.examples):
+            problems.append(f"{page.path}: the suite finds {len(examples)} examples, "
+                            f"the manifest lists {len(page.examples)}")
+            continue
+        problems += [
+            f"{page.path}:{example.line}: the suite's example does not match {entry.id} of the manifest"
+            for entry, example in zip(page.examples, examples)
+            if example_digest(*docpages.source_and_output(example)) != entry.sha256
+        ]
+    return problems
 
 
 def counts(pages: list[Page]) -> tuple[int, int]:
@@ -117,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sdist", type=Path, help="use this local sdist tarball instead of downloading")
     parser.add_argument("--out", type=Path, default=ROOT / "docs_extracted", help="output folder")
     parser.add_argument("--check", action="store_true",
-                        help="regenerate into a temporary folder and fail on any difference from the manifest")
+                        help="regenerate in memory and fail on any difference from the manifest")
     args = parser.parse_args(argv)
 
     sdist_path = args.sdist or fetch_sdist(args.flax, ROOT / ".cache" / "sdists")
@@ -134,9 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         if not committed_path.exists():
             print(f"no manifest at {committed_path}; run without --check first")
             return 1
-        with tempfile.TemporaryDirectory() as tmp:
-            write_output(Path(tmp), pages, data)
-            fresh = json.loads((Path(tmp) / "manifest.json").read_text())
+        fresh = json.loads(manifest_text(data))
         committed = json.loads(committed_path.read_text())
         if committed == fresh:
             print(f"spec matches manifest ({len(pages)} pages, {run} run examples)")
@@ -148,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
 
     write_output(args.out, pages, data)
     print(summary(pages))
-    return 0
+    problems = unparsed_examples(args.out)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

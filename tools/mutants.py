@@ -28,15 +28,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nnx_conformance.expectations import DEFAULT_FILES
+from nnx_conformance.impl import IMPORT_FAILURE  # in the suite's output: a broken copy, not a caught bug
+
 REPO = Path(__file__).resolve().parents[1]
-SOURCE_PACKAGE = REPO / "reference" / "src" / "nnx_reference"
-SPEC_DIR = REPO / "docs_extracted"
-EXPECTATIONS = REPO / "conformance" / "expectations" / "reference.txt"
 SOURCE_NAME = "nnx_reference"
+SOURCE_PACKAGE = REPO / "reference" / "src" / SOURCE_NAME
+SPEC_DIR = REPO / "docs_extracted"
+EXPECTATIONS = REPO / "conformance" / "expectations" / DEFAULT_FILES[SOURCE_NAME]
+"""The reference's expectations file: a mutant runs under the reference's known failures."""
 MUTANT_PREFIX = "nnx_mutant_"
 BASELINE = "unmutated"
-IMPORT_FAILURE = "cannot import the implementation"
-"""The suite's heading when ``--impl`` fails to import: a broken copy, not a caught bug."""
 
 _SELF_IMPORT = re.compile(rf"^(\s*(?:from|import)\s+){SOURCE_NAME}\b", re.MULTILINE)
 SUITE_PREFIX = "conformance/src/nnx_conformance/spec/"
@@ -148,8 +150,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "refs_left_in_transform_outputs",
         "nnx.jit, nnx.cond and nnx.remat return the input Refs of ref=True Variables, which JAX refuses",
-        (Patch("transforms/refs.py", "        if not inputs:\n            return out\n",
-               "        return out\n"),),
+        (Patch("transforms/refs.py", "    if not any(map(_is_ref, leaves)):\n        return tree, False\n",
+               "    if True:\n        return tree, False\n"),),
         "ref_variable",
     ),
 )
@@ -219,9 +221,9 @@ def apply_patch(package: Path, patch: Patch, mutant: str) -> None:
     path.write_text(patched)
 
 
-def make_mutant(mutant: Mutant, dest_root: Path, source: Path = SOURCE_PACKAGE) -> Path:
+def make_mutant(mutant: Mutant, dest_root: Path) -> Path:
     """The patched copy of the reference for ``mutant``, under ``dest_root``."""
-    package = copy_package(source, dest_root, mutant.module)
+    package = copy_package(SOURCE_PACKAGE, dest_root, mutant.module)
     for patch in mutant.patches:
         apply_patch(package, patch, mutant.name)
     return package
@@ -268,7 +270,8 @@ def check(mutants: Sequence[Mutant], baseline: bool) -> int:
     with tempfile.TemporaryDirectory(prefix="nnx-mutants-") as tmp:
         root = Path(tmp)
         try:
-            packages = {m.name: make_mutant(m, root) for m in mutants}
+            for mutant in mutants:
+                make_mutant(mutant, root)
         except PatchError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -284,7 +287,7 @@ def check(mutants: Sequence[Mutant], baseline: bool) -> int:
                 return 2
         outcomes = []
         for mutant in mutants:
-            outcome = run_suite(mutant.module, mutant.select, packages[mutant.name].parent, mutant.name)
+            outcome = run_suite(mutant.module, mutant.select, root, mutant.name)
             _report(outcome)
             if outcome.verdict == "error":
                 print(_tail(outcome.output), file=sys.stderr)

@@ -59,7 +59,8 @@ class Cell:
 
 
 def notebook_cells(stem: str, text: str) -> list[Cell]:
-    """The code cells of a guide notebook, classified."""
+    """The code cells of a guide notebook, classified cell by cell (a guide excluded whole,
+    ``EXCLUDED_GUIDES``, is applied to its page by ``spec_pages.guide_page``)."""
     notebook = json.loads(text)
     lines = _cell_source_lines(text)
     cells = []
@@ -69,7 +70,7 @@ def notebook_cells(stem: str, text: str) -> list[Cell]:
             continue
         code_index += 1
         source = _joined(cell["source"])
-        reason = EXCLUDED_GUIDES.get(stem) or CELL_EXCLUSIONS.get((stem, code_index)) or excluded_reason(source)
+        reason = CELL_EXCLUSIONS.get((stem, code_index)) or excluded_reason(source)
         cells.append(Cell(code_index, source, _text_output(cell.get("outputs", [])),
                           lines[position] if position < len(lines) else 1, reason))
     return cells

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from nnx_conformance.spec.parity.compare import Case, Side, run_case
+from nnx_conformance.strategies import RECURRENT_CELLS
 
 
 def cases() -> list[Case]:
@@ -120,7 +121,7 @@ def cases() -> list[Case]:
         Case("LoRA around Linear", lambda n, r: n.LoRA(3, 2, 4, base_module=n.Linear(3, 4, rngs=r), b_initializer=normal, rngs=r), x3),
         Case("LoRALinear", lambda n, r: n.LoRALinear(3, 4, lora_rank=2, b_initializer=normal, rngs=r), x3),
     ]
-    for cell in ["LSTMCell", "OptimizedLSTMCell", "GRUCell", "SimpleCell"]:
+    for cell in RECURRENT_CELLS:
         out.append(Case(f"{cell} step", lambda n, r, c=cell: getattr(n, c)(3, 4, bias_init=normal, rngs=r), x3[:, 0],
                         call=_cell_step, tol=1e-6))
         for kw in [{}, {"return_carry": True}, {"reverse": True, "keep_order": True}, {"time_major": True},

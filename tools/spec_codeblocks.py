@@ -15,12 +15,15 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from nnx_conformance.blocking import defined_names, free_names
+from nnx_conformance.docpages import GLOBAL_SETUP
+
 _DIRECTIVE_RE = re.compile(r"^\s*\.\.\s")
 _CODE_DIRECTIVE_RE = re.compile(
     r"^\s*\.\.\s+(?:(?:code-block|code|sourcecode)::\s*(?:python3?|py)|testcode::)\s*$")
 _OPTION_RE = re.compile(r"^\s*:[\w-]+:")
 #: Names the doctest global set-up of flax's docs gives every example (docs_nnx/conf.py).
-SETUP_NAMES = frozenset({"jax", "jnp", "nnx"})
+SETUP_NAMES = frozenset(defined_names(GLOBAL_SETUP))
 _BUILTINS = frozenset(dir(builtins))
 
 
@@ -93,62 +96,20 @@ def _is_python(code: str) -> bool:
 
 def render(block: CodeBlock) -> list[str]:
     """The fenced ``python`` block that replaces the docstring lines ``block.start:block.end``."""
-    longest = max((len(run) for run in re.findall(r"`+", block.code)), default=0)
-    fence = block.indent + "`" * max(3, longest + 1)
-    body = [f"{block.indent}{line}" if line else "" for line in block.code.split("\n")[:-1]]
-    return [f"{fence}python", *body, fence]
+    return fenced("python", block.code, block.indent)
 
 
-def module_names(source: str) -> set[str]:
-    """Names ``source`` binds at module level (what a later example of the page can use)."""
-    tree = _parse(source)
-    if tree is None:
-        return set()
-    names: set[str] = set()
-    pending: list[ast.AST] = list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-            continue
-        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            continue
-        names |= _bound_here(node)
-        pending.extend(ast.iter_child_nodes(node))
-    return names
+def fenced(info: str, body: str, indent: str = "") -> list[str]:
+    """``body`` (its lines each ending in a newline) as a Markdown fenced block, indented by
+    ``indent`` but for blank lines, its fence one backtick longer than the longest backtick run
+    inside (at least 3)."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = indent + "`" * max(3, longest + 1)
+    lines = [f"{indent}{line}" if line else "" for line in body.split("\n")[:-1]]
+    return [f"{fence}{info}", *lines, fence]
 
 
 def undefined_names(source: str, defined: set[str]) -> list[str]:
-    """Sorted names ``source`` reads that neither it, ``defined``, builtins nor the set-up bind."""
-    tree = _parse(source)
-    if tree is None:
-        return []
-    bound: set[str] = set()
-    read: set[str] = set()
-    for node in ast.walk(tree):
-        bound |= _bound_here(node)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            read.add(node.id)
-    return sorted(read - bound - defined - _BUILTINS - SETUP_NAMES)
-
-
-def _bound_here(node: ast.AST) -> set[str]:
-    """Names one node binds itself: assignment targets, imports, ``except ... as``."""
-    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-        return {node.id}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {alias.asname or alias.name.partition(".")[0] for alias in node.names}
-    if isinstance(node, ast.ExceptHandler) and node.name:
-        return {node.name}
-    return set()
-
-
-def _parse(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except SyntaxError:
-        return None
+    """Sorted names ``source`` reads before binding them (``nnx_conformance.blocking``) that
+    neither ``defined``, builtins nor the set-up bind."""
+    return sorted(free_names(source) - defined - _BUILTINS - SETUP_NAMES)

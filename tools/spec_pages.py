@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import doctest
 import hashlib
-import re
 from dataclasses import dataclass
+
+from nnx_conformance.blocking import defined_names
+from nnx_conformance.manifest import example_digest
+from sybil.parsers.abstract import DocTestStringParser
 
 from example_apis import nnx_names
 from exclusions import excluded_reason
 from notebook_pages import Cell
-from spec_codeblocks import code_blocks, module_names, render, undefined_names
+from spec_codeblocks import code_blocks, fenced, render, undefined_names
 from spec_objects import Documented
 
 _SKIP_REASON = "marked `doctest: +SKIP` in the docstring"
-_DOCTEST = doctest.DocTestParser()
 
 
 @dataclass(frozen=True)
@@ -77,25 +79,13 @@ class DoctestExample:
     skip: bool
 
 
-def example_hash(source: str, want: str) -> str:
-    """The manifest hash of an example: sha256 of its source followed by its expected output."""
-    return hashlib.sha256((source + want).encode("utf-8")).hexdigest()
-
-
 def doctest_examples(text: str, name: str = "<page>") -> list[DoctestExample]:
-    """The ``>>>`` examples of ``text``, found exactly as ``sybil.parsers.rest.DocTestParser`` does."""
-    found = []
-    charno, lineno = 0, 0
-    for match in _DOCTEST._EXAMPLE_RE.finditer(text):  # type: ignore[attr-defined]
-        lineno += text.count("\n", charno, match.start())
-        source, options, want, exc_msg = _DOCTEST._parse_example(match, name, lineno)  # type: ignore[attr-defined]
-        if not _DOCTEST._IS_BLANK_OR_COMMENT(source):  # type: ignore[attr-defined]
-            example = doctest.Example(source, want, exc_msg, lineno=lineno, options=options)
-            found.append(DoctestExample(lineno + 1, example.source, example.want,
-                                        bool(options.get(doctest.SKIP))))
-        lineno += text.count("\n", match.start(), match.end())
-        charno = match.end()
-    return found
+    """The ``>>>`` examples of ``text``, as sybil's doctest parser finds them."""
+    return [
+        DoctestExample(region.parsed.lineno + 1, region.parsed.source, region.parsed.want,
+                       bool(region.parsed.options.get(doctest.SKIP)))
+        for region in DocTestStringParser()(text, name)
+    ]
 
 
 @dataclass(frozen=True)
@@ -148,10 +138,10 @@ def api_page(page_id: str, source: str, sections: list[Documented], submodules: 
         counts[section.name] = counts.get(section.name, 0) + 1
         location = section.source if section.line is None else f"{section.source}:{section.line + example.index}"
         missing = undefined_names(example.source, defined) if example.form == "code" else []
-        defined |= module_names(example.source)
+        defined |= defined_names(example.source)
         examples.append(Example(
             id=f"{page_id}/{section.name}:{counts[section.name]}", object=section.name,
-            source=location, line=example.line, sha256=example_hash(example.source, example.want),
+            source=location, line=example.line, sha256=example_digest(example.source, example.want),
             apis=nnx_names(example.source, submodules),
             reason=reason or (_SKIP_REASON if example.skip else None)
             or excluded_reason(example.source)
@@ -183,15 +173,15 @@ def guide_page(stem: str, source: str, cells: list[Cell], submodules: frozenset[
         body = _block_body(cell.source)
         lines += [f"<!-- cell: {cell.index} -->"]
         fence_line = len(lines) + 1
-        lines += _fenced("python", body)
+        lines += fenced("python", body)
         want = ""
         if cell.output is not None:
             want = cell.output
-            lines += ["<!-- output -->"] + _fenced("text", want)
+            lines += ["<!-- output -->", *fenced("text", want)]
         lines.append("")
         examples.append(Example(
             id=f"{page_id}/cell:{cell.index}", object=None, source=f"{source}:{cell.line}",
-            line=fence_line, sha256=example_hash(body, want), apis=nnx_names(cell.source, submodules),
+            line=fence_line, sha256=example_digest(body, want), apis=nnx_names(cell.source, submodules),
             reason=reason or cell.reason,
         ))
     text = "\n".join(lines).rstrip("\n") + "\n"
@@ -201,10 +191,3 @@ def guide_page(stem: str, source: str, cells: list[Cell], submodules: frozenset[
 def _block_body(source: str) -> str:
     """A code block's text between its fences: the source, ending in a newline unless empty."""
     return source if not source or source.endswith("\n") else source + "\n"
-
-
-def _fenced(info: str, body: str) -> list[str]:
-    """A fenced block one backtick longer than the longest backtick run inside (at least 3)."""
-    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [f"{fence}{info}"] + body.split("\n")[:-1] + [fence] if body else [f"{fence}{info}", fence]

@@ -49,6 +49,37 @@ def test_names_an_example_binds_in_except_clauses_nested_definitions_and_walrus_
     assert free_names(source) == {"Exception", "print"}
 
 
+def test_a_walrus_at_top_level_defines_its_target() -> None:
+    assert defined_names("print((y := 3))\n") == {"y"}
+    assert free_names("print((y := 3))\nprint(y)\n") == {"print"}
+    assert defined_names("ys = [(w := x) for x in xs]\nf = lambda a: (q := a)\n") == {"ys", "w", "f"}
+
+
+def test_match_statements_define_their_captures() -> None:
+    source = (
+        "match point:\n"
+        "    case (x, y) if x > limit:\n"
+        "        z = x + y\n"
+        "    case {'k': v, **rest}:\n"
+        "        print(v, rest)\n"
+        "    case Point(a=b) as p:\n"
+        "        print(b, p)\n"
+        "    case [first, *others]:\n"
+        "        print(first, others, unknown)\n"
+    )
+    assert defined_names(source) == {"x", "y", "z", "v", "rest", "b", "p", "first", "others"}
+    assert free_names(source) == {"point", "limit", "print", "Point", "unknown"}
+    blockers = Blockers()
+    blockers.block(source, "page/obj:1")
+    assert blockers.culprit("print(others)") == "page/obj:1"
+
+
+def test_an_except_as_name_is_unbound_after_its_handler() -> None:
+    source = "try:\n    pass\nexcept ValueError as e:\n    message = str(e)\n"
+    assert defined_names(source) == {"message"}
+    assert free_names(source + "print(e)\n") == {"ValueError", "str", "print", "e"}
+
+
 def test_an_example_that_rebinds_a_blocked_name_from_itself_is_blocked() -> None:
     blockers = Blockers()
     blockers.block("with ctx() as c:\n    d = c.load()\n", "page/obj:8")

@@ -16,33 +16,48 @@ def _targets(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
-def _defined_by(statements: list[ast.stmt]) -> set[str]:
+def _bindings(node: ast.AST, scopes: bool = False) -> set[str]:
+    """The names ``node`` binds where it runs: assignment, ``for``, ``with`` and walrus
+    targets, import aliases, the names of functions and classes, ``match`` captures.
+
+    Function and class bodies, lambdas and comprehensions bind their own names, and are
+    not entered (a walrus in a comprehension still binds outside it); an ``except ... as``
+    name is unbound after its handler. With ``scopes``, every name bound anywhere inside
+    ``node`` counts, parameters and ``except ... as`` names included.
+    """
     names: set[str] = set()
-    for statement in statements:
-        match statement:
-            case ast.FunctionDef() | ast.AsyncFunctionDef() | ast.ClassDef():
-                names.add(statement.name)
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        match current:
+            case ast.Name(ctx=ast.Store()):
+                names.add(current.id)
             case ast.Import() | ast.ImportFrom():
-                for alias in statement.names:
-                    names.add(alias.asname or alias.name.partition(".")[0])
-            case ast.Assign() | ast.AugAssign() | ast.AnnAssign():
-                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                for target in targets:
-                    names |= _targets(target)
-            case ast.For() | ast.AsyncFor():
-                names |= _targets(statement.target)
-                names |= _defined_by(statement.body + statement.orelse)
-            case ast.With() | ast.AsyncWith():
-                for item in statement.items:
-                    if item.optional_vars is not None:
-                        names |= _targets(item.optional_vars)
-                names |= _defined_by(statement.body)
-            case ast.If() | ast.While():
-                names |= _defined_by(statement.body + statement.orelse)
-            case ast.Try():
-                handlers = [s for h in statement.handlers for s in h.body]
-                names |= _defined_by(statement.body + handlers + statement.orelse + statement.finalbody)
+                names |= {alias.asname or alias.name.partition(".")[0]
+                          for alias in current.names if alias.name != "*"}
+            case ast.FunctionDef() | ast.AsyncFunctionDef() | ast.ClassDef():
+                names.add(current.name)
+                if not scopes:
+                    continue
+            case ast.Lambda() if not scopes:
+                continue
+            case ast.comprehension() if not scopes:
+                pending += [current.iter, *current.ifs]  # its target is the comprehension's own
+                continue
+            case ast.MatchAs() | ast.MatchStar() if current.name:
+                names.add(current.name)
+            case ast.MatchMapping() if current.rest:
+                names.add(current.rest)
+            case ast.arg():
+                names.add(current.arg)
+            case ast.ExceptHandler() if scopes and current.name:
+                names.add(current.name)
+        pending.extend(ast.iter_child_nodes(current))
     return names
+
+
+def _defined_by(statements: list[ast.stmt]) -> set[str]:
+    return set().union(*(_bindings(statement) for statement in statements))
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -77,18 +92,8 @@ def _reads(node: ast.AST) -> set[str]:
 
 def _own_names(definition: ast.AST) -> set[str]:
     """Names a function or class binds for itself: its own name, and every parameter,
-    assignment, nested definition, import and ``except ... as`` name inside it."""
-    names = _targets(definition)
-    for node in ast.walk(definition):
-        if isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {alias.asname or alias.name.partition(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-    return names
+    assignment, nested definition, import, ``match`` capture and ``except ... as`` name inside it."""
+    return _bindings(definition, scopes=True)
 
 
 def _free_in(statements: list[ast.stmt], bound: set[str]) -> set[str]:
@@ -110,7 +115,7 @@ def _free_in(statements: list[ast.stmt], bound: set[str]) -> set[str]:
                 free |= _free_in(statement.body + statement.orelse, bound)
             case ast.If() | ast.While():
                 free |= _reads(statement.test) - bound
-                bound |= _targets(statement.test)  # `if (x := ...):` binds x for the body
+                bound |= _bindings(statement.test)  # `if (x := ...):` binds x for the body
                 free |= _free_in(statement.body + statement.orelse, bound)
             case ast.Try():
                 free |= _free_in(statement.body, bound)
@@ -119,6 +124,14 @@ def _free_in(statements: list[ast.stmt], bound: set[str]) -> set[str]:
                         free |= _reads(handler.type) - bound
                     free |= _free_in(handler.body, bound | ({handler.name} if handler.name else set()))
                 free |= _free_in(statement.orelse + statement.finalbody, bound)
+            case ast.Match():
+                free |= _reads(statement.subject) - bound
+                for case in statement.cases:
+                    free |= _reads(case.pattern) - bound
+                    captured = bound | _bindings(case.pattern)
+                    if case.guard is not None:
+                        free |= _reads(case.guard) - captured
+                    free |= _free_in(case.body, captured)
             case _:
                 free |= _reads(statement) - bound
         bound |= _defined_by([statement])
