@@ -7,13 +7,10 @@ import typing as tp
 import jax
 
 from .. import filterlib, graphlib, pytreelib
+from ..transforms.trees import is_variable
 from ..variablelib import Variable
 
 A = tp.TypeVar("A")
-
-
-def _is_variable(x: tp.Any) -> bool:
-    return isinstance(x, Variable)
 
 
 class EMA(pytreelib.Pytree):
@@ -42,7 +39,7 @@ class EMA(pytreelib.Pytree):
         self.decay = decay
         self.filter = only
         tracked = graphlib.state(params, only, graph=graph)
-        for path, leaf in jax.tree_util.tree_flatten_with_path(tracked, is_leaf=_is_variable)[0]:
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tracked, is_leaf=is_variable)[0]:
             if not isinstance(leaf, Variable):
                 raise TypeError(
                     f"EMA only supports Variable leaves, got {type(leaf).__name__} at path "
@@ -50,7 +47,7 @@ class EMA(pytreelib.Pytree):
                     "Variable leaves."
                 )
         self.params = pytreelib.data(
-            jax.tree.map(lambda v: v.replace(v.get_value()), tracked, is_leaf=_is_variable)
+            jax.tree.map(lambda v: v.replace(v.get_value()), tracked, is_leaf=is_variable)
         )
 
     def update(self, updates: tp.Any) -> None:
@@ -62,7 +59,7 @@ class EMA(pytreelib.Pytree):
         def blend(average: Variable, value: Variable) -> None:
             average[...] = decay * average[...] + (1 - decay) * value[...]
 
-        jax.tree.map(blend, self.params, new, is_leaf=_is_variable)
+        jax.tree.map(blend, self.params, new, is_leaf=is_variable)
 
     def apply_to(self, model: A) -> A:
         """Returns a view of the model using the EMA parameters.

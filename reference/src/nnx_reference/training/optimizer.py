@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from .. import filterlib, graphlib, pytreelib
+from ..transforms.trees import is_variable
 from ..variablelib import Param, Variable
 
 M = tp.TypeVar("M")
@@ -69,10 +70,6 @@ def _required(name: str, message: str) -> tp.Callable[[F], F]:
     return decorate
 
 
-def _is_variable(x: tp.Any) -> bool:
-    return isinstance(x, Variable)
-
-
 def _to_opt_state(tree: tp.Any) -> tp.Any:
     """Wraps every leaf of an optax state: Variables keep their metadata as OptVariable,
     bare arrays become OptArray."""
@@ -84,14 +81,7 @@ def _to_opt_state(tree: tp.Any) -> tp.Any:
             return OptArray(leaf)
         return leaf
 
-    return jax.tree.map(wrap, tree, is_leaf=_is_variable)
-
-
-def _values(tree: tp.Any) -> tp.Any:
-    """The same tree with every Variable replaced by its value."""
-    return jax.tree.map(
-        lambda x: x.get_value() if isinstance(x, Variable) else x, tree, is_leaf=_is_variable
-    )
+    return jax.tree.map(wrap, tree, is_leaf=is_variable)
 
 
 def _assign(variables: tp.Any, values: tp.Any) -> None:
@@ -101,7 +91,7 @@ def _assign(variables: tp.Any, values: tp.Any) -> None:
         if isinstance(target, Variable):
             target.set_value(value)
 
-    jax.tree.map(set_leaf, variables, values, is_leaf=_is_variable)
+    jax.tree.map(set_leaf, variables, values, is_leaf=is_variable)
 
 
 def _check_same_structure(params: tp.Any, grads: tp.Any, wrt: tp.Any) -> None:
@@ -156,10 +146,10 @@ class Optimizer(pytreelib.Pytree, tp.Generic[M]):
         Returns the updates (a State of arrays shaped like the selected parameters).
         """
         param_vars = graphlib.state(model, self.wrt, graph=self.graph)
-        params = _values(param_vars)
-        grads = _values(graphlib.state(grads, self.wrt, graph=self.graph))
+        params = graphlib.pure(param_vars)
+        grads = graphlib.pure(graphlib.state(grads, self.wrt, graph=self.graph))
         _check_same_structure(params, grads, self.wrt)
-        opt_state = _values(self.opt_state)
+        opt_state = graphlib.pure(self.opt_state)
         updates, new_opt_state = self.tx.update(grads, opt_state, params, **kwargs)
         _assign(param_vars, optax.apply_updates(params, updates))
         _assign(self.opt_state, new_opt_state)

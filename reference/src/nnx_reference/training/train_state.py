@@ -14,31 +14,6 @@ M = tp.TypeVar("M")
 TS = tp.TypeVar("TS", bound="TrainState")
 
 
-class _ApplyCaller:
-    """``state.apply('params')(...)``: merges the model, calls a method on it (an
-    attribute path like ``.encoder.__call__`` is followed first) and returns
-    ``(output, (graphdef, state))`` with the model split again afterwards."""
-
-    def __init__(self, graphdef: tp.Any, states: tuple[tp.Any, ...], path: tuple[str, ...] = ()):
-        self._graphdef = graphdef
-        self._states = states
-        self._path = path
-
-    def __getattr__(self, name: str) -> _ApplyCaller:
-        if name.startswith("__") and name.endswith("__") and name != "__call__":
-            raise AttributeError(name)
-        return _ApplyCaller(self._graphdef, self._states, (*self._path, name))
-
-    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tuple[tp.Any, tuple[tp.Any, tp.Any]]:
-        model = graphlib.merge(self._graphdef, *self._states)
-        target = model
-        for name in self._path:
-            target = getattr(target, name)
-        out = target(*args, **kwargs)
-        graphdef, state = graphlib.split(model)
-        return out, (graphdef, state)
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainState(tp.Generic[M]):
     """TrainState(graphdef, params, opt_state, step, tx): a model's graphdef and
@@ -70,11 +45,11 @@ class TrainState(tp.Generic[M]):
             **kwargs,
         )
 
-    def apply(self, state: tp.Any, *states: tp.Any) -> _ApplyCaller:
+    def apply(self, state: tp.Any, *states: tp.Any) -> graphlib.ApplyCaller:
         """A caller for the model merged from the named fields (e.g. ``'params'``)
         or the given States."""
         resolved = tuple(getattr(self, s) if isinstance(s, str) else s for s in (state, *states))
-        return _ApplyCaller(self.graphdef, resolved)
+        return graphlib.ApplyCaller(self.graphdef, resolved)
 
     def apply_gradients(self: TS, grads: tp.Any, **kwargs: tp.Any) -> TS:
         """A new TrainState with ``grads`` applied through ``tx`` and ``step + 1``."""

@@ -8,7 +8,8 @@ import typing as tp
 
 import jax
 
-from . import checks, lift, refs, trees
+from . import checks, lift, trees
+from .compilation import insert_statics, remove_statics
 
 __all__ = ["DiffState", "custom_vjp", "grad", "jvp", "remat", "value_and_grad", "vjp"]
 
@@ -198,7 +199,7 @@ def value_and_grad(
     return trees.decorator_or_call(f, make)
 
 
-def _all_diff(n_args: int, graph: bool) -> tuple:
+def _all_diff(n_args: int) -> tuple:
     return tuple(_Diff(...) for _ in range(n_args))
 
 
@@ -217,7 +218,7 @@ def vjp(
         )
     mode = trees.resolve_mode(graph, graph_updates)
     lifted = lift.Lifted(
-        "vjp", (primals, {}), (_all_diff(len(primals), mode[0]), {}),
+        "vjp", (primals, {}), (_all_diff(len(primals)), {}),
         graph=mode[0], graph_updates=mode[1], expand=_expand_diff,
     )
 
@@ -291,8 +292,7 @@ def remat(
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any) -> tp.Any:
-            statics = {i: args[i] for i in nums}
-            dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
+            dynamic, _, statics = remove_statics(args, {}, nums, ())
             mode = trees.resolve_mode(graph, graph_updates)
             lifted = lift.Lifted(
                 "remat", dynamic, None, graph=mode[0], graph_updates=mode[1], coalesce=True
@@ -300,12 +300,11 @@ def remat(
 
             def pure_fn(pure: tp.Any) -> tp.Any:
                 dyn, objs = lift.enter(lifted.static, pure)
-                it = iter(dyn)
-                full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+                full, _ = insert_statics(dyn, {}, statics)
                 return lift.exit("remat", lifted.static, objs, fun(*full))
 
-            checkpointed = jax.checkpoint(refs.returning_refs(pure_fn), prevent_cse=prevent_cse, policy=policy)
-            return lift.apply(lifted, refs.restore(checkpointed(lifted.pure), (lifted.pure,)))
+            checkpointed = jax.checkpoint(pure_fn, prevent_cse=prevent_cse, policy=policy)
+            return lift.apply(lifted, checkpointed(lifted.pure))
 
         return wrapper
 

@@ -9,7 +9,7 @@ import typing as tp
 
 import jax
 
-from . import checks, lift, refs, trees
+from . import checks, lift, trees
 from .prefix import PrefixMapping
 
 __all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
@@ -133,7 +133,7 @@ class JitWrapped:
             self.donate_argnums or self.donate_argnames
         )
         self._jit_kwargs = dict(keep_unused=keep_unused, device=device, backend=backend, inline=inline)
-        self.jitted_fn = jax.jit(refs.returning_refs(self._pure_fn), static_argnums=(0,), **self._jit_kwargs)
+        self.jitted_fn = jax.jit(self._pure_fn, static_argnums=(0,), **self._jit_kwargs)
         self._jitted_by_layout: dict[_Frozen, tp.Any] = {}
         self._specs_by_positions: dict[tuple, tuple] = {}
 
@@ -146,7 +146,7 @@ class JitWrapped:
     def _pure_fn(self, static: tuple, donated: tp.Any, kept: tp.Any) -> tp.Any:
         in_static, statics = static
         (args, kwargs), objs = lift.enter(in_static, trees.join(donated, kept))
-        args, kwargs = _insert_statics(args, kwargs, statics)
+        args, kwargs = insert_statics(args, kwargs, statics)
         out = self.fun(*args, **kwargs)
         return lift.exit(
             "jit", in_static, objs, out, self.out_shardings, _expand_sharding, same_prefixes=False
@@ -155,7 +155,7 @@ class JitWrapped:
     def _prepare(self, args: tuple, kwargs: dict) -> tuple:
         """Lift the arguments; returns ``(lifted, jitted function, its arguments)``."""
         graph, graph_updates = trees.resolve_mode(self.graph, self.graph_updates)
-        args, kwargs, statics = _remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
+        args, kwargs, statics = remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
         if self.plain:
             lifted = lift.Lifted(
                 "jit", (args, kwargs), None, graph=graph, graph_updates=graph_updates, coalesce=True
@@ -209,13 +209,13 @@ class JitWrapped:
                 in_part = [None for _ in in_part]
             out = trees.out_prefix_for_jax(self.out_shardings, _expand_sharding)
             options["out_shardings"] = (None, in_part, out)
-        jitted = jax.jit(refs.returning_refs(self._pure_fn), static_argnums=(0,), **options)
+        jitted = jax.jit(self._pure_fn, static_argnums=(0,), **options)
         self._jitted_by_layout[key] = jitted
         return jitted
 
     def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         lifted, jitted, call_args = self._prepare(args, kwargs)
-        return lift.apply(lifted, refs.restore(jitted(*call_args), call_args))
+        return lift.apply(lifted, jitted(*call_args))
 
     def lower(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         """Lower the underlying pure function for these arguments (see jax.jit)."""
@@ -251,38 +251,25 @@ class _Frozen:
         return hash(self._key)
 
 
-def _remove_statics(
+def remove_statics(
     args: tuple, kwargs: dict, argnums: tuple[int, ...], argnames: tuple[str, ...]
 ) -> tuple[tuple, dict, tuple]:
-    """Take static arguments out; they travel hashed in the static part."""
+    """Take static arguments out (negative argnums count from the end); they travel
+    hashed in the static part that :func:`insert_statics` puts back."""
     n = len(args)
-    nums = tuple(sorted(i % n for i in argnums if -n <= i < n))
+    nums = tuple(sorted({i % n for i in argnums if -n <= i < n}))
     static_args = tuple((i, args[i]) for i in nums)
     static_kwargs = tuple((k, kwargs[k]) for k in sorted(kwargs) if k in argnames)
     dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
     dyn_kwargs = {k: v for k, v in kwargs.items() if k not in argnames}
-    return dyn_args, dyn_kwargs, (tuple(i for i, _ in static_args), _Hashed(static_args), static_kwargs)
+    # compared and hashed by value, as jax.jit compares static arguments
+    return dyn_args, dyn_kwargs, (nums, static_args, static_kwargs)
 
 
-class _Hashed:
-    """Static argument values compared by equality, as jax.jit compares them."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: tuple):
-        self.items = items
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Hashed) and self.items == other.items
-
-    def __hash__(self) -> int:
-        return hash(self.items)
-
-
-def _insert_statics(args: tuple, kwargs: dict, statics: tuple) -> tuple[tuple, dict]:
+def insert_statics(args: tuple, kwargs: dict, statics: tuple) -> tuple[tuple, dict]:
     _, static_args, static_kwargs = statics
     full = list(args)
-    for i, value in static_args.items:
+    for i, value in static_args:
         full.insert(i, value)
     return tuple(full), {**kwargs, **dict(static_kwargs)}
 

@@ -8,7 +8,8 @@ import typing as tp
 import jax
 from jax.experimental import checkify as checkify_lib
 
-from . import lift, refs, trees
+from . import lift, trees
+from .compilation import insert_statics, remove_statics
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
 
@@ -38,9 +39,8 @@ def cond(
 ) -> tp.Any:
     """Lifted ``jax.lax.cond``: operands may contain graph nodes; updates propagate."""
     lifted = _lift_call("cond", (operands, {}), graph, graph_updates)
-    branches = [refs.returning_refs(_pure("cond", lifted, f)) for f in (true_fun, false_fun)]
-    result = jax.lax.cond(pred, *branches, lifted.pure)
-    return lift.apply(lifted, refs.restore(result, (lifted.pure,)))
+    branches = [_pure("cond", lifted, f) for f in (true_fun, false_fun)]
+    return lift.apply(lifted, jax.lax.cond(pred, *branches, lifted.pure))
 
 
 def switch(
@@ -52,8 +52,8 @@ def switch(
 ) -> tp.Any:
     """Lifted ``jax.lax.switch``: operands may contain graph nodes; updates propagate."""
     lifted = _lift_call("switch", (operands, {}), graph, graph_updates)
-    result = jax.lax.switch(index, [refs.returning_refs(_pure("switch", lifted, b)) for b in branches], lifted.pure)
-    return lift.apply(lifted, refs.restore(result, (lifted.pure,)))
+    pure_branches = [_pure("switch", lifted, b) for b in branches]
+    return lift.apply(lifted, jax.lax.switch(index, pure_branches, lifted.pure))
 
 
 def eval_shape(
@@ -65,8 +65,8 @@ def eval_shape(
 ) -> tp.Any:
     """Lifted ``jax.eval_shape``: the output with ``ShapeDtypeStruct`` values; inputs untouched."""
     lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
-    result = jax.eval_shape(refs.returning_refs(_pure("eval_shape", lifted, f)), lifted.pure)
-    return lift.apply(lifted, refs.restore(result, (refs.shapes_of_refs(lifted.pure),)), write=False)
+    result = jax.eval_shape(_pure("eval_shape", lifted, f), lifted.pure)
+    return lift.apply(lifted, result, write=False)
 
 
 def checkify(
@@ -99,12 +99,10 @@ def make_jaxpr(
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            statics = {i: args[i] for i in nums}
-            dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
+            dynamic, _, statics = remove_statics(args, {}, nums, ())
 
             def call(*dyn: tp.Any, **kw: tp.Any) -> tp.Any:
-                it = iter(dyn)
-                full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+                full, _ = insert_statics(dyn, {}, statics)
                 return fun(*full, **kw)
 
             lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, graph_updates)

@@ -460,12 +460,9 @@ def _loop_body(name: str, lifted: lift.Lifted, step: tp.Callable[[tp.Any], tp.An
 
 
 def _same_structure(new: lift.Lifted, old: lift.Lifted, old_pure: tp.Any) -> bool:
-    """The body kept the carry's structure: same containers, objects and state layout."""
-    return (
-        new.static.treedef == old.static.treedef
-        and new.static.obj_slots == old.static.obj_slots
-        and jax.tree.structure(new.pure) == jax.tree.structure(old_pure)
-    )
+    """The body kept the carry's structure: same containers, graph (Variable types
+    included) and state layout."""
+    return new.static == old.static and jax.tree.structure(new.pure) == jax.tree.structure(old_pure)
 
 
 def _match_types(new: tp.Any, old: tp.Any) -> tp.Any:

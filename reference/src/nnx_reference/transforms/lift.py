@@ -26,6 +26,7 @@ import typing as tp
 import jax
 
 from .. import graphlib, variablelib
+from . import refs
 from .checks import check_consistent_aliasing, check_no_aliasing, check_no_sharing, has_shared_variables
 from .trees import (
     Expand,
@@ -106,6 +107,7 @@ class OutStatic:
     n_in: int  # how many input groups lead the states
     out_groups: tuple[Group, ...]
     unchanged: bool = False  # flat layout only: no output objects, input structure kept
+    holes: bool = False  # the result holds ``refs.Hole``s for input Refs
 
 
 class Lifted:
@@ -148,8 +150,7 @@ class Lifted:
             self._lift_flat(graph_updates, leaves, treedef, slots, objs)
             return
         obj_prefixes = tuple(prefixes[i] for i in slots)
-        if not coalesce:
-            check_consistent_aliasing(zip(objs, obj_prefixes))
+        check_consistent_aliasing(zip(objs, obj_prefixes))
         groups = _groups_for(objs, obj_prefixes, expand)
         graphdef, states = _split_groups(objs, [], groups, [])
         self.static = InStatic(
@@ -178,31 +179,22 @@ class Lifted:
         self.prefix = ([None] * len(leaves), [None] * len(variables))
 
 
-# the GraphDef of the objects rebuilt by ``enter``, by id of their list, until ``exit``
-_ENTRY_GRAPHDEFS: dict[int, tuple[list, tp.Any]] = {}
+class Entered(list):
+    """The objects ``enter`` rebuilt, with the pure inputs they were rebuilt from
+    (where ``exit`` looks up the input Refs it must not return)."""
+
+    pure: tp.Any = None
 
 
-def _remember_entry(objs: list) -> None:
-    if len(_ENTRY_GRAPHDEFS) > 64:  # entries left behind by functions that raised
-        _ENTRY_GRAPHDEFS.clear()
-    _ENTRY_GRAPHDEFS[id(objs)] = (objs, graphlib.flatten([objs, []], with_paths=False)[0])
-
-
-def _entry_graphdef(objs: list) -> tp.Any:
-    entry = _ENTRY_GRAPHDEFS.pop(id(objs), None)
-    return entry[1] if entry is not None and entry[0] is objs else None
-
-
-def enter(static: InStatic, pure: tp.Any) -> tuple[tp.Any, list]:
+def enter(static: InStatic, pure: tp.Any) -> tuple[tp.Any, Entered]:
     """Inside a transform: rebuild the arguments; returns ``(args, objects)``."""
     if static.groups == (FLAT,):
         leaves, values = pure
         leaves = list(leaves)
         objs, _ = graphlib.unflatten(static.graphdef, list(values))
-        _remember_entry(objs)
         for slot, obj in zip(static.obj_slots, objs):
             leaves[slot] = obj
-        return jax.tree_util.tree_unflatten(static.treedef, leaves), objs
+        return jax.tree_util.tree_unflatten(static.treedef, leaves), _entered(objs, pure)
     # rebuilding the Variables here gives them the current trace level (JAX passes
     # non-differentiated inputs through untouched)
     leaves, states = jax.tree_util.tree_map(lambda x: x, pure, is_leaf=lambda x: x is None)
@@ -213,7 +205,13 @@ def enter(static: InStatic, pure: tp.Any) -> tuple[tp.Any, list]:
             leaves[slot] = obj
     else:
         objs = [leaves[i] for i in static.obj_slots]
-    return jax.tree_util.tree_unflatten(static.treedef, leaves), objs
+    return jax.tree_util.tree_unflatten(static.treedef, leaves), _entered(objs, pure)
+
+
+def _entered(objs: list, pure: tp.Any) -> Entered:
+    entered = Entered(objs)
+    entered.pure = pure
+    return entered
 
 
 def exit(
@@ -235,7 +233,26 @@ def exit(
     ``in_part`` holds the updated input objects (one entry per input group, so
     the input prefixes apply); ``out_tree`` is the output with every graph
     object replaced by its ``NodeStates`` (so the user's output prefix applies).
+    Input Refs in either are swapped for ``refs.Hole``s (JAX returns no Refs).
     """
+    pure_in, objs = getattr(objs, "pure", None), list(objs)
+    box, in_part, out_tree = _exit(name, static, objs, out, out_prefix, expand, same_prefixes, carry_arg)
+    (in_part, out_tree), holes = refs.to_holes((in_part, out_tree), pure_in)
+    if holes:
+        box = Static(dataclasses.replace(box.value, holes=True) if static.graph else True)
+    return (box, in_part, out_tree)
+
+
+def _exit(
+    name: str,
+    static: InStatic,
+    objs: list,
+    out: tp.Any,
+    out_prefix: tp.Any,
+    expand: Expand,
+    same_prefixes: bool,
+    carry_arg: int | None,
+) -> tp.Any:
     if not static.graph:
         check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg)
         return (Static(None), [v.get_raw_value() for v in objs], out)
@@ -270,7 +287,7 @@ def _exit_flat(static: InStatic, objs: list, out: tp.Any) -> tp.Any:
     out_objs = [out_leaves[i] for i in slots]
     graphdef, variables = graphlib.flatten([objs, out_objs], with_paths=False)
     # whether the inputs kept their structure: then values map 1:1 onto the caller's Variables
-    unchanged = not out_objs and graphdef == _entry_graphdef(objs)
+    unchanged = not out_objs and graphdef == static.graphdef
     for slot in slots:
         out_leaves[slot] = NodeStates(())
     out_static = OutStatic(graphdef, 1, (), unchanged)
@@ -290,6 +307,8 @@ def apply(lifted: Lifted, result: tp.Any, write: bool = True) -> tp.Any:
     static_box, in_part, out_tree = result
     if not write:
         lifted = _Unwritten(lifted)
+    if static_box.value is True or getattr(static_box.value, "holes", False):
+        in_part, out_tree = refs.fill_holes((in_part, out_tree), lifted.pure)
     if not lifted.static.graph:
         for original, new in zip(lifted.originals, in_part):
             _assign(original, new)
@@ -308,7 +327,8 @@ def apply(lifted: Lifted, result: tp.Any, write: bool = True) -> tp.Any:
     else:
         out_states = [s for i in slots for s in leaves[i].states]
         in_copies, out_objs = graphlib.merge(out_static.graphdef, *in_part, *out_states)
-    mapping = _write_back(lifted.originals, in_copies, lifted.static.graph_updates)
+    structural = lifted.static.graph_updates
+    mapping = _write_back(lifted.originals, in_copies, structural, mapped=structural and bool(slots))
     for slot, obj in zip(slots, out_objs):
         leaves[slot] = mapping.get(id(obj), obj) if lifted.static.graph_updates else obj
     return jax.tree_util.tree_unflatten(treedef, leaves)
@@ -320,6 +340,7 @@ class _Unwritten:
     def __init__(self, lifted: Lifted):
         self.static = dataclasses.replace(lifted.static, graph_updates=False)
         self.originals: list = []
+        self.pure = refs.shapes_of_refs(lifted.pure)
 
 
 def apply_same(lifted: Lifted, pure: tp.Any) -> tp.Any:
@@ -332,7 +353,7 @@ def apply_same(lifted: Lifted, pure: tp.Any) -> tp.Any:
         for slot, original in zip(lifted.static.obj_slots, lifted.originals):
             leaves[slot] = original
         return jax.tree_util.tree_unflatten(lifted.static.treedef, leaves)
-    mapping = _write_back(lifted.originals, copies, lifted.static.graph_updates)
+    mapping = _write_back(lifted.originals, list(copies), lifted.static.graph_updates)
     leaves = jax.tree_util.tree_leaves(value, is_leaf=is_node_leaf)
     for slot in lifted.static.obj_slots:
         leaves[slot] = mapping.get(id(leaves[slot]), leaves[slot])
@@ -348,10 +369,13 @@ def _assign(original: variablelib.Variable, new: tp.Any) -> None:
     original.set_raw_value(new.get_raw_value() if is_variable(new) else new)
 
 
-def _write_back(originals: list, copies: list, structural: bool) -> dict[int, tp.Any]:
-    """Update the caller's objects from their copies; map copy ids to originals."""
+def _write_back(originals: list, copies: list, structural: bool, mapped: bool = True) -> dict[int, tp.Any]:
+    """Update the caller's objects from their copies; map copy ids to originals
+    (only when ``mapped``: pairing them walks both graphs)."""
     if structural:
         graphlib.update(originals, graphlib.state(copies, graph=True))
+        if not mapped:
+            return {}
     orig_items = dict(_iter_objects(originals))
     mapping: dict[int, tp.Any] = {}
     for path, copy in _iter_objects(copies):

@@ -3,15 +3,16 @@
 A ``ref=True`` Variable holds a ``jax.Ref``. JAX lets a transformed function take
 a Ref and write into it, but not return one, while an NNX transform's pure
 function returns the updated state of its inputs, which for such a Variable is
-the traced Ref itself. :func:`returning_refs` swaps each input Ref in the output
-for a static :class:`Hole` naming the input it came from, and :func:`restore`
-fills the holes with the caller's Refs, which JAX has already updated in place.
+the traced Ref itself. ``lift.exit`` swaps each input Ref in what it returns for
+a static :class:`Hole` naming the input it came from (:func:`to_holes`), and
+``lift.apply`` fills the holes with the caller's Refs (:func:`fill_holes`), which
+JAX has already updated in place. Whether a result holds holes is recorded in its
+static part at trace time, so a call without Refs pays nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import typing as tp
 
 import jax
@@ -31,36 +32,23 @@ def _is_ref(x: tp.Any) -> bool:
     return isinstance(x, jax.Ref)
 
 
-def returning_refs(fn: tp.Callable[..., tp.Any]) -> tp.Callable[..., tp.Any]:
-    """``fn``, returning a :class:`Hole` wherever it would return one of its input Refs."""
-
-    @functools.wraps(fn)
-    def wrapped(*args: tp.Any) -> tp.Any:
-        inputs = {id(x): i for i, x in enumerate(jax.tree_util.tree_leaves(args)) if _is_ref(x)}
-        out = fn(*args)
-        if not inputs:
-            return out
-        return jax.tree_util.tree_map(lambda x: Hole(inputs[id(x)]) if id(x) in inputs else x, out)
-
-    return wrapped
+def to_holes(tree: tp.Any, inputs: tp.Any) -> tuple[tp.Any, bool]:
+    """``tree`` with each Ref among the leaves of ``inputs`` swapped for a :class:`Hole`;
+    and whether any was swapped. Runs while tracing."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    if not any(map(_is_ref, leaves)):
+        return tree, False
+    index = {id(x): i for i, x in enumerate(jax.tree_util.tree_leaves(inputs)) if _is_ref(x)}
+    leaves = [Hole(index[id(x)]) if id(x) in index else x for x in leaves]
+    return jax.tree_util.tree_unflatten(treedef, leaves), True
 
 
-def restore(out: tp.Any, args: tuple) -> tp.Any:
-    """The output of a :func:`returning_refs` function called on ``args``, holes filled."""
-    if not _has_holes(jax.tree_util.tree_structure(out)):
-        return out
-    inputs = jax.tree_util.tree_leaves(args)
+def fill_holes(tree: tp.Any, inputs: tp.Any) -> tp.Any:
+    """``tree`` with each :class:`Hole` filled with the leaf of ``inputs`` it names."""
+    leaves = jax.tree_util.tree_leaves(inputs)
     return jax.tree_util.tree_map(
-        lambda x: inputs[x.index] if isinstance(x, Hole) else x, out, is_leaf=lambda x: isinstance(x, Hole)
+        lambda x: leaves[x.index] if isinstance(x, Hole) else x, tree, is_leaf=lambda x: isinstance(x, Hole)
     )
-
-
-@functools.lru_cache(maxsize=256)
-def _has_holes(treedef: jax.tree_util.PyTreeDef) -> bool:
-    """Whether an output of this structure holds holes (outputs of one trace share a treedef)."""
-    skeleton = jax.tree_util.tree_unflatten(treedef, [None] * treedef.num_leaves)
-    found = jax.tree_util.tree_leaves(skeleton, is_leaf=lambda x: isinstance(x, Hole))
-    return any(isinstance(x, Hole) for x in found)
 
 
 def shapes_of_refs(tree: tp.Any) -> tp.Any:

@@ -7,6 +7,7 @@ import typing as tp
 import jax
 
 from .. import graphlib, variablelib
+from ..graphlib import resolve_mode  # noqa: F401 (the transforms call it as trees.resolve_mode)
 
 
 class Missing:
@@ -21,15 +22,6 @@ def decorator_or_call(f: tp.Any, make: tp.Callable[[tp.Callable], tp.Any]) -> tp
     if isinstance(f, Missing):
         return make
     return make(f)
-
-
-def resolve_mode(graph: bool | None, graph_updates: bool | None) -> tuple[bool, bool]:
-    """The effective ``(graph, graph_updates)`` of a call: explicit or global."""
-    if graph is None:
-        graph = graphlib.graph_mode()
-    if graph_updates is None:
-        graph_updates = graphlib.graph_updates()
-    return graph, graph and graph_updates
 
 
 def is_variable(x: tp.Any) -> bool:
