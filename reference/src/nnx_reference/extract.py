@@ -17,12 +17,10 @@ from .graphlib import (
     PathParts,
     RefMap,
     _collect_leaves,
-    _FlattenContext,
-    _graph_flatten,
+    _flatten_for,
     _unflatten_leaves,
     is_graph_node,
     jax_key,
-    resolve_graph,
 )
 from .statelib import from_flat_state, map_state
 from .variablelib import Variable
@@ -92,9 +90,8 @@ def to_tree(
     def convert(node: tp.Any) -> tp.Any:
         if not is_graph_node(node):
             return node
-        ctx = _FlattenContext(ref_index)
-        root = _graph_flatten(node, (), ctx)
-        return NodeStates.from_split(GraphDef(root, len(ctx.leaves)), from_flat_state(ctx.leaves))
+        graphdef, flat = _flatten_for(node, True, "to_tree", ref_index)
+        return NodeStates.from_split(graphdef, from_flat_state(flat))
 
     return jax.tree.map(convert, tree, is_leaf=is_graph_node)
 

@@ -63,12 +63,15 @@ def to_predicate(filter: Filter) -> Predicate:
 
 
 def filters_to_predicates(filters: tp.Sequence[Filter]) -> tuple[Predicate, ...]:
-    """Converts a sequence of filters, checking that a catch-all (``...``/``True``) comes last."""
-    for index, filter in enumerate(filters):
-        if (filter is ... or filter is True) and index != len(filters) - 1:
+    """Converts a sequence of filters; a catch-all (``...``/``True``) may only be followed
+    by other catch-alls (a later filter would be left nothing to match): ValueError."""
+    is_catch_all = [f is ... or f is True for f in filters]
+    if True in is_catch_all:
+        first = is_catch_all.index(True)
+        if not all(is_catch_all[first:]):
             raise ValueError(
-                "`...` or `True` can only be used as the last filter, "
-                f"got {filter!r} at index {index} of {tuple(filters)!r}"
+                f"`...` or `True` can only be used as the last filters, got {filters[first]!r} at index {first} "
+                f"of {tuple(filters)!r}."
             )
     return tuple(to_predicate(filter) for filter in filters)
 

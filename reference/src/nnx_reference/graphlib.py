@@ -4,9 +4,9 @@ Internals other modules may rely on:
 
 * ``graph_mode()`` / ``graph_updates()``: the current defaults (set with
   :class:`set_graph_mode` / :class:`set_graph_updates`, both callable once or as
-  context managers; start values from ``NNX_GRAPH_MODE`` / ``NNX_GRAPH_UPDATES``,
-  default true). ``resolve_graph(graph)`` turns an optional ``graph=`` argument into
-  a bool.
+  context managers or decorators; start values from ``NNX_GRAPH_MODE`` /
+  ``NNX_GRAPH_UPDATES``, default true). ``resolve_graph(graph)`` turns an optional
+  ``graph=`` argument into a bool, ``resolve_mode(graph, graph_updates)`` both.
 * Graph mode walks objects by identity: each Pytree and Variable gets an integer
   index in first-visit order (root = 0, attributes visited in sorted key order), a
   second visit yields a ``NodeRef`` / ``VariableRef``, so shared references and
@@ -44,7 +44,8 @@ import numpy as np
 from . import reprlib
 from ._tracing import current_trace_state
 from .pytreelib import NODES, TRACE_STATE, HashableMapping, Pytree, PytreeState, attribute_layout
-from .statelib import FlatState, State, from_flat_state, split_flat, to_flat_state
+from .statelib import FlatState, State, from_flat_state, iter_flat_state, split_flat
+from .spmd import BoolFlag, Setting
 from .variablelib import Variable, _as_ref, _wants_ref
 
 __all__ = [
@@ -135,76 +136,42 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "true").strip().lower() not in ("0", "false", "no", "off")
 
 
-class _Flags(threading.local):
-    """Per-thread stacks of the flag values; the last entry is the current value."""
+class set_graph_mode(BoolFlag):  # noqa: N801 (flax's name)
+    """Sets whether NNX APIs use graph mode by default (see :class:`spmd.ConfigContext`
+    for the call / context-manager / decorator forms)."""
 
-    def __init__(self) -> None:
-        self.graph_mode = [_env_flag("NNX_GRAPH_MODE")]
-        self.graph_updates = [_env_flag("NNX_GRAPH_UPDATES")]
-
-
-_FLAGS = _Flags()
+    _setting = Setting(_env_flag("NNX_GRAPH_MODE"))
 
 
-class _FlagSetter(contextlib.ContextDecorator):
-    """Sets a flag on construction (it stays set); as a context manager, restores it on exit."""
+class set_graph_updates(BoolFlag):  # noqa: N801 (flax's name)
+    """Sets whether transforms propagate graph structure updates by default (see
+    :class:`spmd.ConfigContext` for the call / context-manager / decorator forms)."""
 
-    _attr: tp.ClassVar[str]
-    _env: tp.ClassVar[str]
-
-    def __init__(self, value: bool, /) -> None:
-        self.get_stack().append(bool(value))
-
-    def __enter__(self) -> _FlagSetter:
-        return self
-
-    def __exit__(self, *exc: tp.Any) -> None:
-        stack = self.get_stack()
-        if len(stack) > 1:
-            stack.pop()
-
-    @classmethod
-    def get_stack(cls) -> list[bool]:
-        """This thread's stack of values (the last one is current)."""
-        return getattr(_FLAGS, cls._attr)  # type: ignore[no-any-return]
-
-    @classmethod
-    def get_default(cls) -> bool:
-        """The value before any call: from the environment variable, true if unset."""
-        return _env_flag(cls._env)
-
-    @classmethod
-    def current_value(cls) -> bool:
-        return cls.get_stack()[-1]
-
-
-class set_graph_mode(_FlagSetter):
-    """Sets whether NNX APIs use graph mode by default (also a context manager)."""
-
-    _attr = "graph_mode"
-    _env = "NNX_GRAPH_MODE"
-
-
-class set_graph_updates(_FlagSetter):
-    """Sets whether transforms propagate graph structure updates by default (also a context manager)."""
-
-    _attr = "graph_updates"
-    _env = "NNX_GRAPH_UPDATES"
+    _setting = Setting(_env_flag("NNX_GRAPH_UPDATES"))
 
 
 def graph_mode() -> bool:
     """The current default of ``graph=``."""
-    return _FLAGS.graph_mode[-1]
+    return set_graph_mode._setting.value  # type: ignore[no-any-return]
 
 
 def graph_updates() -> bool:
     """The current default of ``graph_updates=``."""
-    return _FLAGS.graph_updates[-1]
+    return set_graph_updates._setting.value  # type: ignore[no-any-return]
 
 
 def resolve_graph(graph: bool | None) -> bool:
     """``graph`` if given, else the current graph-mode default."""
-    return _FLAGS.graph_mode[-1] if graph is None else graph
+    return graph_mode() if graph is None else graph
+
+
+def resolve_mode(graph: bool | None, graph_updates: bool | None) -> tuple[bool, bool]:
+    """The effective ``(graph, graph_updates)`` of a call, each explicit or the current
+    default; ``graph_updates`` is false outside graph mode."""
+    graph = resolve_graph(graph)
+    if graph_updates is None:
+        graph_updates = set_graph_updates._setting.value
+    return graph, graph and graph_updates
 
 
 # ---------------------------------------------------------------- node kinds
@@ -523,32 +490,41 @@ def flatten(
     ref_outer_index: RefMap | None = None,
     graph: bool | None = None,
 ) -> tuple[GraphDef[A], FlatState | list[tp.Any]]:
-    """Splits ``node`` into its GraphDef and its flat state (or plain leaves without paths)."""
-    if resolve_graph(graph):
-        ctx = _FlattenContext(ref_index)
-        root = _graph_flatten(node, (), ctx)
-        leaves = ctx.leaves
-    else:
-        root, leaves = _tree_flatten(node, "flatten")
-    gdef: GraphDef[A] = GraphDef(root, len(leaves))
+    """Splits ``node`` into its GraphDef and its flat state (or plain leaves without paths).
+
+    The plain leaves come in flatten order (the order ``unflatten`` consumes a list in);
+    the flat state is sorted by path.
+    """
+    gdef, flat = _flatten_for(node, graph, "flatten", ref_index, sort=with_paths)
     if with_paths:
-        return gdef, FlatState(leaves)
-    return gdef, [leaf for _, leaf in leaves]
+        return gdef, flat
+    return gdef, list(flat.leaves)
 
 
 # ---------------------------------------------------------------- unflatten
 
 
 class _UnflattenContext:
-    def __init__(self, leaves: dict[PathParts, tp.Any], index_ref: dict[int, tp.Any] | None, copy: bool) -> None:
+    """Where the leaves come from: a path -> leaf mapping, or an iterator of leaves in
+    flatten order."""
+
+    def __init__(
+        self,
+        leaves: dict[PathParts, tp.Any] | tp.Iterator[tp.Any],
+        index_ref: dict[int, tp.Any] | None,
+        copy: bool,
+    ) -> None:
         self.leaves = leaves
         self.index_ref: dict[int, tp.Any] = {} if index_ref is None else index_ref
         self.copy = copy
 
     def leaf(self, path: PathParts) -> tp.Any:
-        if path not in self.leaves:
+        leaves = self.leaves
+        if not isinstance(leaves, dict):
+            return next(leaves)
+        if path not in leaves:
             raise ValueError(f"The state has no leaf at path {path} that the GraphDef expects.")
-        return self.leaves[path]
+        return leaves[path]
 
 
 def _graph_unflatten(d: tp.Any, path: PathParts, ctx: _UnflattenContext) -> tp.Any:
@@ -597,12 +573,13 @@ def _graph_unflatten(d: tp.Any, path: PathParts, ctx: _UnflattenContext) -> tp.A
 
 
 def _collect_leaves(states: tp.Sequence[tp.Any]) -> list[tuple[PathParts, tp.Any]]:
+    """The ``(path, leaf)`` pairs of the states, in their own order (not sorted)."""
     leaves: list[tuple[PathParts, tp.Any]] = []
     for s in states:
         if isinstance(s, FlatState):
             leaves.extend(s)
         elif isinstance(s, tp.Mapping):
-            leaves.extend(to_flat_state(s))
+            leaves.extend(iter_flat_state(s))
         elif isinstance(s, Variable):
             leaves.append(((), s))
         else:
@@ -622,29 +599,10 @@ def unflatten(
 ) -> A:
     """Rebuilds an object from its GraphDef and state (State, FlatState, or leaves in order)."""
     if isinstance(state, list):
-        root = graphdef.root
-        paths = root.paths if isinstance(root, TreeDef) else None
-        if paths is None:
-            paths = tuple(_def_paths(root, ()))
-        leaves = list(zip(paths, state))
         if len(state) != graphdef.num_leaves:
             _raise_leaf_count(graphdef, len(state))
-    else:
-        leaves = _collect_leaves([state])
-    return _unflatten_leaves(graphdef, leaves, index_ref, copy_variables)
-
-
-def _def_paths(d: tp.Any, path: PathParts) -> tp.Iterator[PathParts]:
-    """The leaf paths of a graph definition, in flatten order."""
-    if isinstance(d, (VariableDef, LeafDef)):
-        yield path
-    elif isinstance(d, NodeDef):
-        for key, data, child in d.attributes:
-            if data:
-                yield from _def_paths(child, (*path, key))
-    elif isinstance(d, ContainerDef):
-        for key, child in d.children:
-            yield from _def_paths(child, (*path, key))
+        return _unflatten_values(graphdef, state, index_ref, copy_variables)
+    return _unflatten_leaves(graphdef, _collect_leaves([state]), index_ref, copy_variables)
 
 
 def _raise_leaf_count(graphdef: GraphDef[tp.Any], got: int) -> tp.NoReturn:
@@ -659,17 +617,25 @@ def _unflatten_leaves(
     if len(leaves) != graphdef.num_leaves:
         _raise_leaf_count(graphdef, len(leaves))
     root = graphdef.root
+    by_path = dict(leaves)
     if isinstance(root, TreeDef):
-        by_path = dict(leaves)
         missing = [p for p in root.paths if p not in by_path]
         if missing:
             raise ValueError(f"The state has no leaf at path {missing[0]} that the GraphDef expects.")
-        values = [by_path[p] for p in root.paths]
+        return _unflatten_values(graphdef, [by_path[p] for p in root.paths], index_ref, copy)
+    return _graph_unflatten(root, (), _UnflattenContext(by_path, index_ref, copy))  # type: ignore[no-any-return]
+
+
+def _unflatten_values(
+    graphdef: GraphDef[A], values: list[tp.Any], index_ref: dict[int, tp.Any] | None, copy: bool
+) -> A:
+    """Rebuilds from the leaves in flatten order (their number already checked)."""
+    root = graphdef.root
+    if isinstance(root, TreeDef):
         if copy:
             values = [v.copy() if isinstance(v, Variable) else v for v in values]
         return jax.tree_util.tree_unflatten(root.treedef, values)  # type: ignore[no-any-return]
-    ctx = _UnflattenContext(dict(leaves), index_ref, copy)
-    return _graph_unflatten(root, (), ctx)  # type: ignore[no-any-return]
+    return _graph_unflatten(root, (), _UnflattenContext(iter(values), index_ref, copy))  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------- public API
@@ -695,13 +661,20 @@ def _split_state(flat: FlatState) -> tp.Any:
     return from_flat_state(flat)
 
 
-def _flatten_for(node: tp.Any, graph: bool | None, api: str) -> tuple[GraphDef[tp.Any], FlatState]:
+def _flatten_for(
+    node: tp.Any, graph: bool | None, api: str, ref_index: RefMap | None = None, *, sort: bool = True
+) -> tuple[GraphDef[tp.Any], FlatState]:
+    """Flattens ``node`` into its GraphDef and its ``(path, leaf)`` pairs: sorted by path,
+    or in flatten order (depth-first; not always path order, e.g. for namedtuples) when
+    ``sort`` is false. ``api`` names the caller in tree-mode errors; ``ref_index`` (graph
+    mode) is filled with object -> index."""
     if resolve_graph(graph):
-        ctx = _FlattenContext(None)
+        ctx = _FlattenContext(ref_index)
         root = _graph_flatten(node, (), ctx)
-        return GraphDef(root, len(ctx.leaves)), FlatState(ctx.leaves, sort=False)
-    root, leaves = _tree_flatten(node, api)
-    return GraphDef(root, len(leaves)), FlatState(leaves)
+        leaves = ctx.leaves
+    else:
+        root, leaves = _tree_flatten(node, api)
+    return GraphDef(root, len(leaves)), FlatState(leaves, sort=sort)
 
 
 def merge(graphdef: GraphDef[A], /, *states: tp.Any, copy: bool = False, recreate_variables: bool = True) -> A:
@@ -985,9 +958,11 @@ def with_vars(
         value = x.get_value()
         return type(x)._new(_as_ref(value) if _wants_ref(metadata) else value, metadata)
 
-    return jax.tree.map(lambda x: convert((), x), node, is_leaf=lambda x: isinstance(x, Variable)) if not resolve_graph(
-        None
-    ) or not is_node(node) else map(convert, node)
+    if resolve_graph(None) and is_node(node):
+        return map(convert, node)
+    return jax.tree_util.tree_map_with_path(  # type: ignore[no-any-return]
+        lambda p, x: convert(tuple(jax_key(e) for e in p), x), node, is_leaf=lambda x: isinstance(x, Variable)
+    )
 
 
 vars_as = with_vars
@@ -1083,10 +1058,8 @@ class UpdateContext:
             self.inner_index_ref = None
         else:
             self.outer_ref_index = ref_index
-        ctx = _FlattenContext(ref_index)
-        root = _graph_flatten(node, (), ctx)
-        gdef: GraphDef[A] = GraphDef(root, len(ctx.leaves))
-        groups = split_flat(FlatState(ctx.leaves), filters or (...,), exhaustive=True)
+        gdef, flat = _flatten_for(node, True, "split", ref_index)
+        groups = split_flat(flat, filters or (...,), exhaustive=True)
         return (gdef, *(from_flat_state(g) for g in groups))
 
     def merge(self, graphdef: GraphDef[A], state: tp.Any, /, *states: tp.Any, inner: bool | None = None) -> A:

@@ -13,7 +13,7 @@ import typing as tp
 
 from . import graphlib
 from .pytreelib import Pytree, data
-from .statelib import State, from_flat_state, to_flat_state
+from .statelib import FlatState, State, from_flat_state, to_flat_state
 from .variablelib import Intermediate, Perturbation, Variable, variable_type_from_name
 
 __all__ = [
@@ -293,14 +293,10 @@ def capture(
             items = _remove_captures(modules)
         if not collected:
             return result
-        states = [from_flat_state(sorted(((p, v) for p, v in items if type(v) is t), key=_path_key)) for t in collected]
+        states = [from_flat_state(FlatState((p, v) for p, v in items if type(v) is t)) for t in collected]
         return (result, *states)
 
     return wrapper
-
-
-def _path_key(item: tuple[PathParts, tp.Any]) -> tuple[tuple[bool, str], ...]:
-    return tuple((isinstance(k, str), str(k)) for k in item[0])
 
 
 def _install_captures(

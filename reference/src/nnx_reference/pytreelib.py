@@ -180,7 +180,8 @@ def _annotation_status(annotation: tp.Any) -> bool | None:
 
 
 class HashableMapping(tp.Mapping[tp.Any, tp.Any]):
-    """A read-only, hashable view of a mapping (how ``iter_graph`` shows a Pytree's attribute statuses)."""
+    """A read-only, hashable copy of a mapping, for mappings that live in static structure
+    (how ``iter_graph`` shows a Pytree's attribute statuses, ``LinearGeneral.batch_axis``)."""
 
     def __init__(self, mapping: tp.Mapping[tp.Any, tp.Any]) -> None:
         self._mapping = dict(mapping)
@@ -195,7 +196,7 @@ class HashableMapping(tp.Mapping[tp.Any, tp.Any]):
         return len(self._mapping)
 
     def __hash__(self) -> int:
-        return hash(tuple(self._mapping.items()))
+        return hash(frozenset(self._mapping.items()))  # equal mappings in any order hash alike
 
     def __repr__(self) -> str:
         return f"HashableMapping({self._mapping!r})"

@@ -283,13 +283,6 @@ class Rngs(Pytree):
 # -- functions over the streams of a graph
 
 
-def _graph_flags(graph: bool | None, graph_updates: bool | None) -> tuple[bool, bool]:
-    return (
-        graphlib.graph_mode() if graph is None else graph,
-        graphlib.graph_updates() if graph_updates is None else graph_updates,
-    )
-
-
 def _streams(node: tp.Any, graph: bool | None) -> list[tuple[tuple, RngStream]]:
     """The (path, stream) pairs found in ``node`` (each shared stream once in graph mode)."""
     return [(path, x) for path, x in graphlib.iter_graph(node, graph=graph) if isinstance(x, RngStream)]
@@ -406,7 +399,7 @@ def split_rngs(
     """
     if squeeze and splits != 1:
         raise ValueError(f"squeeze=True is only supported for splits=1, got splits={splits!r}")
-    graph, graph_updates = _graph_flags(graph, graph_updates)
+    graph, graph_updates = graphlib.resolve_mode(graph, graph_updates)
     predicate = filterlib.to_predicate(only)
 
     def new_key(path: tuple, stream: RngStream) -> jax.Array | None:
@@ -438,7 +431,7 @@ def fork_rngs(
     matching filter selects and leaves the others alone. In place or on a copy as
     for ``split_rngs``.
     """
-    graph, graph_updates = _graph_flags(graph, graph_updates)
+    graph, graph_updates = graphlib.resolve_mode(graph, graph_updates)
     rules = _rules(split) if split is not None else [(filterlib.Everything(), None)]
 
     def new_key(path: tuple, stream: RngStream) -> jax.Array | None:
@@ -474,7 +467,7 @@ def with_rngs(
     ``fork`` selects it, else it is copied unchanged. Without ``node``, returns a
     decorator applying this to the function's arguments.
     """
-    graph, graph_updates = _graph_flags(graph, graph_updates)
+    graph, graph_updates = graphlib.resolve_mode(graph, graph_updates)
     if graph and graph_updates:
         raise NotImplementedError(
             "graph=True and graph_updates=True is not supported for `with_rngs`: "

@@ -10,6 +10,7 @@ created with ``out_sharding`` is placed on its mesh right away.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import typing as tp
 import warnings
@@ -41,63 +42,100 @@ SHARDING_KEY = "out_sharding"
 """The Variable metadata key holding one axis name per dimension."""
 
 
-class _SpmdContext(threading.local):
-    """Per-thread settings: the eager-sharding stack and the active axis rules."""
+class Setting(threading.local):
+    """One per-thread configuration value (each thread starts from ``default``)."""
 
+    def __init__(self, default: tp.Any) -> None:
+        self.default = default
+        self.value = default
+
+
+class ConfigContext:
+    """Sets configuration values when called; after a plain call they stay set.
+
+    Used as a context manager, it restores on exit the values that were current
+    before the call. Used as a decorator, it undoes the call's change at once and
+    sets the values only while the decorated function runs. This is the one
+    mechanism behind ``set_graph_mode``, ``set_graph_updates``, ``var_defaults``
+    and ``use_eager_sharding``.
+    """
+
+    def __init__(self, updates: Sequence[tuple[Setting, tp.Any]]) -> None:
+        self._updates = tuple(updates)
+        self._previous = _replace(self._updates)
+
+    def __enter__(self) -> tp.Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _replace(self._previous)
+
+    def __call__(self, f: F) -> F:
+        _replace(self._previous)
+        updates = self._updates
+
+        @functools.wraps(f)
+        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+            previous = _replace(updates)
+            try:
+                return f(*args, **kwargs)
+            finally:
+                _replace(previous)
+
+        return wrapper  # type: ignore[return-value]
+
+
+def _replace(updates: tuple[tuple[Setting, tp.Any], ...]) -> tuple[tuple[Setting, tp.Any], ...]:
+    """Sets each Setting to its value; returns the values they had."""
+    previous = tuple((setting, setting.value) for setting, _ in updates)
+    for setting, value in updates:
+        setting.value = value
+    return previous
+
+
+class BoolFlag(ConfigContext):
+    """A ConfigContext over one boolean Setting, with flax's classmethods to read it."""
+
+    _setting: tp.ClassVar[Setting]
+
+    def __init__(self, value: bool, /) -> None:
+        super().__init__(((self._setting, bool(value)),))
+
+    @classmethod
+    def get_stack(cls) -> list[bool]:
+        """The values in effect, innermost last (here: just the current one)."""
+        return [cls._setting.value]
+
+    @classmethod
+    def get_default(cls) -> bool:
+        """The value before any call."""
+        return cls._setting.default  # type: ignore[no-any-return]
+
+    @classmethod
+    def current_value(cls) -> bool:
+        """The value in effect."""
+        return cls._setting.value  # type: ignore[no-any-return]
+
+
+class _AxisRules(threading.local):
     def __init__(self) -> None:
-        self.eager_sharding: list[bool] = []
-        self.axis_rules: tuple[tuple[str, AxisName], ...] = ()
+        self.rules: tuple[tuple[str, AxisName], ...] = ()
 
 
-_context = _SpmdContext()
+_context = _AxisRules()
 
 
 # ---------------------------------------------------------------- eager sharding
 
 
-class use_eager_sharding:  # noqa: N801 (flax spells it as a function)
-    """Sets whether new Variables shard their value eagerly by default.
+class use_eager_sharding(BoolFlag):  # noqa: N801 (flax spells it as a function)
+    """Sets whether new Variables shard their value eagerly by default (on by default).
 
-    Calling it sets the current value (the top of a stack); used as a context
-    manager it pushes the value on entry and pops it on exit, restoring the value
-    that was current before.
+    A plain call keeps the value set; used as a context manager it restores the
+    previous value on exit; used as a decorator it applies only inside the function.
     """
 
-    def __init__(self, value: bool, /) -> None:
-        stack = _context.eager_sharding
-        self._previous: bool | None = stack[-1] if stack else None
-        if stack:
-            stack[-1] = bool(value)
-        else:
-            stack.append(bool(value))
-        self._value = bool(value)
-
-    def __enter__(self) -> None:
-        stack = _context.eager_sharding
-        if self._previous is None:
-            stack.pop()
-        else:
-            stack[-1] = self._previous
-        stack.append(self._value)
-
-    def __exit__(self, exc_type: object, exc_value: object, traceback: object) -> None:
-        _context.eager_sharding.pop()
-
-    @classmethod
-    def get_default(cls) -> bool:
-        """The value when nothing was set: eager sharding is on."""
-        return True
-
-    @classmethod
-    def get_stack(cls) -> list[bool]:
-        """The values set so far, innermost last."""
-        return _context.eager_sharding
-
-    @classmethod
-    def current_value(cls) -> bool:
-        """The value in effect: the top of the stack, else the default."""
-        stack = _context.eager_sharding
-        return stack[-1] if stack else cls.get_default()
+    _setting = Setting(True)
 
 
 def using_eager_sharding() -> bool:
@@ -143,19 +181,19 @@ def logical_axis_rules(rules: LogicalRules) -> Iterator[None]:
     Inside it, each logical name of an ``out_sharding`` annotation is replaced by the
     mesh axis its rule names (the last rule for a name wins; unknown names stay).
     """
-    previous = _context.axis_rules
-    _context.axis_rules = tuple(rules)
+    previous = _context.rules
+    _context.rules = tuple(rules)
     try:
         yield
     finally:
-        _context.axis_rules = previous
+        _context.rules = previous
 
 
 def _resolve(names: tp.Any) -> PartitionSpec:
     """The PartitionSpec for ``out_sharding`` names under the active axis rules."""
     if isinstance(names, PartitionSpec):
         names = tuple(names)
-    rules = dict(_context.axis_rules)
+    rules = dict(_context.rules)
     return PartitionSpec(
         *(rules.get(name, name) if isinstance(name, str) else name for name in names)
     )

@@ -14,6 +14,7 @@ from collections.abc import MutableMapping
 import jax
 
 from . import reprlib
+from .filterlib import filters_to_predicates
 from .variablelib import Variable
 
 __all__ = [
@@ -38,24 +39,13 @@ def _sort_key(key: tp.Any) -> tuple[bool, str, tp.Any]:
     return (isinstance(key, str), type(key).__name__, key)
 
 
+def _path_sort_key(path: PathParts) -> tuple[tuple[bool, str, tp.Any], ...]:
+    return tuple(_sort_key(k) for k in path)
+
+
 def sort_paths(paths: tp.Iterable[PathParts]) -> list[PathParts]:
     """Paths in the order State leaves are flattened (integer keys before strings)."""
-    return sorted(paths, key=lambda p: tuple(_sort_key(k) for k in p))
-
-
-def _predicates(filters: tp.Sequence[tp.Any]) -> list[tp.Callable[[PathParts, tp.Any], bool]]:
-    """The filters as predicates; a catch-all (``...``/``True``) followed by another filter
-    (which it would leave nothing to match) is a ValueError."""
-    from .filterlib import to_predicate
-
-    catch_alls = [i for i, f in enumerate(filters) if f is ... or f is True]
-    if catch_alls and any(not (f is ... or f is True) for f in filters[catch_alls[0] :]):
-        first = catch_alls[0]
-        raise ValueError(
-            f"`...` or `True` can only be used as the last filters, got {filters[first]!r} at index {first} "
-            f"of {tuple(filters)!r}."
-        )
-    return [to_predicate(f) for f in filters]
+    return sorted(paths, key=_path_sort_key)
 
 
 def split_flat(
@@ -68,7 +58,7 @@ def split_flat(
 
     With ``exhaustive``, a pair no filter matches raises ``ValueError``; without, it is dropped.
     """
-    predicates = _predicates(filters)
+    predicates = filters_to_predicates(filters)
     groups: list[list[tuple[PathParts, tp.Any]]] = [[] for _ in predicates]
     remainder = []
     for path, value in items:
@@ -93,8 +83,7 @@ class FlatState(tp.Sequence[tuple[PathParts, tp.Any]]):
     def __init__(self, items: tp.Iterable[tuple[PathParts, tp.Any]], /, *, sort: bool = True) -> None:
         pairs = list(items)
         if sort:
-            order = {p: i for i, p in enumerate(sort_paths([p for p, _ in pairs]))}
-            pairs.sort(key=lambda pair: order[pair[0]])
+            pairs.sort(key=lambda pair: _path_sort_key(pair[0]))
         self._keys = tuple(tuple(p) for p, _ in pairs)
         self._values = [v for _, v in pairs]
 
@@ -296,9 +285,14 @@ def register_state_type(cls: type[State]) -> None:
 register_state_type(State)
 
 
+def iter_flat_state(state: tp.Mapping[Key, tp.Any]) -> tp.Iterator[tuple[PathParts, tp.Any]]:
+    """The ``(path, leaf)`` pairs of ``state`` in its own (insertion) order, unsorted."""
+    return _iter_flat(state if isinstance(state, State) else _raw(dict(state)), ())
+
+
 def to_flat_state(state: tp.Mapping[Key, tp.Any]) -> FlatState:
     """The ``(path, leaf)`` pairs of ``state``, sorted by path."""
-    return FlatState(_iter_flat(state if isinstance(state, State) else _raw(dict(state)), ()))
+    return FlatState(iter_flat_state(state))
 
 
 def from_flat_state(

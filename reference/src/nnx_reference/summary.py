@@ -130,10 +130,11 @@ def _record_calls(
 
     def run(node: tp.Any, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         paths: dict[int, tuple[tp.Any, ...]] = {}
+        classes: set[type] = set()
         for path, value in graphlib.iter_graph(node):
             if isinstance(value, Module):
                 paths.setdefault(id(value), tuple(path))
-        classes = {type(value) for _, value in graphlib.iter_graph(node) if isinstance(value, Module)}
+                classes.add(type(value))
         with _recording(classes, method, paths, calls):
             getattr(node, method)(*args, **kwargs)
         return None
@@ -176,10 +177,11 @@ def _state_cell(variables: list[tuple[tuple[tp.Any, ...], tp.Any]], list_direct:
     return total
 
 
-def _node_at(obj: tp.Any, path: tuple[tp.Any, ...]) -> tp.Any:
-    for key in path:
-        obj = obj[key] if isinstance(obj, (Mapping, list, tuple)) else getattr(obj, str(key))
-    return obj
+def _nodes_by_path(obj: tp.Any) -> dict[tuple[tp.Any, ...], tp.Any]:
+    """Every node of ``obj``'s graph by its (first) path, in one walk."""
+    from . import graphlib
+
+    return {tuple(path): node for path, node in graphlib.iter_graph(obj)}
 
 
 # ---------------------------------------------------------------- drawing
@@ -257,9 +259,10 @@ def tabulate(
         ]
 
     header = ["path", "type", "inputs", "outputs", *type_names]
+    nodes = _nodes_by_path(obj)
     rows = [
         ["/".join(str(k) for k in c.path), c.type.__name__, c.inputs_repr, c.outputs,
-         *state_cells(_node_at(obj, c.path), list_direct=True)]
+         *state_cells(nodes[c.path], list_direct=True)]
         for c in calls
     ]
     footer = ["", "", "", "Total", *state_cells(obj, list_direct=False)]

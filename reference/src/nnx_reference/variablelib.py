@@ -10,11 +10,9 @@ can select it. Every Variable carries the required metadata ``hijax``, ``ref`` a
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import operator
-import threading
 import typing as tp
 import warnings
 
@@ -69,37 +67,22 @@ class VarDefaults:
     ref: bool = False
 
 
-class _VarDefaultsState(threading.local):
-    def __init__(self) -> None:
-        self.stack: list[VarDefaults] = [VarDefaults()]
+_HIJAX = spmd.Setting(False)
+_REF = spmd.Setting(False)
 
 
-_DEFAULTS = _VarDefaultsState()
-
-
-class VarDefaultsContext(contextlib.ContextDecorator):
-    """Sets new Variable defaults now; used as a context manager, restores them on exit."""
-
-    def __init__(self, defaults: VarDefaults) -> None:
-        self.previous = _DEFAULTS.stack[-1]
-        _DEFAULTS.stack[-1] = defaults
-
-    def __enter__(self) -> VarDefaultsContext:
-        return self
-
-    def __exit__(self, *exc: tp.Any) -> None:
-        _DEFAULTS.stack[-1] = self.previous
+class VarDefaultsContext(spmd.ConfigContext):
+    """Sets new Variable defaults when called (see :class:`spmd.ConfigContext` for the
+    call / context-manager / decorator forms); only the fields given change."""
 
 
 def var_defaults(*, hijax: bool | None = None, ref: bool | None = None) -> VarDefaultsContext | VarDefaults:
-    """Returns the current Variable defaults, or sets ``hijax``/``ref`` defaults (also a context manager)."""
-    current = _DEFAULTS.stack[-1]
+    """Returns the current Variable defaults, or sets ``hijax``/``ref`` defaults (also a
+    context manager or decorator)."""
     if hijax is None and ref is None:
-        return current
-    new = VarDefaults(
-        hijax=current.hijax if hijax is None else hijax, ref=current.ref if ref is None else ref
-    )
-    return VarDefaultsContext(new)
+        return VarDefaults(hijax=_HIJAX.value, ref=_REF.value)
+    updates = [(setting, bool(value)) for setting, value in ((_HIJAX, hijax), (_REF, ref)) if value is not None]
+    return VarDefaultsContext(updates)
 
 
 DEPRECATED_SHARDING_KEYS = ("sharding_names", "sharding")
