@@ -10,6 +10,12 @@ import jax  # noqa: F401  imported once here, so in-process runs share it
 import jax.numpy  # noqa: F401
 import pytest
 
+from nnx_conformance.devices import JaxEnvironment
+
+# The suite's JAX set-up (8 CPU devices) before any test starts JAX's backends: the
+# in-process runs share this JAX, whichever test happens to start it.
+JaxEnvironment().configure(None)
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from specbuilder import write_fake_impl  # noqa: E402

@@ -10,6 +10,8 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from nnx_conformance.manifest import example_digest
+
 
 @dataclass
 class ApiPage:
@@ -32,10 +34,6 @@ class GuidePage:
 _PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
-def _digest(source: str, output: str) -> str:
-    return hashlib.sha256((source + output).encode("utf-8")).hexdigest()
-
-
 def _api(page: ApiPage) -> tuple[str, list[dict]]:
     lines = [f"# {page.id}", ""]
     examples = []
@@ -52,7 +50,7 @@ def _api(page: ApiPage) -> tuple[str, list[dict]]:
                 "object": name,
                 "source": "fake.py:1",
                 "line": start + lineno + 1,
-                "sha256": _digest(source, want),
+                "sha256": example_digest(source, want),
                 "apis": [],
                 "classification": "run",
                 "form": form,
@@ -74,7 +72,7 @@ def _guide(page: GuidePage) -> tuple[str, list[dict]]:
             "object": None,
             "source": "fake.ipynb",
             "line": len(lines) + 1,
-            "sha256": _digest(source, output or ""),
+            "sha256": example_digest(source, output or ""),
             "apis": [],
             "classification": "run",
         })

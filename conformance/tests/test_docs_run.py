@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from specbuilder import ApiPage, GuidePage, write_fake_impl, write_spec
@@ -122,11 +120,6 @@ def test_pages_run_with_eight_cpu_devices(pytester: pytest.Pytester, run_docs) -
         8
     """)]))
     run_docs().assert_outcomes(passed=1)
-
-
-def test_the_page_manifest_is_json(pytester: pytest.Pytester) -> None:
-    spec = write_spec(pytester.path, GuidePage("guide:basics", [("1", "1")]))
-    assert json.loads((spec / "manifest.json").read_text())["pages"][0]["id"] == "guide:basics"
 
 
 CODE_PAGE = '''

@@ -163,10 +163,15 @@ def _started_jax() -> Iterator[None]:
         del config.update  # back to the class's own method
 
 
+def cache_source(filename: str, source: str) -> None:
+    """Keep ``source`` in linecache as ``filename``, so that tracebacks show its lines."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
 def run_cell(source: str, namespace: dict[str, Any], filename: str) -> str:
     """Run ``source`` like a kernel; return its stdout followed by its shown result."""
     source = _strip_magics(source)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    cache_source(filename, source)
     tree = ast.parse(source, filename)
     last = tree.body[-1] if tree.body else None
     shows_result = isinstance(last, ast.Expr) and not source.rstrip().endswith(";")
@@ -183,29 +188,61 @@ def run_cell(source: str, namespace: dict[str, Any], filename: str) -> str:
     return stdout.getvalue()
 
 
-class CellEvaluator:
-    """Runs a guide cell and compares its text output; keeps the exception a cell raised."""
+class SourceEvaluator:
+    """What the evaluators that execute an example's source in its page's namespace share
+    (guide cells here, API pages' code blocks in ``docpages``): an example that raises
+    gives its traceback, from the example's own frames on, as its result, and the
+    exception is kept as ``last_exception``.
 
-    def __init__(self, optionflags: int, checker: DocOutputChecker) -> None:
-        self.optionflags = optionflags
-        self.checker = checker
+    A subclass names the example's source (``filename``, what tracebacks show; the source
+    must be compiled under that name and put in linecache with :func:`cache_source`),
+    runs it (``execute``: what it printed) and compares what it printed (``compare``).
+    """
+
+    def __init__(self) -> None:
         self.last_exception: ExcInfo | None = None
 
+    def filename(self, example: Example) -> str:
+        raise NotImplementedError
+
+    def execute(self, example: Example, filename: str) -> str:
+        raise NotImplementedError
+
+    def compare(self, example: Example, got: str) -> str:
+        """An empty string when ``got`` is what the example documents, else the difference."""
+        return ""
+
     def __call__(self, example: Example) -> str:
-        cell: Cell = example.parsed
         self.last_exception = None
-        filename = f"<{example.path}:cell {cell.number}>"
+        filename = self.filename(example)
         try:
-            got = run_cell(cell.source, example.namespace, filename)
+            got = self.execute(example, filename)
         except Exception:
             exc_type, exc, tb = sys.exc_info()
             assert exc_type is not None and exc is not None
-            while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-                tb = tb.tb_next  # the cell's own frames are what a reader needs
+            while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+                tb = tb.tb_next  # the example's own frames are what a reader needs
             self.last_exception = (exc_type, exc, tb)
             return "".join(traceback.format_exception(exc_type, exc, tb))
-        if cell.output is None:
-            return ""
-        if self.checker.check_output(cell.output, got, self.optionflags):
+        return self.compare(example, got)
+
+
+class CellEvaluator(SourceEvaluator):
+    """Runs a guide cell and compares its text output; keeps the exception a cell raised."""
+
+    def __init__(self, optionflags: int, checker: DocOutputChecker) -> None:
+        super().__init__()
+        self.optionflags = optionflags
+        self.checker = checker
+
+    def filename(self, example: Example) -> str:
+        return f"<{example.path}:cell {example.parsed.number}>"
+
+    def execute(self, example: Example, filename: str) -> str:
+        return run_cell(example.parsed.source, example.namespace, filename)
+
+    def compare(self, example: Example, got: str) -> str:
+        cell: Cell = example.parsed
+        if cell.output is None or self.checker.check_output(cell.output, got, self.optionflags):
             return ""
         return self.checker.output_difference(doctest.Example(cell.source, cell.output), got, self.optionflags)

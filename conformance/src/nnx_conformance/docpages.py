@@ -10,9 +10,6 @@ last example raised, so that a missing nnx name can be reported as such.
 from __future__ import annotations
 
 import doctest
-import linecache
-import sys
-import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,8 +19,8 @@ from sybil.parsers.abstract import DocTestStringParser
 from sybil.parsers.markdown import CodeBlockParser
 from sybil.region import Region
 
-from .cells import Cell, CellEvaluator, CellParser, ExcInfo
-from .manifest import PageEntry, example_digest
+from .cells import Cell, CellEvaluator, CellParser, ExcInfo, SourceEvaluator, cache_source
+from .manifest import PageEntry
 from .outputs import DocOutputChecker
 
 OPTIONFLAGS = doctest.ELLIPSIS | NUMBER | doctest.NORMALIZE_WHITESPACE
@@ -62,24 +59,16 @@ class ApiEvaluator(DocTestEvaluator):
         return super().__call__(example)
 
 
-class CodeEvaluator:
+class CodeEvaluator(SourceEvaluator):
     """Executes a code block in the page's namespace; keeps the exception it raised."""
 
-    def __init__(self) -> None:
-        self.last_exception: ExcInfo | None = None
+    def filename(self, example: Example) -> str:
+        return f"<{example.path}:{example.line}>"
 
-    def __call__(self, example: Example) -> str:
-        self.last_exception = None
+    def execute(self, example: Example, filename: str) -> str:
         source = str(example.parsed)
-        filename = f"<{example.path}:{example.line}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        try:
-            exec(compile(source, filename, "exec", dont_inherit=True), example.namespace)
-        except Exception:
-            exc_type, exc, tb = sys.exc_info()
-            assert exc_type is not None and exc is not None and tb is not None
-            self.last_exception = (exc_type, exc, tb.tb_next)  # from the block's own frame on
-            return "".join(traceback.format_exception(exc_type, exc, tb.tb_next))
+        cache_source(filename, source)
+        exec(compile(source, filename, "exec", dont_inherit=True), example.namespace)
         return ""
 
 
@@ -118,10 +107,6 @@ def source_and_output(example: Example) -> tuple[str, str]:
     if isinstance(parsed, str):  # a code block: its source, no expected output
         return str(parsed), ""
     return parsed.source, parsed.want
-
-
-def digest(example: Example) -> str:
-    return example_digest(*source_and_output(example))
 
 
 def last_exception(example: Example) -> ExcInfo | None:

@@ -18,7 +18,7 @@ from sybil import Document, Example
 from . import docpages
 from .blocking import Blockers
 from .impl import Implementation, missing_name
-from .manifest import REGENERATE, ExampleEntry, Manifest, PageEntry
+from .manifest import REGENERATE, ExampleEntry, Manifest, PageEntry, example_digest
 from .patterns import PatternList
 from .var_defaults import VarDefaults
 
@@ -71,6 +71,7 @@ class DocSuite:
             if not page.path.is_file():
                 pytest.fail(f"page {page.id}: {page.path} is missing; {REGENERATE}", pytrace=False)
             if self._var_defaults is not None:
+                assert self.impl.module is not None  # the defaults were read from it
                 self._var_defaults.restore(self.impl.module)
             document, examples = docpages.parse_page(page, self.impl.name)
             if len(examples) != len(page.examples):
@@ -87,39 +88,37 @@ class DocSuite:
         """Run example ``index`` of ``page`` (and, silently, any earlier one not yet run)."""
         state = self._page_run(page)
         for earlier in range(state.next_index, index):
-            self._run_silently(page, state, earlier)
+            self._step(page, state, earlier, requested=False)
         state.next_index = max(state.next_index, index + 1)
-        entry, example = page.examples[index], state.examples[index]
-        self._check_digest(entry, example, page)
-        source, _ = docpages.source_and_output(example)
-        culprit = state.blockers.culprit(source)
+        culprit, failure = self._step(page, state, index, requested=True)
         if culprit is not None:
-            state.blockers.block(source, culprit)
             pytest.skip(f"blocked by {culprit}")
-        failure = self._evaluate(example, state, entry, page)
         if failure is not None:
             pytest.fail(failure, pytrace=False)
 
-    def _run_silently(self, page: PageEntry, state: _PageRun, index: int) -> None:
+    def _step(self, page: PageEntry, state: _PageRun, index: int, requested: bool) -> tuple[str | None, str | None]:
+        """Run example ``index`` of ``page`` unless an earlier failure blocks it or, run
+        silently, it is excluded (then what it defines is blocked in turn). The requested
+        example is first checked against the manifest's hash. Returns the culprit that
+        blocked it and the failure message (None when it ran as documented)."""
         entry, example = page.examples[index], state.examples[index]
-        source, _ = docpages.source_and_output(example)
-        culprit = state.blockers.culprit(source)
-        if entry.excluded or page.excluded or culprit is not None:
-            state.blockers.block(source, culprit or entry.id)
-        else:
-            self._evaluate(example, state, entry, page)
-
-    def _check_digest(self, entry: ExampleEntry, example: Example, page: PageEntry) -> None:
-        if docpages.digest(example) != entry.sha256:
+        source, output = docpages.source_and_output(example)
+        if requested and example_digest(source, output) != entry.sha256:
             pytest.fail(
                 f"{entry.id}: the example at {page.path}:{example.line} does not match the "
                 f"manifest's hash; the pages are stale: {REGENERATE}",
                 pytrace=False,
             )
+        culprit = state.blockers.culprit(source)
+        excluded = not requested and (entry.excluded or page.excluded)
+        if excluded or culprit is not None:
+            state.blockers.block(source, culprit or entry.id)
+            return culprit, None
+        return None, self._evaluate(example, source, state, entry, page)
 
-    def _evaluate(self, example: Example, state: _PageRun, entry: ExampleEntry, page: PageEntry) -> str | None:
-        """Run one example; the failure message, or None when it ran as documented."""
-        source, _ = docpages.source_and_output(example)
+    def _evaluate(self, example: Example, source: str, state: _PageRun, entry: ExampleEntry,
+                  page: PageEntry) -> str | None:
+        """Run one example (``source`` is its source); the failure message, or None when it ran as documented."""
         result = example.region.evaluator(example)
         raised = docpages.last_exception(example)
         if raised is not None:
@@ -132,6 +131,15 @@ class DocSuite:
         if not result:
             return None
         return f"{entry.id} ({page.path.name}:{entry.line}) did not run as documented:\n{result}"
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Why a doc example is not run: the skip reason, and whether it is a spec defect
+    (listed in ``spec_defects.txt``; else the manifest excludes it)."""
+
+    reason: str
+    spec_defect: bool
 
 
 @dataclass
@@ -153,22 +161,20 @@ class DocCase:
     def test_id(self) -> str:
         return "no-spec" if self.entry is None else self.entry.id
 
-    def skip_reason(self) -> str | None:
+    def skip(self) -> Skip | None:
         """Why the example is not run by default (exclusion or spec defect), if it is not."""
         if self.page is None or self.entry is None:
             return None
         defect = self.suite.defect(self.entry)  # looked up always, so that unused entries show
         if self.page.excluded:
-            return EXCLUDED + (self.page.reason or "the page is excluded")
+            return Skip(EXCLUDED + (self.page.reason or "the page is excluded"), spec_defect=False)
         if self.entry.excluded:
-            return EXCLUDED + (self.entry.reason or "no reason given")
+            return Skip(EXCLUDED + (self.entry.reason or "no reason given"), spec_defect=False)
         if defect is not None and not self.suite.run_defects:
-            return SPEC_DEFECT + defect
+            return Skip(SPEC_DEFECT + defect, spec_defect=True)
         return None
 
     def run(self) -> None:
         if self.page is None:
             pytest.fail(self.suite.problem or f"no spec pages; {REGENERATE}", pytrace=False)
         self.suite.run(self.page, self.index)
-
-

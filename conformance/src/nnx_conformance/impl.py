@@ -25,6 +25,8 @@ from typing import Any
 FLAX_NNX = "flax.nnx"
 NO_FLAX = "numerical parity needs the real flax.nnx installed beside the implementation: nox -s parity"
 FLAX_UNDER_TEST = "the implementation under test is flax.nnx: parity is trivial"
+IMPORT_FAILURE = "cannot import the implementation"
+"""How the suite's messages about an implementation that does not import begin."""
 
 
 class MissingName(AttributeError):
@@ -49,9 +51,14 @@ class Implementation:
             return cls(name, None, "".join(traceback.format_exception(exc)))
 
     @property
-    def error_line(self) -> str:
-        """The last line of the import error's traceback."""
-        return (self.error or "").strip().splitlines()[-1]
+    def import_failure(self) -> str:
+        """The heading of the import failure, ``cannot import the implementation 'name'``."""
+        return f"{IMPORT_FAILURE} {self.name!r}"
+
+    @property
+    def import_failure_line(self) -> str:
+        """The import failure in one line: the heading and the traceback's last line."""
+        return f"{self.import_failure}: {(self.error or '').strip().splitlines()[-1]}"
 
     def version(self) -> str | None:
         """The version of the distribution that provides the implementation."""

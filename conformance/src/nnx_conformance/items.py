@@ -53,6 +53,6 @@ def describe(item: pytest.Item) -> ItemInfo:
     area_marker = item.get_closest_marker("area")
     area = str(area_marker.args[0]) if area_marker and area_marker.args else Path(item.path).stem.removeprefix("test_")
     apis = tuple(str(name) for m in item.iter_markers("apis") for name in m.args)
-    kind = KINDS.get(relative.partition("/")[0], "doc" if relative == "test_docs.py" else "other")
+    kind = KINDS.get(relative.partition("/")[0], "other")
     _, _, name = item.nodeid.partition("::")
     return ItemInfo(f"{relative}::{name}", item.nodeid, kind, area, apis, markers)

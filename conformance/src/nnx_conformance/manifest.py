@@ -1,6 +1,8 @@
 """The generated spec: ``docs_extracted/manifest.json`` and the pages it locks.
 
-See ``docs_extracted/README.md`` for the format.
+See ``docs_extracted/README.md`` for the format. Only what a suite run uses is read:
+the examples' hashes lock the pages (a page's own hash and the examples' provenance
+are for the tools that regenerate and compare specs).
 """
 
 from __future__ import annotations
@@ -19,8 +21,6 @@ class ExampleEntry:
     """One example of a page, as the manifest pins it."""
 
     id: str
-    object: str | None
-    source: str
     line: int
     sha256: str
     apis: tuple[str, ...]
@@ -38,9 +38,7 @@ class PageEntry:
 
     id: str
     kind: str
-    source: str
     path: Path
-    sha256: str
     status: str
     reason: str | None
     examples: tuple[ExampleEntry, ...]
@@ -54,8 +52,6 @@ class PageEntry:
 class Manifest:
     """The spec's pages, in manifest order."""
 
-    root: Path
-    flax_version: str
     pages: tuple[PageEntry, ...]
 
     @classmethod
@@ -65,16 +61,12 @@ class Manifest:
             PageEntry(
                 id=page["id"],
                 kind=page["kind"],
-                source=page.get("source", ""),
                 path=root / page["path"],
-                sha256=page.get("sha256", ""),
                 status=page.get("status", "run"),
                 reason=page.get("reason"),
                 examples=tuple(
                     ExampleEntry(
                         id=example["id"],
-                        object=example.get("object"),
-                        source=example.get("source", ""),
                         line=int(example.get("line", 0)),
                         sha256=example.get("sha256", ""),
                         apis=tuple(example.get("apis", ())),
@@ -86,7 +78,7 @@ class Manifest:
             )
             for page in data["pages"]
         )
-        return cls(root, data.get("flax_version", ""), pages)
+        return cls(pages)
 
 
 def example_digest(source: str, output: str) -> str:

@@ -32,7 +32,6 @@ MARKERS = (
 # Registered on import, before hypothesis' plugin reads --hypothesis-profile; the suite's
 # default profile is loaded only for suite runs (other runs keep hypothesis' default).
 hypothesis_profiles.register_profiles()
-hypothesis_settings.load_profile("default")
 
 
 def _suite(config: pytest.Config) -> Suite | None:
@@ -100,8 +99,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_call(item: pytest.Item) -> None:
     suite = _suite(item.config)
     if suite is not None and item.nodeid in suite.infos and suite.impl.module is None:
-        pytest.fail(f"cannot import the implementation {suite.impl.name!r}: {suite.impl.error_line}",
-                    pytrace=False)
+        pytest.fail(suite.impl.import_failure_line, pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -134,7 +132,7 @@ def flax_nnx(request: pytest.FixtureRequest) -> Yardstick:
     if suite is None:
         pytest.fail("the flax_nnx fixture belongs to the conformance suite (nnx_conformance/spec)", pytrace=False)
     if suite.impl.module is None:
-        pytest.fail(f"cannot import the implementation {suite.impl.name!r}: {suite.impl.error_line}", pytrace=False)
+        pytest.fail(suite.impl.import_failure_line, pytrace=False)
     found = suite.yardstick()
     if isinstance(found, str):
         pytest.skip(found)
@@ -147,7 +145,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     write = terminalreporter.write_line
     if suite.impl.error is not None:
-        terminalreporter.section(f"cannot import the implementation {suite.impl.name!r}", red=True)
+        terminalreporter.section(suite.impl.import_failure, red=True)
         for line in suite.impl.error.rstrip().splitlines():
             write(line)
     checked = [("unused expectations", suite.expectations)]

@@ -14,22 +14,18 @@ from typing import Any
 
 import pytest
 
-from .docsuite import SPEC_DEFECT
 from .items import ItemInfo
 
 COUNTS = ("passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects")
-_OUTCOME_COUNT = {"spec_defect": "spec_defects"}
+"""A test's possible outcomes, each counted under its own name; ``spec_defects`` is a doc
+example skipped as a spec defect (``Suite.adopt`` marks it so)."""
 
 
 def outcome_of(report: pytest.TestReport) -> str | None:
     """The test outcome a phase's report decides, or None when the phase decides nothing."""
     if report.when == "call" or (report.when == "setup" and not report.passed):
         if report.skipped:
-            if hasattr(report, "wasxfail"):
-                return "xfailed"
-            longrepr = report.longrepr
-            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-            return "spec_defect" if reason.startswith(("Skipped: " + SPEC_DEFECT, SPEC_DEFECT)) else "skipped"
+            return "xfailed" if hasattr(report, "wasxfail") else "skipped"
         if report.passed:
             return "xpassed" if hasattr(report, "wasxfail") else "passed"
         return "xpassed" if str(report.longrepr).startswith("[XPASS(strict)]") else "failed"
@@ -53,6 +49,7 @@ def _message(report: pytest.TestReport) -> str:
 @dataclass
 class ItemResult:
     info: ItemInfo
+    spec_defect: bool = False  # skipped as a spec defect: its skip counts as ``spec_defects``
     outcome: str | None = None  # None until a phase decides it (never, if the run stops early)
     duration: float = 0.0
     message: str = ""
@@ -64,8 +61,8 @@ class Outcomes:
 
     results: dict[str, ItemResult] = field(default_factory=dict)
 
-    def expect(self, info: ItemInfo) -> None:
-        self.results[info.nodeid] = ItemResult(info)
+    def expect(self, info: ItemInfo, spec_defect: bool = False) -> None:
+        self.results[info.nodeid] = ItemResult(info, spec_defect)
 
     def forget(self, nodeid: str) -> None:
         """Leave a deselected test out of the report."""
@@ -80,6 +77,8 @@ class Outcomes:
         outcome = outcome_of(report)
         if outcome is None or (report.when == "teardown" and result.outcome == "failed"):
             return
+        if outcome == "skipped" and result.spec_defect:
+            outcome = "spec_defects"
         result.outcome = outcome
         result.message = "" if outcome == "passed" else _message(report)
 
@@ -88,7 +87,7 @@ def _count(results: list[ItemResult]) -> dict[str, int]:
     counts = dict.fromkeys(COUNTS, 0)
     for result in results:
         assert result.outcome is not None
-        counts[_OUTCOME_COUNT.get(result.outcome, result.outcome)] += 1
+        counts[result.outcome] += 1
     return counts
 
 

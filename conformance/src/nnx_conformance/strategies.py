@@ -32,6 +32,9 @@ MODE_FLAGS = ("deterministic", "use_running_average")
 
 DTYPES = ("float32", "int32")
 
+MAX_DEPTH = 2
+"""How deep drawn Module graphs nest: the root's Modules may hold Modules, no deeper."""
+
 
 class Classes(NamedTuple):
     """User classes of one implementation, the kinds a user defines on top of NNX."""
@@ -127,10 +130,9 @@ static_values: st.SearchStrategy[Any] = st.one_of(
 class _GraphBuilder:
     """Draws one Module graph and remembers its Modules and Variables in creation order."""
 
-    def __init__(self, draw: st.DrawFn, nnx: Any, max_depth: int, mode_flags: bool, sequences: bool) -> None:
+    def __init__(self, draw: st.DrawFn, nnx: Any, mode_flags: bool, sequences: bool) -> None:
         self.draw = draw
         self.nnx = nnx
-        self.max_depth = max_depth
         self.mode_flags = mode_flags
         self.sequences = sequences
         self.classes = classes(nnx)
@@ -145,7 +147,7 @@ class _GraphBuilder:
     def module(self, depth: int) -> Any:
         names = self.draw(st.lists(st.sampled_from(ATTRIBUTE_NAMES), max_size=3, unique=True), label="attribute names")
         kinds = ["variable", "static", "dict"] + (["tuple"] if self.sequences else [])
-        if depth < self.max_depth:
+        if depth < MAX_DEPTH:
             kinds += ["module", "record", "list", "nnx_dict", "sequential"]
         if self.mode_flags:
             kinds.append("dropout")
@@ -216,7 +218,6 @@ def graphs(
     *,
     shared: bool = False,
     cycles: bool = False,
-    max_depth: int = 2,
     mode_flags: bool = False,
     sequences: bool = True,
 ) -> Any:
@@ -230,7 +231,7 @@ def graphs(
     ``sequences=False`` no Variable sits directly in a tuple or List (a Variable can be
     popped only from a mapping-like node).
     """
-    builder = _GraphBuilder(draw, nnx, max_depth, mode_flags, sequences)
+    builder = _GraphBuilder(draw, nnx, mode_flags, sequences)
     root = builder.module(depth=0)
     if shared or cycles:
         builder.add_shared_references(root, cycles)
@@ -298,11 +299,6 @@ rng_seeds: st.SearchStrategy[dict[str, int]] = st.dictionaries(
     st.sampled_from(STREAM_NAMES), st.integers(0, 2**31 - 1), min_size=1, max_size=3
 )
 """Seeds of an Rngs by stream name: one to three streams."""
-
-
-def rngs(nnx: Any) -> st.SearchStrategy[Any]:
-    """An Rngs with one to three streams seeded by integers."""
-    return rng_seeds.map(lambda seeds: nnx.Rngs(**seeds))
 
 
 # Stateful programs: what the transform laws run eagerly and under each transform.
@@ -406,11 +402,6 @@ class Program:
     def __call__(self, nnx: Any, model: Any) -> None:
         for operation in self.operations:
             operation(nnx, model)
-
-    @property
-    def is_structural(self) -> bool:
-        """Whether the program changes the model's structure (sows)."""
-        return any(isinstance(operation, Sow) for operation in self.operations)
 
 
 @st.composite
@@ -522,6 +513,8 @@ def conv_args(draw: st.DrawFn, *, transpose: bool = False) -> LayerArgs:
         **draw(dtype_args()),
     }
     paddings = CONV_TRANSPOSE_PADDINGS if transpose else CONV_PADDINGS
+    if rank > 1:  # causal padding is defined for one spatial axis only
+        paddings = tuple(p for p in paddings if p != "CAUSAL")
     padding = draw(st.sampled_from(paddings), label="padding")
     kwargs["padding"] = padding * rank if isinstance(padding, tuple) else padding
     if transpose:

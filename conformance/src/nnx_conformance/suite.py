@@ -70,11 +70,11 @@ class Suite:
         """Describe a collected suite test; apply its skip for a spec defect and its expectation."""
         info = describe(item)
         self.infos[item.nodeid] = info
-        self.outcomes.expect(info)
         case = doc_case(item)
-        reason = case.skip_reason() if case is not None else None
-        if reason is not None:
-            item.add_marker(pytest.mark.skip(reason=reason))
+        skip = case.skip() if case is not None else None
+        if skip is not None:
+            item.add_marker(pytest.mark.skip(reason=skip.reason))
+        self.outcomes.expect(info, spec_defect=skip is not None and skip.spec_defect)
         expectations.apply(item, info.id, self.expectations)
 
     def yardstick(self) -> Yardstick | str:

@@ -28,7 +28,6 @@ class VarDefaults:
         current = var_defaults()
         return cls(bool(current.hijax), bool(current.ref))
 
-    def restore(self, nnx: ModuleType | None) -> None:
+    def restore(self, nnx: ModuleType) -> None:
         """Set these defaults again, as the documented ``nnx.var_defaults(hijax=..., ref=...)`` does."""
-        if nnx is not None:
-            nnx.var_defaults(hijax=self.hijax, ref=self.ref)
+        nnx.var_defaults(hijax=self.hijax, ref=self.ref)

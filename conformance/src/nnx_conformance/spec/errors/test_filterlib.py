@@ -14,6 +14,8 @@ pytestmark = pytest.mark.area("filterlib")
 def test_to_predicate_rejects_a_value_that_is_not_a_filter(nnx: Any, value: Any) -> None:
     # A filter is a type, a string tag, a predicate, ..., True, False, None or a
     # list/tuple of filters; anything else has no meaning and must not become a predicate.
+    # Only the exception type is checked: flax 0.12.12's own message fails to format for
+    # some values (a ValueError/TypeError from its f-string), so no message is common.
     with pytest.raises((TypeError, ValueError)):
         nnx.filterlib.to_predicate(value)
 

@@ -107,7 +107,8 @@ def test_pop_without_filters_raises(nnx: Any) -> None:
 
 @pytest.mark.apis("update")
 def test_update_with_a_path_through_a_missing_attribute_raises(nnx: Any) -> None:
-    # A nested path whose first key is not an attribute of the model has nowhere to go.
+    # A nested path whose first key is not an attribute of the model has nowhere to go;
+    # the error names the path's key.
     model = _two_layer_model(nnx)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"missing"):
         nnx.update(model, nnx.State({"missing": {"kernel": nnx.Param(jnp.ones(1))}}))

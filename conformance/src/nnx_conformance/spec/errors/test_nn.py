@@ -328,6 +328,7 @@ def test_lora_base_module_must_be_callable(nnx: Any) -> None:
 
 
 @dtypes
+@pytest.mark.apis("nn.dtypes.canonicalize_dtype")
 def test_canonicalize_dtype_refuses_an_integer_dtype_when_inexact(nnx: Any) -> None:
     with pytest.raises(ValueError, match=r"Dtype must be inexact"):
         nnx.nn.dtypes.canonicalize_dtype(jnp.ones(2), dtype=jnp.int32)

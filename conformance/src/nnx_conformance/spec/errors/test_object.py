@@ -9,6 +9,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from nnx_conformance.spec.errors import raises_named
+
 pytestmark = pytest.mark.area("object")
 
 
@@ -89,5 +91,5 @@ def test_mutating_a_pytree_from_inside_a_jax_transform_it_was_not_created_in_rai
     def increment(n: Any) -> None:
         counter.count += 1
 
-    with pytest.raises(Exception, match=r"Cannot mutate 'Counter' from different trace level"):
+    with raises_named("TraceContextError", r"Cannot mutate 'Counter' from different trace level"):
         increment(jnp.arange(3))

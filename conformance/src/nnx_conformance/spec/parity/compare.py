@@ -36,7 +36,9 @@ class Case:
     """A layer built by ``build(nnx, rngs)`` and, if ``x`` is given, run by ``call(nnx, layer, x)``.
 
     Outputs may differ by ``tol`` plus ``ulps`` units of rounding of their dtype, scaled
-    by the magnitude of the yardstick's output (at least 1).
+    by the magnitude of the yardstick's output (at least 1). With ``allow_errors`` (cases
+    written to probe errors), both sides raising the same exception type is agreement;
+    without it, a case where the yardstick raises compares nothing and fails.
     """
 
     name: str
@@ -47,6 +49,7 @@ class Case:
     tol: float = 0.0
     ulps: float = 0.0
     rngs: Callable[[Any], Any] = lambda nnx: nnx.Rngs(0, dropout=1)
+    allow_errors: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +134,7 @@ def run_case(case: Case, yardstick: Side, candidate: Side) -> tuple[bool, str]:
     """Whether the candidate agrees with the yardstick on ``case``, and a note saying how."""
     a, b = (side.run(lambda n: case.build(n, case.rngs(n))) for side in (yardstick, candidate))
     if isinstance(a, Exception) or isinstance(b, Exception):
-        return type(a) is type(b), f"construction raises {_name(a)} / {_name(b)}"
+        return _both_raise(case, a, b, "construction")
     difference = state_difference(yardstick.run(flat_state, a, catch=False), candidate.run(flat_state, b, catch=False))
     if difference:
         return False, f"state after construction differs: {difference}"
@@ -139,7 +142,7 @@ def run_case(case: Case, yardstick: Side, candidate: Side) -> tuple[bool, str]:
     for step in range(case.calls if case.x is not None else 0):
         ya, yb = yardstick.run(case.call, a, case.x), candidate.run(case.call, b, case.x)
         if isinstance(ya, Exception) or isinstance(yb, Exception):
-            return type(ya) is type(yb), f"call {step + 1} raises {_name(ya)} / {_name(yb)}"
+            return _both_raise(case, ya, yb, f"call {step + 1}")
         difference, worst = output_difference(ya, yb, case.tol, case.ulps)
         notes.append(f"max |diff| {worst:.3g}")
         if difference:
@@ -148,6 +151,12 @@ def run_case(case: Case, yardstick: Side, candidate: Side) -> tuple[bool, str]:
         if difference:
             return False, f"state after call {step + 1} differs: {difference}"
     return True, "; ".join(notes)
+
+
+def _both_raise(case: Case, a: Any, b: Any, stage: str) -> tuple[bool, str]:
+    """The verdict when the yardstick (``a``) or the candidate (``b``) raised at ``stage``."""
+    note = f"{stage} raises {_name(a)} / {_name(b)}"
+    return case.allow_errors and type(a) is type(b), note
 
 
 def _name(outcome: Any) -> str:
@@ -175,6 +184,7 @@ def layer_case(
     """The case of ``nnx.<layer>`` built from ``drawn`` (or by ``build``, which uses it) with
     ``Rngs(seed)``, run on ``x``, outputs compared within :data:`ROUNDING_ULPS`."""
     fields.setdefault("ulps", ROUNDING_ULPS)
+    fields.setdefault("allow_errors", False)  # a drawn layer must run: an error compares nothing
     fields.setdefault("rngs", lambda nnx: nnx.Rngs(seed))
 
 

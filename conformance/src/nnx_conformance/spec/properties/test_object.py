@@ -92,7 +92,7 @@ def test_split_in_tree_mode_rejects_a_shared_variable(nnx: Any, data: st.DataObj
     node = data.draw(nst.trees(nnx), label="tree")
     variable = data.draw(nst.variables(nnx), label="shared variable")
     node.first, node.second = variable, variable
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"(?s)Duplicate .*found at paths"):
         nnx.split(node, graph=False)
 
 

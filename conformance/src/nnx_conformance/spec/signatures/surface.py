@@ -80,7 +80,7 @@ def describe(obj: Any) -> Entry:
         entry["parameters"] = parameters(obj)
     elif kind == "class":
         own_init = any("__init__" in vars(base) for base in obj.__mro__[:-1])
-        entry["init"] = parameters(obj.__init__, drop_first=True) if own_init else None
+        entry["init"] = parameters(obj.__init__, drop_first=True) if own_init else []  # object() takes none
         entry["members"] = _members(obj)
     return entry
 
@@ -140,9 +140,11 @@ def parameter_problems(where: str, expected: list[Entry] | None, actual: list[En
     parameters are optional, literal defaults are equal, and a parameter with a default
     keeps one. Underscore-named options are private and not compared.
     """
-    if expected is None or actual is None:
+    if expected is None:  # the spec's signature could not be read: nothing to compare
         return []
     expected = [p for p in expected if not _is_private_option(p)]
+    if actual is None:
+        return [f"{where}: its signature cannot be read, expected {[p['name'] for p in expected]}"] if expected else []
     problems = []
     of_kind = lambda params, *kinds: [p for p in params if p["kind"] in kinds]  # noqa: E731
     want_pos = of_kind(expected, "POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")
@@ -195,7 +197,8 @@ def problems(name: str, expected: Entry, actual: Entry) -> list[str]:
     if expected["kind"] != actual["kind"] and not (expected["kind"] == "function" and actual["kind"] == "class"):
         return [f"{name} is a {actual['kind']}, expected a {expected['kind']}"]
     if expected["kind"] == "function":
-        return parameter_problems(name, expected.get("parameters"), actual.get("parameters") or actual.get("init"))
+        got = actual["parameters"] if actual["kind"] == "function" else actual["init"]
+        return parameter_problems(name, expected.get("parameters"), got)
     if expected["kind"] != "class":
         return []
     found = parameter_problems(f"{name}.__init__", expected["init"], actual["init"])
