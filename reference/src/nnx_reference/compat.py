@@ -27,7 +27,7 @@ _WRAPPED = [
     ("module", "iter_modules", _GRAPH),
     ("module", "view", _GRAPH),
     ("module", "view_info", _GRAPH),
-    ("module", "get_abstract_model", _GRAPH),
+    ("spmd", "get_abstract_model", _GRAPH),
     ("rnglib", "backup_keys", _GRAPH),
     ("rnglib", "fork_rngs", _GRAPH_AND_UPDATES),
     ("rnglib", "reseed", _GRAPH),
@@ -46,13 +46,10 @@ __all__: list[str] = []
 
 
 def _wrap_all() -> None:
-    """Define each wrapper whose target its area provides."""
+    """Define each wrapper (an area lacking its target is an error, not a silent gap)."""
     for module_name, name, defaults in _WRAPPED:
         module = importlib.import_module(f"{__package__}.{module_name}")
-        target = getattr(module, name, None)
-        if target is None:
-            continue
-        globals()[name] = functools.partial(target, **defaults)
+        globals()[name] = functools.partial(getattr(module, name), **defaults)
         __all__.append(name)
 
 

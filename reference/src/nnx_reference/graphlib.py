@@ -198,12 +198,6 @@ def _is_container(x: tp.Any) -> bool:
     return not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(x, is_leaf=lambda y: y is not x))
 
 
-def _is_state_leaf(x: tp.Any) -> bool:
-    return isinstance(x, (jax.Array, np.ndarray, jax.ShapeDtypeStruct)) or (
-        hasattr(jax, "Ref") and isinstance(x, jax.Ref)
-    )
-
-
 def jax_key(entry: tp.Any) -> Key:
     """The NNX path element for one JAX key-path entry."""
     for attr in ("name", "key", "idx"):
@@ -441,7 +435,7 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> tp.An
             for key, value, data in _pytree_children(node)
         )
         return NodeDef(type(node), index, attributes)
-    if _is_state_leaf(node):
+    if reprlib.is_array(node):
         ctx.leaves.append((path, node))
         return LEAF
     if _is_container(node):
@@ -758,12 +752,19 @@ def clone(node: A, variables: bool = True, *, arrays: bool = False, graph: bool 
     gdef, flat = _flatten_for(node, graph, "clone")
     leaves = []
     for path, leaf in flat:
-        if arrays:
-            leaf = jax.tree.map(lambda x: x.copy() if hasattr(x, "copy") and _is_state_leaf(x) else x, leaf)
-        if variables and isinstance(leaf, Variable):
-            leaf = leaf.copy()
+        if isinstance(leaf, Variable) and (variables or arrays):
+            leaf = leaf.copy()  # keeps the Variable's type, metadata and hooks
+            if arrays:
+                leaf.set_raw_value(_copy_arrays(leaf.get_raw_value()))
+        elif arrays:
+            leaf = _copy_arrays(leaf)
         leaves.append((path, leaf))
     return _unflatten_leaves(gdef, leaves, None, False)
+
+
+def _copy_arrays(tree: tp.Any) -> tp.Any:
+    """``tree`` with each array replaced by a copy (other leaves kept)."""
+    return jax.tree.map(lambda x: x.copy() if hasattr(x, "copy") and reprlib.is_array(x) else x, tree)
 
 
 def pop(node: tp.Any, *filters: tp.Any) -> tp.Any:
@@ -1063,7 +1064,8 @@ class UpdateContext:
         return (gdef, *(from_flat_state(g) for g in groups))
 
     def merge(self, graphdef: GraphDef[A], state: tp.Any, /, *states: tp.Any, inner: bool | None = None) -> A:
-        inner = self.outer_ref_index is None or self.inner_index_ref is None and inner is not False if inner is None else inner
+        if inner is None:  # whether this merge is inside the transform or back outside
+            raise ValueError("inner_merge must be specified when using ctxtag")
         leaves = _collect_leaves((state, *states))
         if inner:
             index_ref: dict[int, tp.Any] = {}

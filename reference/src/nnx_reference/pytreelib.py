@@ -100,12 +100,7 @@ def register_data_type(type_: type[A], /) -> type[A]:
 
 def is_data(value: tp.Any, /) -> bool:
     """Whether ``value`` is of a data type: arrays, Refs, Variables, graph nodes, registered types."""
-    return (
-        isinstance(value, (jax.Array, np.ndarray, Variable, Pytree))
-        or (hasattr(jax, "Ref") and isinstance(value, jax.Ref))
-        or type(value) in _DATA_TYPES
-        or any(isinstance(value, t) for t in _DATA_TYPES)
-    )
+    return isinstance(value, (jax.Array, np.ndarray, Variable, Pytree, *_DATA_TYPES)) or reprlib.is_ref(value)
 
 
 def has_data(value: tp.Any, /) -> list[tp.Any]:
@@ -272,14 +267,14 @@ class Pytree:
             status = explicit if explicit is not None else is_data(value) or bool(has_data(value))
         elif explicit is not None:
             status = explicit
-            if not status and cls._pytree__is_pytree and has_data(value):
+            if not status and has_data(value):
                 raise ValueError(
                     f"Found data in value of type '{type(value)}' annotated with nnx.static(...) "
                     f"when setting attribute '{name}' of Pytree type '{cls}'."
                 )
         elif name in nodes:
             status = nodes[name]
-            if not status and cls._pytree__is_pytree:
+            if not status:
                 if is_data(value):
                     raise ValueError(
                         f"Cannot assign data value of type '{type(value)}' to static attribute "
@@ -293,7 +288,7 @@ class Pytree:
             status = is_data(value)
             if not status:
                 found = has_data(value)
-                if found and cls._pytree__is_pytree:
+                if found:
                     raise ValueError(_static_with_data_message(self, name, value, found))
                 status = bool(found)
         nodes[name] = status

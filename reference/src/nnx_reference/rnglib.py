@@ -288,6 +288,11 @@ def _streams(node: tp.Any, graph: bool | None) -> list[tuple[tuple, RngStream]]:
     return [(path, x) for path, x in graphlib.iter_graph(node, graph=graph) if isinstance(x, RngStream)]
 
 
+def backup_keys(node: tp.Any, /, *, graph: bool | None = None) -> list[tuple[RngStream, jax.Array]]:
+    """``(stream, key)`` for every RngStream of ``node``: the keys to put back after a reseed."""
+    return [(stream, stream.key.get_value()) for _, stream in _streams(node, graph=graph)]
+
+
 def _replace_streams(
     node: tp.Any, replace: tp.Callable[[tuple, RngStream], RngStream], graph: bool
 ) -> tp.Any:

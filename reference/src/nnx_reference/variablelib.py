@@ -169,10 +169,6 @@ def _inplace(name: str) -> tp.Callable[..., tp.Any]:
     return method
 
 
-def _is_ref(value: tp.Any) -> bool:
-    return hasattr(jax, "Ref") and isinstance(value, jax.Ref)
-
-
 def _wants_ref(metadata: tp.Mapping[str, tp.Any]) -> bool:
     """Whether a Variable with this metadata stores its value in a ``jax.Ref``: ``ref=True``."""
     return bool(metadata.get("ref"))
@@ -180,7 +176,7 @@ def _wants_ref(metadata: tp.Mapping[str, tp.Any]) -> bool:
 
 def _as_ref(value: tp.Any) -> tp.Any:
     """``value`` in a mutable ``jax.Ref`` (arrays only), so that writes inside ``jax.jit`` are seen outside."""
-    if _is_ref(value) or not isinstance(value, (jax.Array, np.ndarray, int, float, bool)):
+    if reprlib.is_ref(value) or not isinstance(value, (jax.Array, np.ndarray, int, float, bool)):
         return value
     return jax.new_ref(jax.numpy.asarray(value))
 
@@ -258,7 +254,7 @@ class Variable(tp.Generic[A]):
     def copy(self, value: tp.Any = MISSING, **updates: tp.Any) -> Variable[tp.Any]:
         """A new Variable of the same type with the same (or the given) value and metadata."""
         raw = self._raw_value if value is MISSING else value
-        if _is_ref(raw) and value is MISSING:
+        if reprlib.is_ref(raw) and value is MISSING:
             raw = _as_ref(raw[...])
         new = type(self)._new(raw, {**self._var_metadata, **updates})
         object.__setattr__(new, "_hooks", dict(self._hooks))
@@ -328,7 +324,7 @@ class Variable(tp.Generic[A]):
     def get_value(self, *, index: tp.Any = MISSING) -> A:
         """The value (after get hooks), or ``value[index]`` when ``index`` is given."""
         value = self._raw_value
-        if _is_ref(value):
+        if reprlib.is_ref(value):
             value = value[...]
         for hook in self._hooks.get("on_get_value", ()):
             value = hook(self, value)
@@ -342,11 +338,11 @@ class Variable(tp.Generic[A]):
         for hook in self._hooks.get("on_set_value", ()):
             value = hook(self, value)
         if index is MISSING:
-            if _is_ref(raw):
+            if reprlib.is_ref(raw):
                 raw[...] = value
             else:
                 object.__setattr__(self, "_raw_value", value)
-        elif _is_ref(raw):
+        elif reprlib.is_ref(raw):
             raw[index] = value
         elif isinstance(raw, (jax.Array, np.ndarray)) or isinstance(raw, jax.core.Tracer):
             object.__setattr__(self, "_raw_value", jax.numpy.asarray(raw).at[index].set(value))
@@ -358,7 +354,7 @@ class Variable(tp.Generic[A]):
         a plain value only from the trace that made it, and a hijax one only outside transformations."""
         if self._var_metadata.get("mutable", True) is False:
             raise ImmutableVariableError(f"Cannot mutate {type(self).__name__} as it is marked as immutable.")
-        if _is_ref(raw):
+        if reprlib.is_ref(raw):
             return
         if self._var_metadata.get("hijax") and inside_transformation():
             raise ImmutableVariableError(

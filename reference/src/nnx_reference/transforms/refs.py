@@ -17,6 +17,8 @@ import typing as tp
 
 import jax
 
+from ..reprlib import is_ref
+
 
 @dataclasses.dataclass(frozen=True)
 class Hole:
@@ -28,17 +30,13 @@ class Hole:
 jax.tree_util.register_static(Hole)
 
 
-def _is_ref(x: tp.Any) -> bool:
-    return isinstance(x, jax.Ref)
-
-
 def to_holes(tree: tp.Any, inputs: tp.Any) -> tuple[tp.Any, bool]:
     """``tree`` with each Ref among the leaves of ``inputs`` swapped for a :class:`Hole`;
     and whether any was swapped. Runs while tracing."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
-    if not any(map(_is_ref, leaves)):
+    if not any(map(is_ref, leaves)):
         return tree, False
-    index = {id(x): i for i, x in enumerate(jax.tree_util.tree_leaves(inputs)) if _is_ref(x)}
+    index = {id(x): i for i, x in enumerate(jax.tree_util.tree_leaves(inputs)) if is_ref(x)}
     leaves = [Hole(index[id(x)]) if id(x) in index else x for x in leaves]
     return jax.tree_util.tree_unflatten(treedef, leaves), True
 
@@ -53,4 +51,4 @@ def fill_holes(tree: tp.Any, inputs: tp.Any) -> tp.Any:
 
 def shapes_of_refs(tree: tp.Any) -> tp.Any:
     """``tree`` with each Ref replaced by its shape and dtype (what ``eval_shape`` gives back)."""
-    return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype) if _is_ref(x) else x, tree)
+    return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype) if is_ref(x) else x, tree)
