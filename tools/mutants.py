@@ -122,8 +122,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "clone_shares_variables",
         "nnx.clone returns a graph that shares its Variables with the original",
         (Patch("graphlib.py",
-               "        if variables and isinstance(leaf, Variable):\n            leaf = leaf.copy()\n",
-               "        if variables and isinstance(leaf, Variable):\n            leaf = leaf\n"),),
+               "            leaf = leaf.copy()  # keeps the Variable's type, metadata and hooks\n",
+               "            pass\n"),),
         "test_graph",
     ),
     Mutant(
@@ -150,7 +150,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "refs_left_in_transform_outputs",
         "nnx.jit, nnx.cond and nnx.remat return the input Refs of ref=True Variables, which JAX refuses",
-        (Patch("transforms/refs.py", "    if not any(map(_is_ref, leaves)):\n        return tree, False\n",
+        (Patch("transforms/refs.py", "    if not any(map(is_ref, leaves)):\n        return tree, False\n",
                "    if True:\n        return tree, False\n"),),
         "ref_variable",
     ),
