@@ -26,12 +26,13 @@ TRANSFORMS: dict[str, Callable[[Any, Update, bool], Update]] = {
     "jit": lambda nnx, f, graph: nnx.jit(f, graph=graph),
     "cond": lambda nnx, f, graph: lambda model: nnx.cond(True, f, f, model, graph=graph),
     "remat": lambda nnx, f, graph: nnx.remat(f, graph=graph),
+    "checkify": lambda nnx, f, graph: lambda model: nnx.checkify(f, graph=graph)(model)[0].throw(),
 }
 """Each transform applied to an update function of one Module argument."""
 
 
 @pytest.mark.area("transforms")
-@pytest.mark.apis("jit", "cond", "remat")
+@pytest.mark.apis("jit", "cond", "remat", "checkify")
 @pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
 @pytest.mark.parametrize("transform", sorted(TRANSFORMS))
 @given(value=nst.arrays(), amounts=st.lists(st.integers(1, 3), min_size=1, max_size=3))
