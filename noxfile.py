@@ -184,11 +184,11 @@ def _both_venv(session: nox.Session) -> Path:
 def parity(session: nox.Session) -> None:
     """Same seed, same arguments: the reference's layers against flax's, side by side.
 
-    Runs the suite's hypothesis parity tests (spec/parity, skipped where flax is absent)
+    Runs the suite's differential tests (spec/differential, skipped where flax is absent)
     and the fixed cases of tools/parity_layers.py.
     """
     python = _both_venv(session)
-    _run_suite(session, python, "nnx_reference", ["-q", "-k", "parity", *session.posargs])
+    _run_suite(session, python, "nnx_reference", ["-q", "-k", "differential", *session.posargs])
     session.run(str(python), str(ROOT / "tools" / "parity_layers.py"), external=True)
 
 

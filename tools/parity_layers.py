@@ -6,7 +6,7 @@
 Needs an environment with both packages (flax is only the yardstick here; the
 reference never imports it). Each fixed case builds the same layer with each
 implementation from the same seed and compares states and outputs as
-``nnx_conformance.spec.parity.compare`` describes (the suite's parity tests draw
+``nnx_conformance.differential`` describes (the suite's parity tests draw
 their cases with hypothesis instead).
 
 Prints one PASS/FAIL line per case and exits with 1 if any case fails.
@@ -21,7 +21,7 @@ import sys
 import jax
 import jax.numpy as jnp
 
-from nnx_conformance.spec.parity.compare import Case, Side, run_case
+from nnx_conformance.differential import Case, Side, run_case
 from nnx_conformance.strategies import RECURRENT_CELLS
 
 

@@ -15,7 +15,7 @@ import pytest
 from .docsuite import DocCase
 
 SPEC_ROOT = Path(__file__).parent / "spec"
-KINDS = {"properties": "property", "parity": "property", "signatures": "signature", "errors": "error"}
+KINDS = {"properties": "property", "differential": "differential", "signatures": "signature", "errors": "error"}
 _BOOKKEEPING_MARKERS = {"parametrize", "area", "apis", "usefixtures", "filterwarnings"}
 
 

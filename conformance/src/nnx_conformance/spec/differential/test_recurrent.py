@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.spec.parity.compare import assert_agrees, layer_case
+from nnx_conformance.differential import assert_agrees, layer_case
 
 pytestmark = pytest.mark.area("nn/recurrent")
 

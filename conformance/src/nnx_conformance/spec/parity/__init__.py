@@ -1,1 +1,0 @@
-"""Numerical parity with the real flax.nnx (kind "property"), one module per nn page."""
