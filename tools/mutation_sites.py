@@ -3,7 +3,8 @@
 cosmic-ray's ``init`` lists every mutation (operator and occurrence) of each module into
 its work database; its ``mutate_code`` applies one of them to a source text. Places inside
 type annotations are left out: under ``from __future__ import annotations`` they are never
-evaluated, so every mutant there is equivalent by construction.
+evaluated, so every mutant there is equivalent by construction. So are the ``/``, ``*``
+and ``**`` markers of parameter lists, which cosmic-ray takes for operators.
 """
 
 from __future__ import annotations
@@ -85,8 +86,18 @@ def _in_annotation(tree: parso.tree.NodeOrLeaf, position: tuple[int, int]) -> bo
     return False
 
 
+def _in_parameters(tree: parso.tree.NodeOrLeaf, position: tuple[int, int]) -> bool:
+    """Whether the code at ``position`` is a ``/``, ``*`` or ``**`` marker of a parameter list.
+
+    cosmic-ray takes these for operators; any change to them is a syntax error.
+    """
+    leaf = tree.get_leaf_for_position(position)
+    return leaf is not None and leaf.type == "operator" and leaf.parent.type in ("parameters", "param")
+
+
 def find_sites(package: Path, paths: Sequence[Path], database: Path) -> list[Site]:
-    """Every site cosmic-ray finds in ``paths`` outside annotations, recorded in ``database``."""
+    """Every site cosmic-ray finds in ``paths`` outside annotations and parameter markers,
+    recorded in ``database``."""
     with use_db(str(database), WorkDB.Mode.create) as db:
         init(list(paths), db, {})
         items = list(db.work_items)
@@ -95,7 +106,8 @@ def find_sites(package: Path, paths: Sequence[Path], database: Path) -> list[Sit
     for item in items:
         (spec,) = item.mutations
         path = Path(spec.module_path)
-        if _in_annotation(trees[path], tuple(spec.start_pos)):
+        position = tuple(spec.start_pos)
+        if _in_annotation(trees[path], position) or _in_parameters(trees[path], position):
             continue
         sites.append(Site(item.job_id, module_name(package, path), path, spec.operator_name,
                           spec.occurrence, spec.start_pos[0]))
