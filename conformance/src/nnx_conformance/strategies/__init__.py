@@ -1,5 +1,5 @@
 """Hypothesis strategies of the suite, by area: Module graphs and Variables (nodes),
-filters and Rngs seeds (selections), stateful programs (stateful) and nn layer arguments (layers).
+filters and Rngs seeds (selections), stateful programs (stateful), nn layer arguments (layers) and optax transforms (training).
 
 Tests use them as ``strategies.NAME``; the submodules hold them by area.
 """
@@ -31,6 +31,9 @@ from .selections import (
     filter_sequences,
     filters,
     rng_seeds,
+)
+from .training import (
+    OPTAX_TRANSFORMS,
 )
 from .stateful import (
     AddNoise,
@@ -81,6 +84,7 @@ __all__ = [
     "LAYER_DTYPES",
     "LayerArgs",
     "MAX_DEPTH",
+    "OPTAX_TRANSFORMS",
     "MODE_FLAGS",
     "Operation",
     "PathEndsWith",
