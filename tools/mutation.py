@@ -32,6 +32,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 from mutation_sites import Mutant, Site, find_sites, make_mutant, module_path, read_equivalents, sample
 
@@ -45,6 +46,8 @@ EQUIVALENTS = REPO / "conformance" / "mutation" / "equivalent.txt"
 OUT = REPO / "reports" / "mutation"
 FOCUS_PLUGIN = "mutation_focus"
 MIN_TIMEOUT_S = 120.0
+
+Outcome = Literal["killed", "survived", "equivalent", "error"]
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,9 @@ class Verdict:
     line: int
     operator: str
     fingerprint: str
-    outcome: str
+    outcome: Outcome
     stage: str
+    """Which run decided: ``focused``, ``suite`` (either with `` (timeout)``), or ``-`` for an equivalent."""
     detail: str | None
     """The first failing test of a killed mutant; the listed reason of an equivalent one."""
     seconds: float
@@ -159,7 +163,7 @@ def judge(mutant: Mutant, tree: Path, source: Path, copy_root: Path, select: str
     return _verdict(mutant, "survived", "suite", None, seconds)
 
 
-def _verdict(mutant: Mutant, outcome: str, stage: str, detail: str | None, seconds: float) -> Verdict:
+def _verdict(mutant: Mutant, outcome: Outcome, stage: str, detail: str | None, seconds: float) -> Verdict:
     site = mutant.site
     return Verdict(site.module, site.line, site.operator, mutant.fingerprint, outcome, stage, detail,
                    round(seconds, 1), mutant.diff)
@@ -170,7 +174,7 @@ def scores(verdicts: Sequence[Verdict]) -> dict[str, dict[str, int]]:
     table: dict[str, dict[str, int]] = {}
     for verdict in verdicts:
         for key in (verdict.module, "total"):
-            row = table.setdefault(key, dict.fromkeys(("killed", "survived", "equivalent", "error"), 0))
+            row = table.setdefault(key, dict.fromkeys(get_args(Outcome), 0))
             row[verdict.outcome] += 1
     return dict(sorted(table.items(), key=lambda kv: (kv[0] == "total", kv[0])))
 
