@@ -12,8 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 from hypothesis import strategies as st
 
-LAYER_DTYPES = (jnp.float32, jnp.bfloat16)
+LAYER_DTYPES = (jnp.float32, jnp.bfloat16, jnp.float16)
 """The parameter and computation dtypes of drawn layers."""
+
+NORM_DTYPES = (None, *LAYER_DTYPES)
+"""Computation dtypes of drawn normalization layers (None: the input's)."""
 
 seeds: st.SearchStrategy[int] = st.integers(0, 2**31 - 1)
 """Seeds of an Rngs or of a drawn input."""
@@ -160,11 +163,16 @@ def norm_args(draw: st.DrawFn, layer: str) -> LayerArgs:
     return LayerArgs((num_features,), kwargs, (batch, *spatial, num_features))
 
 
+ATTENTION_BATCH_SHAPES = ((2,), (1, 2), (2, 1, 1))
+"""Batch axes of drawn attention inputs: inputs of rank 3 to 5."""
+
+
 @st.composite
 def attention_args(draw: st.DrawFn) -> LayerArgs:
     """``MultiHeadAttention(num_heads, in_features)`` for self-attention over 3 positions,
-    without decoding and dropout, with drawn head sizes, output size, biases,
-    qk-normalization and dtypes (few sizes: an attention example compiles many operations)."""
+    without decoding, with drawn head sizes, output size, biases, qk-normalization,
+    dropout (applied or not), dtypes and input rank (few sizes: an attention example
+    compiles many operations)."""
     num_heads = draw(st.integers(1, 2), label="num_heads")
     in_features = num_heads * draw(st.sampled_from([1, 2]), label="in features per head")
     kwargs: dict[str, Any] = {
@@ -172,10 +180,14 @@ def attention_args(draw: st.DrawFn) -> LayerArgs:
         "out_features": draw(st.sampled_from([None, 3]), label="out_features"),
         "use_bias": draw(st.booleans(), label="use_bias"),
         "normalize_qk": draw(st.booleans(), label="normalize_qk"),
+        "dropout_rate": draw(st.sampled_from([0.0, 0.5]), label="dropout_rate"),
+        "deterministic": draw(st.booleans(), label="deterministic"),
+        "broadcast_dropout": draw(st.booleans(), label="broadcast_dropout"),
         "decode": False,
         **draw(dtype_args()),
     }
-    return LayerArgs((num_heads, in_features), kwargs, draw(batch_shapes, label="batch") + (3, in_features))
+    batch = draw(st.sampled_from(ATTENTION_BATCH_SHAPES), label="batch")
+    return LayerArgs((num_heads, in_features), kwargs, batch + (3, in_features))
 
 
 RECURRENT_CELLS = ("LSTMCell", "OptimizedLSTMCell", "GRUCell", "SimpleCell")

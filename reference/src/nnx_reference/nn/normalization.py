@@ -60,7 +60,9 @@ def _compute_stats(
 
     if use_mean:
         if use_fast_variance:
-            mu, mu2 = mean(x), mean(_abs_sq(x))
+            # Squared before the mean is taken: the gradient then sums its terms in flax's order.
+            squared = _abs_sq(x)
+            mu, mu2 = mean(x), mean(squared)
             var = jnp.maximum(0.0, mu2 - _abs_sq(mu))
         else:
             mu = mean(x)
@@ -209,9 +211,10 @@ class BatchNorm(Module):
                 use_fast_variance=self.use_fast_variance,
                 mask=mask,
             )
-            # The running averages are updated in their stored dtype, not the computation's.
-            self.mean[...] = self.momentum * self.mean[...] + (1 - self.momentum) * mean
-            self.var[...] = self.momentum * self.var[...] + (1 - self.momentum) * var
+            # The running averages are updated in their stored dtype, not the computation's,
+            # and carry no gradient back to the batch.
+            self.mean[...] = lax.stop_gradient(self.momentum * self.mean[...] + (1 - self.momentum) * mean)
+            self.var[...] = lax.stop_gradient(self.momentum * self.var[...] + (1 - self.momentum) * var)
         return _normalize(
             x, mean, var, scale, bias, reduction_axes, feature_axes, self.dtype, self.epsilon
         )
@@ -432,7 +435,8 @@ class GroupNorm(Module):
         )
         group_shape = x.shape[:-1] + (self.num_groups, self.group_size)
         if mask is not None:
-            mask = jnp.reshape(mask, group_shape)
+            # Grouped on its own leading shape: any mask broadcastable to ``x`` will do.
+            mask = jnp.reshape(mask, mask.shape[:-1] + (self.num_groups, self.group_size))
         # In the grouped view the channel axis becomes (group, member): reduce over
         # the spatial axes and the members, keep one statistic per group.
         mean, var = _compute_stats(
@@ -637,8 +641,9 @@ class WeightNorm(Module):
         if use_scale:
             for path, param in self._selected():
                 shape = tuple(param.shape[a] for a in self._feature_axes(param[...].ndim))
-                # The initializer gets the ``params`` stream itself: no key is drawn.
-                scales[path] = Param(scale_init(rngs["params"], shape, param_dtype))
+                # The initializer gets the ``params`` stream itself (no key is drawn)
+                # and no dtype: the scales keep the initializer's default, as in flax.
+                scales[path] = Param(scale_init(rngs["params"], shape))
         self.scales = data(scales)
 
     def _selected(self) -> list[tuple[tuple, tp.Any]]:
@@ -654,11 +659,12 @@ class WeightNorm(Module):
             weight = param[...]
             feature_axes = self._feature_axes(weight.ndim)
             reduction_axes = tuple(i for i in range(weight.ndim) if i not in feature_axes)
-            scale = self.scales[path][...] if self.use_scale else None
-            weight, scale = self.promote_dtype((weight, scale), dtype=self.dtype)
+            # Normalized in the weight's own precision, scaled, cast to ``dtype`` last;
+            # the weight takes the dtype of the result.
             normed = _l2_normalize(weight, axis=reduction_axes, eps=self.epsilon)
-            if scale is not None:
+            if self.use_scale:
                 shape = tuple(d if i in feature_axes else 1 for i, d in enumerate(weight.shape))
-                normed = normed * jnp.reshape(scale, shape)
-            param[...] = normed
+                normed = normed * jnp.reshape(self.scales[path][...], shape)
+            (normed,) = self.promote_dtype((normed,), dtype=self.dtype)
+            param.set_value(normed)
         return self.layer_instance(x, *args, **kwargs)
