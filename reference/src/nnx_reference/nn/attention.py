@@ -9,16 +9,16 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from nnx_reference.module import Module
-from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata, Shape
-from nnx_reference.nn import dtypes, initializers
-from nnx_reference.nn.initializers import Initializer
-from nnx_reference.nn.linear import LinearGeneral, default_kernel_init
-from nnx_reference.nn.flags import first_from
-from nnx_reference.nn.normalization import LayerNorm
-from nnx_reference.nn.stochastic import draw_key, fork_stream
-from nnx_reference.pytreelib import data
-from nnx_reference.variablelib import Cache, Intermediate, Variable
+from ..module import Module
+from .aliases import NO_METADATA, Array, Dtype, Metadata, Shape
+from . import dtypes, initializers
+from .initializers import Initializer
+from .linear import LinearGeneral, default_kernel_init
+from .flags import first_from
+from .normalization import LayerNorm
+from .stochastic import draw_key, fork_stream
+from ..pytreelib import data
+from ..variablelib import Cache, Intermediate, Variable
 
 __all__ = [
     "MultiHeadAttention",

@@ -7,7 +7,7 @@ import typing as tp
 import jax.numpy as jnp
 from jax import lax
 
-from nnx_reference.nn.axes import flatten_batch, restore_batch
+from .axes import flatten_batch, restore_batch
 
 __all__ = ["avg_pool", "max_pool", "min_pool", "pool"]
 

@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from nnx_reference import rnglib
-from nnx_reference.module import Module
-from nnx_reference.nn.flags import first_from, missing_flag_message
+from .. import rnglib
+from ..module import Module
+from .flags import first_from, missing_flag_message
 
 __all__ = ["Dropout"]
 
