@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
+from mutants import Outcome as SuiteOutcome
 from mutation_sites import Mutant, Site, find_sites, make_mutant, module_path, read_equivalents, sample
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,12 +60,12 @@ class Run:
     output: str
 
     @property
-    def first_failure(self) -> str | None:
-        """The first ``FAILED``/``ERROR`` test id in pytest's short summary."""
-        for line in self.output.splitlines():
-            if line.startswith(("FAILED ", "ERROR ")):
-                return line.split()[1].removeprefix("conformance/src/nnx_conformance/spec/")
-        return None
+    def failure(self) -> str | None:
+        """The first failing test and what it says went wrong, as tools/mutants.py reads them."""
+        read = SuiteOutcome("run", self.returncode or 0, self.seconds, self.output)
+        if read.first_failure is None:
+            return None
+        return f"{read.first_failure}: {read.reason}" if read.reason else read.first_failure
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Verdict:
     stage: str
     """Which run decided: ``focused``, ``suite`` (either with `` (timeout)``), or ``-`` for an equivalent."""
     detail: str | None
-    """The first failing test of a killed mutant; the listed reason of an equivalent one."""
+    """The first failing test of a killed mutant and its error; the listed reason of an equivalent one."""
     seconds: float
     diff: str
 
@@ -155,7 +156,7 @@ def judge(mutant: Mutant, tree: Path, source: Path, copy_root: Path, select: str
         if run.returncode is None:
             return _verdict(mutant, "killed", f"{stage} (timeout)", None, seconds)
         if run.returncode == 1:
-            return _verdict(mutant, "killed", stage, run.first_failure, seconds)
+            return _verdict(mutant, "killed", stage, run.failure, seconds)
         if run.returncode not in (0, 5):  # 5: the focus kept no test
             tail = "\n".join(run.output.splitlines()[-15:])
             print(f"error: pytest exited {run.returncode} on {site.module}:{site.line}:\n{tail}", file=sys.stderr)
@@ -240,13 +241,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                   + "\n".join(baseline.output.splitlines()[-20:]), file=sys.stderr)
             return 2
         timeout = max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds)
-        verdicts = [_judge_site(site, equivalents, tree, snapshot, copy_root, args.select, timeout)
-                    for site in chosen]
-        modules = [str(p.relative_to(snapshot)) for p in paths]
-    meta = {"sample": args.sample, "seed": args.seed, "modules": modules,
-            "sites": len(sites), "baseline_s": round(baseline.seconds, 1),
-            "wall_s": round(time.perf_counter() - started, 1)}
-    survivors = write_reports(args.out, verdicts, meta)
+        meta: dict[str, object] = {
+            "sample": args.sample, "seed": args.seed, "sites": len(sites),
+            "modules": [str(p.relative_to(snapshot)) for p in paths], "baseline_s": round(baseline.seconds, 1),
+        }
+        verdicts: list[Verdict] = []
+        survivors = write_reports(args.out, verdicts, meta)
+        for site in chosen:  # the reports are rewritten after each verdict: a stopped run keeps what it judged
+            verdicts.append(_judge_site(site, equivalents, tree, snapshot, copy_root, args.select, timeout))
+            meta["wall_s"] = round(time.perf_counter() - started, 1)
+            survivors = write_reports(args.out, verdicts, meta)
     print(f"\n{'module':<38} {'killed':>6} {'survived':>8} {'equivalent':>10} {'error':>5} {'score':>6}")
     for name, row in scores(verdicts).items():
         print(score_line(name, row))
@@ -266,7 +270,7 @@ def _judge_site(site: Site, equivalents: dict[str, str], tree: Path, source: Pat
     else:
         verdict = judge(mutant, tree, source, copy_root, select, timeout)
     print(f"{verdict.outcome:<10} {verdict.seconds:>6.1f}s  {verdict.module}:{verdict.line} "
-          f"{verdict.operator} [{verdict.fingerprint}] {verdict.stage} {verdict.detail or ''}", flush=True)
+          f"{verdict.operator} [{verdict.fingerprint}] {verdict.stage} {(verdict.detail or '')[:200]}", flush=True)
     return verdict
 
 
