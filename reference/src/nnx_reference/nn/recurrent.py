@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import typing as tp
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -53,12 +54,29 @@ class _GatedCell(RNNCellBase):
     """What the built-in cells share: their settings, carry creation and feature axes."""
 
     def _settings(self, in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                  keep_rngs, rngs) -> None:
+                  carry_init, keep_rngs, rngs) -> None:
+        """Stores the settings every cell has, warning about the deprecated ones as flax does."""
+        if carry_init is not None:
+            warnings.warn(
+                "carry_init is provided in __init__. Please, use carry_init argument in "
+                "`initialize_carry` method instead to initialize the carry. Otherwise, two "
+                "instances with same configuration but different carry_init functions will "
+                "have different graphdefs.",
+                UserWarning,
+                stacklevel=3,
+            )
+        if keep_rngs:
+            warnings.warn(
+                "keep_rngs argument is deprecated. Please use rngs argument in __call__ instead",
+                UserWarning,
+                stacklevel=3,
+            )
         self.in_features = in_features
         self.hidden_features = hidden_features
         self.dtype = dtype
         self.param_dtype = param_dtype
         self.promote_dtype = promote_dtype
+        self.carry_init = carry_init
         self.rngs = fork_stream(rngs, "carry") if keep_rngs else None
 
     def _layers(self, width: int, *, input_bias: bool, kernel_init, recurrent_kernel_init, bias_init,
@@ -130,7 +148,7 @@ class LSTMCell(_GatedCell):
         bias_metadata: Metadata = NO_METADATA,
     ):
         self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                       keep_rngs, rngs)
+                       carry_init, keep_rngs, rngs)
         self.gate_fn = gate_fn
         self.activation_fn = activation_fn
         from_inputs, from_hidden = self._layers(
@@ -141,7 +159,6 @@ class LSTMCell(_GatedCell):
         )
         self.ii, self.if_, self.ig, self.io = (from_inputs() for _ in range(4))
         self.hi, self.hf, self.hg, self.ho = (from_hidden() for _ in range(4))
-        self.carry_init = carry_init
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array):
         c, h = carry
@@ -180,7 +197,7 @@ class OptimizedLSTMCell(_GatedCell):
         bias_metadata: Metadata = NO_METADATA,
     ):
         self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                       keep_rngs, rngs)
+                       carry_init, keep_rngs, rngs)
         self.gate_fn = gate_fn
         self.activation_fn = activation_fn
         from_inputs, from_hidden = self._layers(
@@ -190,7 +207,6 @@ class OptimizedLSTMCell(_GatedCell):
             bias_metadata=bias_metadata, rngs=rngs,
         )
         self.dense_i, self.dense_h = from_inputs(), from_hidden()
-        self.carry_init = carry_init
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array):
         c, h = carry
@@ -225,7 +241,7 @@ class GRUCell(_GatedCell):
         bias_metadata: Metadata = NO_METADATA,
     ):
         self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                       keep_rngs, rngs)
+                       carry_init, keep_rngs, rngs)
         self.gate_fn = gate_fn
         self.activation_fn = activation_fn
         from_inputs, from_hidden = self._layers(
@@ -235,7 +251,6 @@ class GRUCell(_GatedCell):
             bias_metadata=bias_metadata, rngs=rngs,
         )
         self.dense_i, self.dense_h = from_inputs(), from_hidden()
-        self.carry_init = carry_init
 
     def __call__(self, carry: Array, inputs: Array):
         h = carry
@@ -272,7 +287,7 @@ class SimpleCell(_GatedCell):
         bias_metadata: Metadata = NO_METADATA,
     ):
         self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                       keep_rngs, rngs)
+                       carry_init, keep_rngs, rngs)
         self.residual = residual
         self.activation_fn = activation_fn
         from_inputs, from_hidden = self._layers(
@@ -283,7 +298,6 @@ class SimpleCell(_GatedCell):
         )
         self.dense_h = from_hidden()  # made first: its parameters draw first
         self.dense_i = from_inputs()
-        self.carry_init = carry_init
 
     def __call__(self, carry: Array, inputs: Array):
         new_carry = self.activation_fn(self.dense_i(inputs) + self.dense_h(carry))
