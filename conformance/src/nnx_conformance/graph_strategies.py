@@ -8,6 +8,7 @@ public names. Sizes stay small so that shrunk counterexamples read at a glance.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass, field
 from typing import Any
@@ -229,3 +230,75 @@ def graph_recipes(
     return GraphRecipe(root, tuple(aliases))
 
 
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How a call picks graph or tree mode and graph updates: by its own ``graph=`` and
+    ``graph_updates=`` arguments (``per_call``), or by the global switches around it."""
+
+    graph: bool
+    updates: bool
+    per_call: bool
+
+    def kwargs(self) -> dict[str, bool]:
+        """The keyword arguments a transform call takes in this mode."""
+        return {"graph": self.graph, "graph_updates": self.updates} if self.per_call else {}
+
+    def context(self, nnx: Any) -> contextlib.AbstractContextManager[Any]:
+        """The global switches of ``nnx`` this mode sets around a call (none when per call)."""
+        stack = contextlib.ExitStack()
+        if not self.per_call:
+            stack.enter_context(nnx.set_graph_mode(self.graph))
+            stack.enter_context(nnx.set_graph_updates(self.updates))
+        return stack
+
+
+modes = st.builds(Mode, graph=st.booleans(), updates=st.booleans(), per_call=st.booleans())
+"""Graph or tree mode, with or without graph updates, set per call or globally."""
+
+
+@dataclass(frozen=True)
+class FilterRecipe:
+    """A filter to build on either implementation: ``kind`` is a Variable type's name, a
+    tag, ``...``, ``True``, ``False``, a filter class of nnx (``OfType``, ``WithTag``,
+    ``PathContains``, ``Everything``, ``Nothing``, ``Any``, ``All``, ``Not``), with its
+    ``argument`` (a type's name, a tag, an attribute name) or its ``children``."""
+
+    kind: Any
+    argument: str | None = None
+    children: tuple[FilterRecipe, ...] = ()
+
+
+def build_filter(nnx: Any, recipe: FilterRecipe) -> Any:
+    """The filter ``recipe`` describes, made with ``nnx``."""
+    kind = recipe.kind
+    if kind in VARIABLE_TYPES:
+        return variable_type(nnx, kind)
+    if kind in ("OfType", "WithTag", "PathContains"):
+        argument = variable_type(nnx, recipe.argument) if kind == "OfType" else recipe.argument
+        return getattr(nnx, kind)(argument)
+    if kind in ("Everything", "Nothing"):
+        return getattr(nnx, kind)()
+    if kind in ("Any", "All", "Not"):
+        return getattr(nnx, kind)(*(build_filter(nnx, child) for child in recipe.children))
+    return kind  # a tag, ..., True or False
+
+
+_filter_atoms = st.one_of(
+    st.sampled_from([*VARIABLE_TYPES, "alpha", "beta", ..., True, False, "Everything", "Nothing"]).map(FilterRecipe),
+    st.builds(FilterRecipe, st.just("OfType"), st.sampled_from(VARIABLE_TYPES)),
+    st.builds(FilterRecipe, st.just("WithTag"), st.sampled_from(["alpha", "beta"])),
+    st.builds(FilterRecipe, st.just("PathContains"), st.sampled_from(ATTRIBUTE_NAMES)),
+)
+
+filter_recipes: st.SearchStrategy[FilterRecipe] = st.recursive(
+    _filter_atoms,
+    lambda children: st.one_of(
+        st.builds(FilterRecipe, st.just("Not"), st.none(), st.tuples(children)),
+        st.builds(FilterRecipe, st.sampled_from(["Any", "All"]), st.none(), st.lists(children, min_size=1, max_size=3).map(tuple)),
+    ),
+    max_leaves=4,
+)
+"""A filter: an atom (type, tag, ..., bool, OfType, WithTag, PathContains, Everything,
+Nothing) or an Any / All / Not of filters."""
