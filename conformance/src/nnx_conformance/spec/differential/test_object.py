@@ -1,0 +1,76 @@
+"""Parity of Pytree attribute rules with flax.nnx: an array put into a static attribute
+after ``__init__`` or under an ``nnx.static`` override is rejected with flax's
+ValueError naming the attribute, a new array attribute after ``__init__`` is data, and
+popping a Variable held directly in an ``nnx.List`` fails as in flax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nnx_conformance import graph_strategies as gs
+from nnx_conformance.compare_state import assert_same
+
+pytestmark = pytest.mark.area("object")
+
+OBJECT_PAGE = "api object page: static attributes hold no arrays (nnx.static, nnx.data)"
+
+
+def _static(nnx: Any, init_value: Any) -> Any:
+    class Holder(nnx.Module):
+        def __init__(self) -> None:
+            self.n = init_value(nnx)
+
+    return Holder()
+
+
+STATIC_ASSIGNMENTS = {
+    "array_after_init": (lambda nnx: 3, jnp.ones(2)),
+    "numpy_array_after_init": (lambda nnx: "relu", np.ones(2)),
+    "array_after_a_static_override": (lambda nnx: nnx.static(3), jnp.ones(2)),
+    "array_under_a_static_override": (lambda nnx: nnx.static(jnp.ones(2)), None),
+}
+"""(value set in __init__, array assigned after it or None): each puts an array into a static attribute."""
+
+
+@pytest.mark.apis("Module", "static")
+@pytest.mark.documented(OBJECT_PAGE)
+@pytest.mark.parametrize("case", sorted(STATIC_ASSIGNMENTS))
+def test_an_array_in_a_static_attribute_is_rejected_with_value_error(nnx: Any, flax_nnx: Any, case: str) -> None:
+    init_value, later = STATIC_ASSIGNMENTS[case]
+
+    def scenario(nnx: Any) -> Any:
+        holder = _static(nnx, init_value)
+        if later is not None:
+            holder.n = later
+        return holder
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("'n'",))
+    assert isinstance(outcome.error, ValueError), "flax rejects an array in a static attribute with ValueError"
+
+
+@pytest.mark.apis("Module", "state")
+@pytest.mark.documented(OBJECT_PAGE)
+def test_a_new_array_attribute_after_init_is_data(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        holder = gs.classes(nnx).node()
+        holder.n = jnp.ones(2)
+        return holder, nnx.state(holder)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("pop", "List")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("holder", ["a List", "a List in a Module"])
+def test_popping_a_variable_held_directly_in_a_list_fails_as_in_flax(nnx: Any, flax_nnx: Any, holder: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        variables = nnx.List([nnx.Param(jnp.ones(2)), nnx.BatchStat(jnp.zeros(1))])
+        root = variables if holder == "a List" else gs.classes(nnx).node(items=variables)
+        return nnx.pop(root, nnx.BatchStat), root
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert isinstance(outcome.error, AttributeError), "flax's pop reaches the List item as an attribute and fails"
