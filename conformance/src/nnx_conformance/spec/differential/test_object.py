@@ -1,7 +1,8 @@
 """Parity of Pytree attribute rules with flax.nnx: an array put into a static attribute
 after ``__init__`` or under an ``nnx.static`` override is rejected with flax's
 ValueError naming the attribute, a new array attribute after ``__init__`` is data, and
-popping a Variable held directly in an ``nnx.List`` fails as in flax."""
+popping a Variable held directly in an ``nnx.List`` fails as in flax; check_pytree accepts
+Pytrees and rejects anything else with TypeError."""
 
 from __future__ import annotations
 
@@ -74,3 +75,32 @@ def test_popping_a_variable_held_directly_in_a_list_fails_as_in_flax(nnx: Any, f
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert isinstance(outcome.error, AttributeError), "flax's pop reaches the List item as an attribute and fails"
+
+
+def _pytree(nnx: Any) -> Any:
+    return gs.classes(nnx).record(x=jnp.ones(1))
+
+
+PYTREES = {"Module": lambda nnx: nnx.Linear(1, 1, rngs=nnx.Rngs(0)), "List": lambda nnx: nnx.List([1]), "Pytree": _pytree}
+NOT_PYTREES = {
+    "dict": lambda nnx: {"a": 1},
+    "Variable": lambda nnx: nnx.Param(jnp.ones(1)),
+    "int": lambda nnx: 3,
+    "list of Modules": lambda nnx: [nnx.Linear(1, 1, rngs=nnx.Rngs(0))],
+}
+
+
+@pytest.mark.apis("check_pytree")
+@pytest.mark.documented("api object page: check_pytree checks that its argument is a valid Pytree")
+@pytest.mark.parametrize("kind", sorted(PYTREES))
+def test_check_pytree_accepts_a_pytree(nnx: Any, flax_nnx: Any, kind: str) -> None:
+    outcome = assert_same(flax_nnx, nnx, lambda nnx: nnx.check_pytree(PYTREES[kind](nnx)))
+    assert outcome.error is None, f"flax's check_pytree accepts a {kind}"
+
+
+@pytest.mark.apis("check_pytree")
+@pytest.mark.documented("api object page: check_pytree checks that its argument is a valid Pytree")
+@pytest.mark.parametrize("kind", sorted(NOT_PYTREES))
+def test_check_pytree_rejects_what_is_not_a_pytree_with_type_error(nnx: Any, flax_nnx: Any, kind: str) -> None:
+    outcome = assert_same(flax_nnx, nnx, lambda nnx: nnx.check_pytree(NOT_PYTREES[kind](nnx)), mentions=("Pytree",))
+    assert isinstance(outcome.error, TypeError), f"flax's check_pytree rejects a {kind} with TypeError"
