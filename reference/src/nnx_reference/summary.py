@@ -16,8 +16,14 @@ import typing as tp
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 
-import jax
 import numpy as np
+
+from . import graphlib
+from .module import Module
+from .reprlib import size_and_bytes, size_comment
+from .rnglib import RngState, RngStream
+from .transforms import eval_shape
+from .variablelib import Variable
 
 __all__ = ["tabulate"]
 
@@ -38,8 +44,6 @@ class CallInfo:
 
 def filter_rng_streams(row: CallInfo) -> bool:
     """The default row filter: hides calls of ``RngStream`` objects."""
-    from .rnglib import RngStream
-
     return not issubclass(row.type, RngStream)
 
 
@@ -122,9 +126,6 @@ _INHERITED = object()
 def _record_calls(
     obj: tp.Any, method: str, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]
 ) -> list[CallInfo]:
-    from . import graphlib
-    from .module import Module
-    from .transforms import eval_shape
 
     calls: list[CallInfo] = []
 
@@ -151,22 +152,18 @@ def _record_calls(
 
 
 def _type_name(variable: tp.Any) -> str:
-    from .rnglib import RngState
 
     return "RngState" if isinstance(variable, RngState) else type(variable).__name__
 
 
 def _variables(node: tp.Any) -> list[tuple[tuple[tp.Any, ...], tp.Any]]:
     """(path, Variable) pairs of ``node``'s state, each Variable once."""
-    from . import graphlib
-    from .variablelib import Variable
 
     return [(tuple(p), v) for p, v in graphlib.iter_graph(node) if isinstance(v, Variable)]
 
 
 def _state_cell(variables: list[tuple[tuple[tp.Any, ...], tp.Any]], list_direct: bool) -> str:
     """``name: dtype[shape]`` lines for direct attributes, then ``count (bytes)``."""
-    from .reprlib import size_and_bytes, size_comment
 
     if not variables:
         return ""
@@ -179,7 +176,6 @@ def _state_cell(variables: list[tuple[tuple[tp.Any, ...], tp.Any]], list_direct:
 
 def _nodes_by_path(obj: tp.Any) -> dict[tuple[tp.Any, ...], tp.Any]:
     """Every node of ``obj``'s graph by its (first) path, in one walk."""
-    from . import graphlib
 
     return {tuple(path): node for path, node in graphlib.iter_graph(obj)}
 
@@ -266,7 +262,6 @@ def tabulate(
         for c in calls
     ]
     footer = ["", "", "", "Total", *state_cells(obj, list_direct=False)]
-    from .reprlib import size_and_bytes, size_comment
 
     grand_total = size_comment(*size_and_bytes(v.get_value() for _, v in all_variables))
     title = f"{type(obj).__name__} Summary"

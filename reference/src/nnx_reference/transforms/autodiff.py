@@ -8,8 +8,11 @@ import typing as tp
 
 import jax
 
+from ..filterlib import to_predicate
+from ..statelib import State, merge_state, to_flat_state
+from ..variablelib import Param
 from . import checks, lift, trees
-from .compilation import insert_statics, remove_statics
+from .statics import insert_statics, remove_statics
 
 __all__ = ["DiffState", "custom_vjp", "grad", "jvp", "remat", "value_and_grad", "vjp"]
 
@@ -23,8 +26,6 @@ class DiffState:
 
     def map_prefix(self, path: tuple, variable: tp.Any) -> bool:
         """Whether the Variable at ``path`` is differentiated."""
-        from ..filterlib import to_predicate
-
         return to_predicate(self.filter)(path, variable)
 
 
@@ -48,8 +49,6 @@ def _is_diff(prefix: tp.Any) -> bool:
 
 
 def _arg_prefixes(argnums: tuple, n_args: int) -> tuple:
-    from ..variablelib import Param
-
     filters: dict[int, tp.Any] = {}
     for a in argnums:
         if isinstance(a, DiffState):
@@ -65,8 +64,6 @@ def _argnum(a: int | DiffState) -> int:
 
 def _substate(state: tp.Any, keys: tuple) -> tp.Any:
     """The sub-State of ``state`` under ``keys`` (an empty State when absent)."""
-    from ..statelib import State
-
     for key in keys:
         try:
             state = state[key]
@@ -396,8 +393,6 @@ def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any
     A graph node's tangent is a State; each differentiable Variable takes the
     tangent at its path (extra entries, e.g. non-differentiable ones, are ignored).
     """
-    from ..statelib import to_flat_state
-
     leaves, states = diff
     static = lifted.static
     arg_treedefs = static.treedef.children()[0].children()
@@ -428,8 +423,6 @@ def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any
 
 def _node_updates(lifted: lift.Lifted, in_part: list, n_args: int) -> tuple:
     """The cotangents of the input updates: a State per graph-node argument, else None."""
-    from ..statelib import merge_state
-
     static = lifted.static
     arg_treedefs = static.treedef.children()[0].children()
     starts = [0]

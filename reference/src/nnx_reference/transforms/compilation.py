@@ -8,9 +8,12 @@ import inspect
 import typing as tp
 
 import jax
+from jax.sharding import PartitionSpec
 
 from . import checks, lift, trees
+from .general import eval_shape
 from .prefix import PrefixMapping
+from .statics import insert_statics, remove_statics
 
 __all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
 
@@ -229,8 +232,6 @@ class JitWrapped:
 
     def eval_shape(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         """The output's shapes and dtypes, without running and without updating inputs."""
-        from .general import eval_shape
-
         return eval_shape(self.fun, *args, graph=self.graph, graph_updates=self.graph_updates, **kwargs)
 
 
@@ -249,29 +250,6 @@ class _Frozen:
 
     def __hash__(self) -> int:
         return hash(self._key)
-
-
-def remove_statics(
-    args: tuple, kwargs: dict, argnums: tuple[int, ...], argnames: tuple[str, ...]
-) -> tuple[tuple, dict, tuple]:
-    """Take static arguments out (negative argnums count from the end); they travel
-    hashed in the static part that :func:`insert_statics` puts back."""
-    n = len(args)
-    nums = tuple(sorted({i % n for i in argnums if -n <= i < n}))
-    static_args = tuple((i, args[i]) for i in nums)
-    static_kwargs = tuple((k, kwargs[k]) for k in sorted(kwargs) if k in argnames)
-    dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
-    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in argnames}
-    # compared and hashed by value, as jax.jit compares static arguments
-    return dyn_args, dyn_kwargs, (nums, static_args, static_kwargs)
-
-
-def insert_statics(args: tuple, kwargs: dict, statics: tuple) -> tuple[tuple, dict]:
-    _, static_args, static_kwargs = statics
-    full = list(args)
-    for i, value in static_args:
-        full.insert(i, value)
-    return tuple(full), {**kwargs, **dict(static_kwargs)}
 
 
 def jit(
@@ -413,8 +391,6 @@ def _reject_state_sharding(
 
 def _specs_or_replicated(prefix: tp.Any) -> tp.Any:
     """shard_map specs cannot be None: an unconstrained entry is replicated."""
-    from jax.sharding import PartitionSpec
-
     return jax.tree.map(
         lambda s: PartitionSpec() if s is None else s, prefix, is_leaf=lambda x: x is None
     )

@@ -9,7 +9,7 @@ import jax
 from jax.experimental import checkify as checkify_lib
 
 from . import lift, trees
-from .compilation import insert_statics, remove_statics
+from .statics import insert_statics, remove_statics
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
 

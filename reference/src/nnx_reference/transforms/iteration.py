@@ -8,6 +8,7 @@ import typing as tp
 import jax
 import jax.numpy as jnp
 
+from .._sharding import PARTITION_NAME
 from . import checks, lift, trees
 from .prefix import PrefixMapping
 
@@ -78,8 +79,6 @@ def _axis_metadata(
 
     Only when ``metadata`` names a ``PARTITION_NAME``; ``objects`` are ``(object, prefix)``.
     """
-    from ..spmd import PARTITION_NAME
-
     if PARTITION_NAME not in metadata:
         return
     name = metadata[PARTITION_NAME]

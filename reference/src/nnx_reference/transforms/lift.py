@@ -25,9 +25,14 @@ import typing as tp
 
 import jax
 
-from .. import graphlib, variablelib
+from .. import filterlib, graphlib, variablelib
 from . import refs
-from .checks import check_consistent_aliasing, check_no_aliasing, check_no_sharing, has_shared_variables
+from .checks import (
+    check_consistent_aliasing,
+    check_no_aliasing,
+    check_no_sharing,
+    has_shared_variables,
+)
 from .trees import (
     Expand,
     NodeStates,
@@ -51,8 +56,6 @@ class Group:
 
 def _in_group(side: int, obj: int, flt: tp.Any) -> tp.Callable:
     """A filter selecting one object's slice within ``[in_objs, out_objs]``."""
-    from .. import filterlib
-
     pred = filterlib.to_predicate(flt)
 
     def predicate(path: tuple, value: tp.Any) -> bool:
