@@ -136,8 +136,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "transforms_drop_updates",
         "Variable updates made inside nnx.jit, nnx.grad, nnx.vmap, ... never reach the caller",
-        (Patch("transforms/lift.py", "    if not write:\n        lifted = _Unwritten(lifted)\n",
-               "    lifted = _Unwritten(lifted)\n"),),
+        (Patch("transforms/lift.py", "    if not write:\n        lifted = lifted.unwritten()\n",
+               "    lifted = lifted.unwritten()\n"),),
         "(properties and transforms) or guide:transforms",
     ),
     Mutant(

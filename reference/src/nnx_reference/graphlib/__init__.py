@@ -45,19 +45,7 @@ from ._contexts import (
 )
 from ._mode import set_graph_mode, set_graph_updates
 from ._split_merge import GraphDef, GraphState, cached_partial, call, flatten, merge, split, unflatten
-from ._state_ops import (
-    PureState,
-    as_pure,
-    clone,
-    graphdef,
-    map,
-    pop,
-    pure,
-    state,
-    unpack,
-    update,
-    variables,
-)
+from ._state_ops import PureState, as_pure, clone, graphdef, map, pop, pure, state, unpack, update, variables
 from ._traversal import (
     find_duplicates,
     iter_children,
@@ -71,8 +59,8 @@ from ._traversal import (
 
 # Not in __all__: the names the modules built on graphlib use (Key and PathParts are
 # also documented, as nnx.graph.Key), and the type GraphDef.apply returns.
-from ._defs import RefMap  # noqa: F401
-from ._mode import graph_mode, graph_updates, resolve_graph, resolve_mode  # noqa: F401
+from ._defs import RefMap  # noqa: F401, I001
+from ._mode import Mode, graph_mode, graph_updates, resolve_graph, resolve_mode  # noqa: F401
 from ._nodes import Key, PathParts, is_graph_node, is_node, jax_key  # noqa: F401
 from ._split_merge import ApplyCaller  # noqa: F401
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import typing as tp
 
+import jax
+
 from ._nodes import Key, PathParts
 
 
-class Static:
+class StaticDef:
     """A static value inside a GraphDef, hashed/compared robustly."""
 
     __slots__ = ("value",)
@@ -28,7 +30,7 @@ class Static:
             return hash((type(self.value).__name__, repr(self.value)))
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Static):
+        if not isinstance(other, StaticDef):
             return False
         if self.value is other.value:
             return True
@@ -59,7 +61,7 @@ class VariableDef:
 
     type: type
     index: int
-    metadata: tuple[tuple[str, Static], ...]
+    metadata: tuple[tuple[str, StaticDef], ...]
 
     def __post_init__(self) -> None:
         key = (self.type, self.index, tuple(sorted(self.metadata, key=lambda item: item[0])))
@@ -93,26 +95,33 @@ class NodeDef:
 
     type: type
     index: int
-    attributes: tuple[tuple[Key, bool, tp.Any], ...]
+    attributes: tuple[tuple[Key, bool, Definition], ...]  # a static attribute's definition is a StaticDef
 
 
 @dataclasses.dataclass(frozen=True)
 class ContainerDef:
     """A list / tuple / dict / other JAX pytree container, rebuilt from ``treedef``."""
 
-    treedef: tp.Any
-    children: tuple[tuple[Key, tp.Any], ...]
+    treedef: jax.tree_util.PyTreeDef
+    children: tuple[tuple[Key, Definition], ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class TreeDef:
     """Tree mode: the ``PyTreeDef`` (Variables as leaves) and the NNX path of each leaf."""
 
-    treedef: tp.Any
+    treedef: jax.tree_util.PyTreeDef
     paths: tuple[PathParts, ...]
 
 
-def def_repr(d: tp.Any) -> str:
+Definition = StaticDef | LeafDef | VariableDef | VariableRef | NodeRef | NodeDef | ContainerDef
+"""The definition of one position of a graph (graph mode)."""
+RootDefinition = Definition | TreeDef
+"""What a GraphDef holds at its root: a graph's definition, or a tree's."""
+
+
+def def_repr(d: RootDefinition) -> str:
+    """The definition as GraphDef's repr shows it."""
     if isinstance(d, NodeDef):
         attrs = ", ".join(
             f"{k!r}: {def_repr(c) if data else repr(c)}" for k, data, c in d.attributes

@@ -13,15 +13,24 @@ from ..variablelib import Variable
 from ._defs import (
     LEAF,
     ContainerDef,
+    Definition,
     NodeDef,
     NodeRef,
     RefMap,
-    Static,
+    RootDefinition,
+    StaticDef,
     TreeDef,
     VariableDef,
     VariableRef,
 )
 from ._nodes import PathParts, is_container, jax_key, one_level, pytree_children
+
+
+class Flattened(NamedTuple):
+    """A graph or tree taken apart: its root definition and its ``(path, leaf)`` pairs in flatten order."""
+
+    root: RootDefinition
+    leaves: list[tuple[PathParts, tp.Any]]
 
 
 class _FlattenContext:
@@ -47,20 +56,21 @@ class _FlattenContext:
         return index
 
 
-def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> tp.Any:
+def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Definition:
+    """Graph mode: the definition of ``node`` at ``path``, its leaves appended to ``ctx``."""
     if isinstance(node, Variable):
         if ctx.seen(node):
             return VariableRef(ctx.ref_index[node])
         index = ctx.new_index(node)
         ctx.leaves.append((path, node))
-        metadata = tuple((k, Static(v)) for k, v in node.get_metadata().items())
+        metadata = tuple((k, StaticDef(v)) for k, v in node.get_metadata().items())
         return VariableDef(type(node), index, metadata)
     if isinstance(node, Pytree):
         if ctx.seen(node):
             return NodeRef(type(node), ctx.ref_index[node])
         index = ctx.new_index(node)
         attributes = tuple(
-            (key, True, _graph_flatten(value, (*path, key), ctx)) if data else (key, False, Static(value))
+            (key, True, _graph_flatten(value, (*path, key), ctx)) if data else (key, False, StaticDef(value))
             for key, value, data in pytree_children(node)
         )
         return NodeDef(type(node), index, attributes)
@@ -72,14 +82,15 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> tp.An
         return ContainerDef(
             treedef, tuple((key, _graph_flatten(child, (*path, key), ctx)) for key, child in children)
         )
-    return Static(node)
+    return StaticDef(node)
 
 
-def _tree_flatten(node: tp.Any, api: str) -> tuple[TreeDef, list[tuple[PathParts, tp.Any]]]:
+def _tree_flatten(node: tp.Any, api: str) -> Flattened:
+    """Tree mode: ``jax.tree`` flattening with Variables as leaves, none of them reached twice."""
     pairs, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x: isinstance(x, Variable))
     leaves = [(tuple(jax_key(e) for e in path), leaf) for path, leaf in pairs]
     _check_no_shared_variables(leaves, pairs, api)
-    return TreeDef(treedef, tuple(p for p, _ in leaves)), leaves
+    return Flattened(TreeDef(treedef, tuple(p for p, _ in leaves)), leaves)
 
 
 def _check_no_shared_variables(
@@ -104,13 +115,6 @@ def _check_no_shared_variables(
             )
 
 
-class Flattened(NamedTuple):
-    """A graph or tree taken apart: its root definition and its ``(path, leaf)`` pairs in flatten order."""
-
-    root: tp.Any
-    leaves: list[tuple[PathParts, tp.Any]]
-
-
 def flatten_node(node: tp.Any, graph: bool, api: str, ref_index: RefMap | None = None) -> Flattened:
     """Flattens ``node`` by identity (``graph``, filling ``ref_index`` with object -> index)
     or as a plain JAX tree; ``api`` names the caller in tree-mode errors."""
@@ -118,4 +122,4 @@ def flatten_node(node: tp.Any, graph: bool, api: str, ref_index: RefMap | None =
         ctx = _FlattenContext(ref_index)
         root = _graph_flatten(node, (), ctx)
         return Flattened(root, ctx.leaves)
-    return Flattened(*_tree_flatten(node, api))
+    return _tree_flatten(node, api)

@@ -7,6 +7,8 @@ unless set to 0 / false / no / off) and are set with :class:`set_graph_mode` and
 
 from __future__ import annotations
 
+import typing as tp
+
 from .._config import BoolFlag, Setting, env_flag
 
 
@@ -39,10 +41,17 @@ def resolve_graph(graph: bool | None) -> bool:
     return graph_mode() if graph is None else graph
 
 
-def resolve_mode(graph: bool | None, graph_updates: bool | None) -> tuple[bool, bool]:
-    """The effective ``(graph, graph_updates)`` of a call, each explicit or the current
-    default; ``graph_updates`` is false outside graph mode."""
+class Mode(tp.NamedTuple):
+    """The effective ``graph`` and ``graph_updates`` of a call."""
+
+    graph: bool
+    graph_updates: bool
+
+
+def resolve_mode(graph: bool | None, graph_updates: bool | None) -> Mode:
+    """The effective mode of a call, each setting explicit or the current default;
+    ``graph_updates`` is false outside graph mode."""
     graph = resolve_graph(graph)
     if graph_updates is None:
         graph_updates = set_graph_updates._setting.value
-    return graph, graph and graph_updates
+    return Mode(graph, graph and graph_updates)

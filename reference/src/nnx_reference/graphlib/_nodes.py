@@ -28,6 +28,8 @@ _ATOMS = (type(None), bool, int, float, complex, str, bytes, type, Variable, Pyt
 
 
 def is_container(x: tp.Any) -> bool:
+    """Whether the graph walks through ``x`` as a container: a list, tuple, dict or other
+    JAX pytree node that is neither a graph node nor a Variable."""
     if isinstance(x, _ATOMS) or callable(x) and not isinstance(x, (list, tuple, dict)):
         return False
     if isinstance(x, (list, tuple, dict)):
@@ -43,9 +45,17 @@ def jax_key(entry: tp.Any) -> Key:
     return entry
 
 
-def one_level(x: tp.Any) -> tuple[list[tuple[Key, tp.Any]], tp.Any]:
+class Level(tp.NamedTuple):
+    """A container taken apart one level deep."""
+
+    children: list[tuple[Key, tp.Any]]  # (key, child)
+    treedef: jax.tree_util.PyTreeDef  # rebuilds the container from its children
+
+
+def one_level(x: tp.Any) -> Level:
+    """The children of a container (not their children), and how to rebuild it."""
     pairs, treedef = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
-    return [(jax_key(path[0]), child) for path, child in pairs], treedef
+    return Level([(jax_key(path[0]), child) for path, child in pairs], treedef)
 
 
 def pytree_children(node: Pytree) -> list[tuple[Key, tp.Any, bool]]:
@@ -55,18 +65,20 @@ def pytree_children(node: Pytree) -> list[tuple[Key, tp.Any, bool]]:
 
 
 def child(node: tp.Any, key: Key) -> tp.Any:
+    """The child of a graph node or container at ``key`` (raises KeyError, IndexError or TypeError)."""
     if isinstance(node, Pytree):
         return node.__dict__[key]
     if isinstance(node, (list, tuple)) and isinstance(key, int):
         return node[key]
     if isinstance(node, tp.Mapping):
         return node[key]
-    return dict(one_level(node)[0])[key]
+    return dict(one_level(node).children)[key]
 
 
 def children_of(node: tp.Any) -> list[tuple[Key, tp.Any]]:
+    """``(key, child)`` of a graph node's data attributes or a container's children; none for a leaf."""
     if isinstance(node, Pytree):
         return [(k, v) for k, v, data in pytree_children(node) if data]
     if is_container(node):
-        return one_level(node)[0]
+        return one_level(node).children
     return []

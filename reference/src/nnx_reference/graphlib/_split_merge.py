@@ -10,7 +10,15 @@ import jax
 
 from .. import reprlib
 from ..statelib import FlatState, State, from_flat_state, split_flat
-from ._defs import NodeDef, NodeRef, RefMap, TreeDef, VariableDef, def_repr
+from ._defs import (
+    NodeDef,
+    NodeRef,
+    RefMap,
+    RootDefinition,
+    TreeDef,
+    VariableDef,
+    def_repr,
+)
 from ._flatten import flatten_node
 from ._mode import resolve_graph
 from ._nodes import Key, PathParts
@@ -55,7 +63,7 @@ jax.tree_util.register_pytree_with_keys(
 class GraphDef(tp.Generic[A]):
     """The structure of a graph (or tree): everything but its state leaves."""
 
-    root: tp.Any
+    root: RootDefinition
     num_leaves: int
 
     def __hash__(self) -> int:

@@ -12,10 +12,12 @@ from ..statelib import FlatState, iter_flat_state
 from ..variablelib import Variable
 from ._defs import (
     ContainerDef,
+    Definition,
     LeafDef,
     NodeDef,
     NodeRef,
-    Static,
+    RootDefinition,
+    StaticDef,
     TreeDef,
     VariableDef,
     VariableRef,
@@ -46,7 +48,7 @@ class _UnflattenContext:
         return leaves[path]
 
 
-def _graph_unflatten(d: tp.Any, path: PathParts, ctx: _UnflattenContext) -> tp.Any:
+def _graph_unflatten(d: Definition, path: PathParts, ctx: _UnflattenContext) -> tp.Any:
     if isinstance(d, (VariableRef, NodeRef)):
         return ctx.index_ref[d.index]
     if isinstance(d, VariableDef):
@@ -86,7 +88,7 @@ def _graph_unflatten(d: tp.Any, path: PathParts, ctx: _UnflattenContext) -> tp.A
         return jax.tree_util.tree_unflatten(d.treedef, children)
     if isinstance(d, LeafDef):
         return ctx.leaf(path)
-    if isinstance(d, Static):
+    if isinstance(d, StaticDef):
         return d.value
     raise TypeError(f"Unknown node definition {d!r} at path {path}")
 
@@ -107,7 +109,7 @@ def collect_leaves(states: tp.Sequence[tp.Any]) -> list[tuple[PathParts, tp.Any]
 
 
 def from_leaves(
-    root: tp.Any, leaves: list[tuple[PathParts, tp.Any]], index_ref: dict[int, tp.Any] | None, copy: bool
+    root: RootDefinition, leaves: list[tuple[PathParts, tp.Any]], index_ref: dict[int, tp.Any] | None, copy: bool
 ) -> tp.Any:
     """The object ``root`` describes, each leaf found by its path."""
     by_path = dict(leaves)
@@ -119,7 +121,7 @@ def from_leaves(
     return _graph_unflatten(root, (), _UnflattenContext(by_path, index_ref, copy))
 
 
-def from_values(root: tp.Any, values: list[tp.Any], index_ref: dict[int, tp.Any] | None, copy: bool) -> tp.Any:
+def from_values(root: RootDefinition, values: list[tp.Any], index_ref: dict[int, tp.Any] | None, copy: bool) -> tp.Any:
     """The object ``root`` describes, its leaves given in flatten order."""
     if isinstance(root, TreeDef):
         if copy:

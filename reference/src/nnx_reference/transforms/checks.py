@@ -157,7 +157,7 @@ def check_carry_identity(carry_in: tp.Any, carry_out: tp.Any) -> list[int]:
 
 
 def reject_prefix_objects(
-    name: str, prefix: tp.Any, kind: type, mode: tuple[bool, bool], argname: str
+    name: str, prefix: tp.Any, kind: type, mode: graphlib.Mode, argname: str
 ) -> None:
     """Prefix objects (StateAxes, DiffState, ...) need graph mode with graph updates."""
     if mode == (True, True):
