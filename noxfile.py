@@ -169,6 +169,7 @@ def extract(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The harness's and the reference's own tests, the spec check, then the suite against flax and the reference."""
     reference = _reference_venv(session)
+    _install_mutation_tool(session, reference)  # the harness runs tools/mutation.py end to end
     session.run(str(reference), "-m", "pytest", str(ROOT / "conformance" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
     session.run(str(reference), "-m", "pytest", str(ROOT / "reference" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
     session.run(str(reference), str(ROOT / "tools" / "extract_docs.py"), "--check", external=True)
@@ -207,6 +208,24 @@ def mutants(session: nox.Session) -> None:
     python = _reference_venv(session)
     _ensure_spec(session, python)
     session.run(str(python), str(ROOT / "tools" / "mutants.py"), *session.posargs, external=True)
+
+
+def _install_mutation_tool(session: nox.Session, python: Path) -> None:
+    """cosmic-ray (the conformance package's `mutation` dependency group) into the venv of `python`."""
+    group = f"{ROOT / 'conformance' / 'pyproject.toml'}:mutation"
+    session.run(str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), "--group", group, external=True)
+
+
+@nox.session(venv_backend="none")
+def mutation(session: nox.Session) -> None:
+    """cosmic-ray's mutants of the reference, judged by the whole suite, differential tests included.
+
+    `nox -s mutation -- --sample 40 --seed 0 [--module nnx_reference.nn.linear]`: see tools/mutation.py.
+    """
+    python = _both_venv(session)
+    _install_mutation_tool(session, python)
+    _ensure_spec(session, python)
+    session.run(str(python), str(ROOT / "tools" / "mutation.py"), *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none")

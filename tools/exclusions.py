@@ -12,7 +12,6 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bflax import linen\b|\bflax\.linen\b|\bimport linen\b|\bnnx\.bridge\b"
                 r"|\bfrom flax\.nnx import bridge\b"),
      "Linen interop (flax.linen / nnx.bridge), out of scope"),
-    (re.compile(r"\b(?:import|from)\s+orbax\b"), "needs orbax-checkpoint, not a test dependency"),
     (re.compile(r"\b(?:import|from)\s+(?:tensorflow_datasets|datasets|grain|torchvision)\b"),
      "needs a data set download"),
     (re.compile(r"\b(?:import|from)\s+(?:urllib|requests)\b"), "needs network access"),

@@ -26,10 +26,7 @@ GUIDES: dict[str, str] = {
 }
 
 #: Guides listed in the manifest but not run, with the reason.
-EXCLUDED_GUIDES: dict[str, str] = {
-    "checkpointing": "needs orbax-checkpoint, not a test dependency",
-    "surgery": "needs orbax-checkpoint, not a test dependency",
-}
+EXCLUDED_GUIDES: dict[str, str] = {}
 
 _VIEW_MATPLOTLIB = "imports matplotlib, not a test dependency"
 _VIEW_NEEDS_CELL_2 = "uses MyModel from cell 2, which is excluded (matplotlib)"

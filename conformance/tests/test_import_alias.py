@@ -21,11 +21,15 @@ def test_flax_imports_in_examples_resolve_to_the_implementation(pytester: pytest
     run_docs().assert_outcomes(passed=6)
 
 
-def test_other_flax_packages_are_not_there(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, GuidePage("guide:imports", [("import flax.linen", None)]))
+def test_other_flax_modules_import_but_any_use_fails_naming_them(pytester: pytest.Pytester, run_docs) -> None:
+    write_spec(pytester.path, GuidePage("guide:imports", [
+        ("import flax.traverse_util", None),
+        ("flax.traverse_util.flatten_dict({})", None),
+    ]))
     result = run_docs()
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*ModuleNotFoundError: No module named 'flax.linen'*"])
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*AttributeError: flax.traverse_util is outside flax.nnx*"
+                                 "flax.traverse_util.flatten_dict is not part of the spec*"])
 
 
 def test_the_alias_is_removed_when_the_run_ends(pytester: pytest.Pytester, run_docs) -> None:

@@ -6,16 +6,20 @@ from the same seed and checks that
 
 - the states agree exactly: same paths, Variable types and metadata, shapes, dtypes and
   values (so the rng streams and the keys each layer draws match), and
-- each call gives the same outputs within the case's tolerance, leaves the states equal
-  again, or raises the same exception type in both.
+- each call gives the same outputs within the case's tolerance (none by default: bit
+  for bit), emits warnings of the same categories, leaves the states equal again, or
+  raises flax's exception class (or a subclass) in both, and
+- with ``grad``, the gradients of a scalar loss of the outputs with respect to the
+  layer's parameters and its input are equal bit for bit, and so are the states after.
 
-Used by the parity tests of the suite and by ``tools/parity_layers.py``.
+Used by the differential tests of the suite.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ContextManager
 
@@ -37,8 +41,9 @@ class Case:
 
     Outputs may differ by ``tol`` plus ``ulps`` units of rounding of their dtype, scaled
     by the magnitude of the yardstick's output (at least 1). With ``allow_errors`` (cases
-    written to probe errors), both sides raising the same exception type is agreement;
-    without it, a case where the yardstick raises compares nothing and fails.
+    written to probe errors), both sides raising flax's exception type is agreement;
+    without it, a case where the yardstick raises compares nothing and fails. With
+    ``grad``, gradients through the call are compared after the calls.
     """
 
     name: str
@@ -50,6 +55,7 @@ class Case:
     ulps: float = 0.0
     rngs: Callable[[Any], Any] = lambda nnx: nnx.Rngs(0, dropout=1)
     allow_errors: bool = True
+    grad: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,19 +67,30 @@ class Side:
 
     def run(self, fn: Callable[..., Any], *args: Any, catch: bool = True) -> Any:
         """``fn(nnx, *args)`` in this side's context; with ``catch``, an exception is returned."""
-        with self.context():
+        return self.run_recording(fn, *args, catch=catch)[0]
+
+    def run_recording(self, fn: Callable[..., Any], *args: Any, catch: bool = True) -> tuple[Any, list[str]]:
+        """:meth:`run`, with the categories of the warnings it emitted."""
+        with self.context(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             try:
-                return fn(self.nnx, *args)
+                outcome = fn(self.nnx, *args)
             except Exception as error:  # noqa: BLE001 - the exception type is what is compared
                 if not catch:
                     raise
-                return error
+                outcome = error
+        return outcome, sorted({w.category.__name__ for w in caught})
 
 
 def flat_state(nnx: Any, module: Any) -> list[Leaf]:
     """(path, "Type[metadata]", value) for every Variable of ``module``'s state; keys as key data."""
+    return flat_leaves(nnx, nnx.state(module))
+
+
+def flat_leaves(nnx: Any, state: Any) -> list[Leaf]:
+    """(path, "Type[metadata]", value) for every Variable of the State ``state``."""
     leaves = []
-    for path, variable in nnx.to_flat_state(nnx.state(module)):
+    for path, variable in nnx.to_flat_state(state):
         value = variable.get_value() if hasattr(variable, "get_value") else variable
         value = jnp.asarray(value)  # a sown Intermediate holds a tuple
         if jnp.issubdtype(value.dtype, jax.dtypes.prng_key):
@@ -130,33 +147,77 @@ def output_difference(expected: Any, actual: Any, tol: float, ulps: float) -> tu
     return None, worst
 
 
+def _loss(nnx: Any, case: Case, layer: Any, x: Any) -> Any:
+    """The scalar whose gradients a case compares: the sum of squares of its float outputs."""
+    outputs = [leaf for leaf in jax.tree.leaves(case.call(nnx, layer, x)) if jnp.issubdtype(leaf.dtype, jnp.inexact)]
+    return sum(jnp.sum(jnp.square(leaf.astype(jnp.float32))) for leaf in outputs)
+
+
+def gradients(nnx: Any, case: Case, layer: Any) -> tuple[list[Leaf], Any]:
+    """``nnx.grad`` of the case's loss: by the layer's Params (flat) and, if it is float, by the input."""
+    x = jnp.asarray(case.x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        return flat_leaves(nnx, nnx.grad(lambda m: _loss(nnx, case, m, x))(layer)), None
+    by_params, by_input = nnx.grad(lambda m, x: _loss(nnx, case, m, x), argnums=(0, 1))(layer, x)
+    return flat_leaves(nnx, by_params), by_input
+
+
 def run_case(case: Case, yardstick: Side, candidate: Side) -> tuple[bool, str]:
     """Whether the candidate agrees with the yardstick on ``case``, and a note saying how."""
-    a, b = (side.run(lambda n: case.build(n, case.rngs(n))) for side in (yardstick, candidate))
+    (a, warned_a), (b, warned_b) = (side.run_recording(lambda n: case.build(n, case.rngs(n))) for side in (yardstick, candidate))
     if isinstance(a, Exception) or isinstance(b, Exception):
         return _both_raise(case, a, b, "construction")
-    difference = state_difference(yardstick.run(flat_state, a, catch=False), candidate.run(flat_state, b, catch=False))
+    if warned_a != warned_b:
+        return False, f"construction warns {warned_a} / {warned_b}"
+    difference = _states_differ(yardstick, candidate, a, b)
     if difference:
         return False, f"state after construction differs: {difference}"
     notes = []
     for step in range(case.calls if case.x is not None else 0):
-        ya, yb = yardstick.run(case.call, a, case.x), candidate.run(case.call, b, case.x)
+        (ya, warned_a), (yb, warned_b) = yardstick.run_recording(case.call, a, case.x), candidate.run_recording(case.call, b, case.x)
         if isinstance(ya, Exception) or isinstance(yb, Exception):
             return _both_raise(case, ya, yb, f"call {step + 1}")
+        if warned_a != warned_b:
+            return False, f"call {step + 1} warns {warned_a} / {warned_b}"
         difference, worst = output_difference(ya, yb, case.tol, case.ulps)
         notes.append(f"max |diff| {worst:.3g}")
         if difference:
             return False, f"call {step + 1}: {difference}"
-        difference = state_difference(yardstick.run(flat_state, a, catch=False), candidate.run(flat_state, b, catch=False))
+        difference = _states_differ(yardstick, candidate, a, b)
         if difference:
             return False, f"state after call {step + 1} differs: {difference}"
+    if case.grad and case.x is not None:
+        return _gradients_agree(case, yardstick, candidate, a, b, notes)
     return True, "; ".join(notes)
 
 
+def _states_differ(yardstick: Side, candidate: Side, a: Any, b: Any) -> str | None:
+    return state_difference(yardstick.run(flat_state, a, catch=False), candidate.run(flat_state, b, catch=False))
+
+
+def _gradients_agree(case: Case, yardstick: Side, candidate: Side, a: Any, b: Any, notes: list[str]) -> tuple[bool, str]:
+    """The verdict on the gradients of ``case`` through the layers ``a`` (yardstick) and ``b``."""
+    ga, gb = yardstick.run(gradients, case, a), candidate.run(gradients, case, b)
+    if isinstance(ga, Exception) or isinstance(gb, Exception):
+        return _both_raise(case, ga, gb, "gradient")
+    difference = state_difference(ga[0], gb[0])
+    if difference:
+        return False, f"gradients by the parameters differ: {difference}"
+    difference, worst = output_difference(ga[1], gb[1], 0.0, 0.0)
+    if difference:
+        return False, f"gradient by the input differs: {difference}"
+    difference = _states_differ(yardstick, candidate, a, b)
+    if difference:
+        return False, f"state after the gradient differs: {difference}"
+    return True, "; ".join([*notes, "gradients equal"])
+
+
 def _both_raise(case: Case, a: Any, b: Any, stage: str) -> tuple[bool, str]:
-    """The verdict when the yardstick (``a``) or the candidate (``b``) raised at ``stage``."""
+    """The verdict when the yardstick (``a``) or the candidate (``b``) raised at ``stage``:
+    agreement where errors are allowed and the candidate raises flax's class or a subclass."""
     note = f"{stage} raises {_name(a)} / {_name(b)}"
-    return case.allow_errors and type(a) is type(b), note
+    agree = isinstance(a, Exception) and isinstance(b, type(a))
+    return case.allow_errors and agree, note
 
 
 def _name(outcome: Any) -> str:
@@ -166,9 +227,10 @@ def _name(outcome: Any) -> str:
     return f"{type(outcome).__name__}({message!r})"
 
 
-ROUNDING_ULPS = 8.0
+ROUNDING_ULPS = 0.0
 """Rounding units (of the output dtype, times its magnitude) that outputs of the suite's
-cases may differ by: float32 (or bfloat16) rounding, never a different formula."""
+cases may differ by: none, flax is deterministic on CPU and the reference computes in
+flax's order of operations."""
 
 
 def assert_agrees(yardstick: Any, nnx: Any, case: Case) -> None:
@@ -182,11 +244,12 @@ def layer_case(
     layer: str, drawn: LayerArgs, seed: int, x: Any = None, build: Build | None = None, **fields: Any
 ) -> Case:
     """The case of ``nnx.<layer>`` built from ``drawn`` (or by ``build``, which uses it) with
-    ``Rngs(seed)``, run on ``x``, outputs compared within :data:`ROUNDING_ULPS`."""
+    ``Rngs(seed)``, run on ``x``, outputs compared within :data:`ROUNDING_ULPS`, and
+    gradients through the call compared bit for bit."""
     fields.setdefault("ulps", ROUNDING_ULPS)
     fields.setdefault("allow_errors", False)  # a drawn layer must run: an error compares nothing
     fields.setdefault("rngs", lambda nnx: nnx.Rngs(seed))
-
+    fields.setdefault("grad", x is not None)
 
     def by_name(nnx: Any, rngs: Any) -> Any:
         return drawn.build(nnx, layer, rngs)

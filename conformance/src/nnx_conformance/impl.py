@@ -140,8 +140,28 @@ class _AliasLoader(importlib.abc.Loader):
         module.__spec__ = self._original_spec
 
 
+class OutsideNnx(ModuleType):
+    """A ``flax`` module outside ``flax.nnx`` (``flax.traverse_util``) while another
+    implementation is under test: a page's import of it succeeds, any use of it fails."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"{self.__name__} is outside flax.nnx, which is all the import alias "
+                             f"provides: {self.__name__}.{name} is not part of the spec")
+
+
+class _OutsideNnxLoader(importlib.abc.Loader):
+    """Loads a ``flax.<module>`` outside ``flax.nnx`` as an :class:`OutsideNnx` placeholder."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return OutsideNnx(spec.name)
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass
+
+
 class ImportAlias(importlib.abc.MetaPathFinder):
-    """Makes ``flax`` and ``flax.nnx[.<submodule>]`` import as the implementation."""
+    """Makes ``flax`` and ``flax.nnx[.<submodule>]`` import as the implementation (and any
+    other ``flax.<module>`` as an :class:`OutsideNnx` placeholder)."""
 
     def __init__(self, impl: ModuleType) -> None:
         self._impl = impl
@@ -149,6 +169,8 @@ class ImportAlias(importlib.abc.MetaPathFinder):
         self.installed = False
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname.startswith("flax.") and fullname.count(".") == 1 and fullname != FLAX_NNX:
+            return importlib.machinery.ModuleSpec(fullname, _OutsideNnxLoader())
         if not fullname.startswith(FLAX_NNX + "."):
             return None
         real = self._impl.__name__ + fullname[len(FLAX_NNX):]

@@ -16,7 +16,7 @@ from .docsuite import DocCase
 
 SPEC_ROOT = Path(__file__).parent / "spec"
 KINDS = {"properties": "property", "differential": "differential", "signatures": "signature", "errors": "error"}
-_BOOKKEEPING_MARKERS = {"parametrize", "area", "apis", "usefixtures", "filterwarnings"}
+_BOOKKEEPING_MARKERS = {"parametrize", "area", "apis", "documented", "usefixtures", "filterwarnings"}
 
 
 @dataclass(frozen=True)

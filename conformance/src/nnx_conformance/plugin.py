@@ -26,6 +26,7 @@ MARKERS = (
     "multi_device: needs several JAX devices (on CPU the suite gives JAX 8)",
     "area(name): the spec page (report area) a test belongs to, e.g. area('graph')",
     "apis(*names): the nnx names a test exercises, e.g. apis('split', 'merge')",
+    "documented(where): where the docs state or show what a test checks; None when only flax's observed behaviour does",
 )
 
 

@@ -136,6 +136,10 @@ class Sequential(Module):
             output = layer(*args, **accepted) if i == 0 else layer(output, **accepted)
         return output
 
+    def __iter__(self) -> tp.Iterator[tp.Callable[..., tp.Any]]:
+        """The layers, in call order."""
+        return iter(self.layers)
+
 
 def _accepts_keyword(fn: tp.Callable[..., tp.Any], name: str) -> bool:
     try:

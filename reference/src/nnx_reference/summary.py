@@ -1,10 +1,11 @@
-"""summary: ``tabulate``, a table of a model's calls and state, in plain text.
+"""summary: ``tabulate``, a table of a model's calls and state.
 
 The model's method runs once under ``nnx.eval_shape`` (nothing is computed) while
 the method of every Module class involved is temporarily wrapped to record the
 inputs and outputs of each call. Each called Module is one row; one column per
-Variable type totals that Module's state. The table is drawn with the same box
-characters as ``rich`` tables, without terminal styling.
+Variable type totals that Module's state. FLOPs, when asked for, come from XLA's
+cost analysis of each call lowered on its own (forward, and forward plus
+backward). ``summary_table`` draws the table (with ``rich`` when installed).
 """
 
 from __future__ import annotations
@@ -12,16 +13,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import inspect
 import typing as tp
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 
+import jax
 import numpy as np
 
 from . import graphlib
 from .module import Module
 from .reprlib import size_and_bytes, size_comment
 from .rnglib import RngState, RngStream
+from .summary_table import Table, draw
 from .transforms import eval_shape
 from .variablelib import Variable
 
@@ -51,15 +55,24 @@ def filter_rng_streams(row: CallInfo) -> bool:
 
 
 def _render(value: tp.Any) -> str:
-    """A YAML-like rendering: arrays as ``float32[1,32]``, sequences as ``- item``
-    lines, mappings as ``key: value`` lines."""
+    """A YAML-like rendering as rich markup (text is not escaped, as in flax): arrays as ``[dim]float32[/dim][1,32]`` (with the
+    dtype JAX would give them), classes as ``type[Param]``, sequences as ``- item`` lines,
+    mappings as ``key: value`` lines, anything else as its ``str``."""
     if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return f"{np.dtype(value.dtype).name}[{','.join(str(d) for d in value.shape)}]"
+        dtype = jax.dtypes.canonicalize_dtype(value.dtype)
+        return f"[dim]{np.dtype(dtype).name}[/dim][{','.join(str(d) for d in value.shape)}]"
+    if isinstance(value, type):
+        return f"type[{value.__name__}]"
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
         return "\n".join(_item("- ", _render(v)) for v in value)
     if isinstance(value, Mapping):
         return "\n".join(_item(f"{k}: ", _render(v)) for k, v in value.items())
-    return repr(value)
+    return str(value)
+
+
+def _render_output(value: tp.Any) -> str:
+    """An output as JAX returns it: Python and NumPy scalars become arrays."""
+    return _render(jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), jax.dtypes.result_type(leaf)), value))
 
 
 def _item(prefix: str, text: str) -> str:
@@ -78,46 +91,74 @@ def _render_inputs(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> str:
 # ---------------------------------------------------------------- call recording
 
 
+class Call(tp.NamedTuple):
+    """A recorded call as FLOPs are estimated on it: the object's graph path, the method's
+    name and its arguments, arrays as ShapeDtypeStructs."""
+
+    path: tuple[tp.Any, ...]
+    method: str
+    args: tuple[tp.Any, ...]
+    kwargs: dict[str, tp.Any]
+
+
+def _abstract(value: tp.Any) -> tp.Any:
+    if isinstance(value, (jax.Array, jax.core.Tracer)):
+        return jax.ShapeDtypeStruct(value.shape, value.dtype)
+    return value
+
+
+def _public_methods(cls: type) -> dict[str, Callable[..., tp.Any]]:
+    """``__call__`` and the public methods of ``cls`` (inherited ones included): the calls a
+    summary records."""
+    methods = {}
+    for name in dir(cls):
+        if name == "__call__" or not name.startswith("_"):
+            attribute = inspect.getattr_static(cls, name)
+            if inspect.isfunction(attribute):
+                methods[name] = attribute
+    return methods
+
+
 @contextlib.contextmanager
 def _recording(
-    classes: set[type], method: str, paths: dict[int, tuple[tp.Any, ...]], calls: list[CallInfo]
+    classes: set[type], paths: dict[int, tuple[tp.Any, ...]], calls: list[tuple[CallInfo, Call]]
 ) -> Iterator[None]:
-    """Wraps ``method`` on ``classes`` so each outermost call on a tracked object
-    (``paths`` maps object ids to graph paths) appends a CallInfo to ``calls``."""
-    active: set[int] = set()
-    saved: dict[type, tp.Any] = {}
+    """Wraps the public methods of ``classes`` so that a call on a tracked object (``paths``
+    maps object ids to graph paths) appends its CallInfo and inputs to ``calls``, as flax
+    records them: the path ends with the method's name unless it is ``__call__``, and once
+    a call on an object has returned, later calls on it are not recorded."""
+    finished: set[int] = set()
+    originals = {(cls, name): method for cls in classes for name, method in _public_methods(cls).items()}
 
     def wrap(original: Callable[..., tp.Any]) -> Callable[..., tp.Any]:
+        suffix = () if original.__name__ == "__call__" else (original.__name__,)
+
         @functools.wraps(original)
         def wrapper(self: tp.Any, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            if id(self) not in paths or id(self) in active:
+            if id(self) not in paths or id(self) in finished:
                 return original(self, *args, **kwargs)
             order = len(calls)
             calls.append(None)  # type: ignore[arg-type]  # reserves the call's place
-            active.add(id(self))
-            try:
-                out = original(self, *args, **kwargs)
-            finally:
-                active.discard(id(self))
-            calls[order] = CallInfo(
-                order, id(self), type(self), paths[id(self)], _render_inputs(args, kwargs), _render(out)
-            )
+            out = original(self, *args, **kwargs)
+            finished.add(id(self))
+            path = paths[id(self)]
+            info = CallInfo(order, id(self), type(self), path + suffix, _render_inputs(args, kwargs), _render_output(out))
+            calls[order] = (info, Call(path, original.__name__, *jax.tree.map(_abstract, (args, kwargs))))
             return out
 
         return wrapper
 
-    for cls in classes:
-        if hasattr(cls, method):
-            saved[cls] = cls.__dict__.get(method, _INHERITED)
-            setattr(cls, method, wrap(getattr(cls, method)))
+    saved = {(cls, name): cls.__dict__.get(name, _INHERITED) for cls, name in originals}
+    for (cls, name), original in originals.items():
+        setattr(cls, name, wrap(original))
     try:
         yield
     finally:
-        for cls, original in saved.items():
+        for (cls, name), original in saved.items():
             if original is _INHERITED:
-                delattr(cls, method)
+                delattr(cls, name)
             else:
-                setattr(cls, method, original)
+                setattr(cls, name, original)
 
 
 _INHERITED = object()
@@ -125,9 +166,8 @@ _INHERITED = object()
 
 def _record_calls(
     obj: tp.Any, method: str, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]
-) -> list[CallInfo]:
-
-    calls: list[CallInfo] = []
+) -> list[tuple[CallInfo, Call]]:
+    calls: list[tuple[CallInfo, Call]] = []
 
     def run(node: tp.Any, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         paths: dict[int, tuple[tp.Any, ...]] = {}
@@ -136,83 +176,109 @@ def _record_calls(
             if isinstance(value, Module):
                 paths.setdefault(id(value), tuple(path))
                 classes.add(type(value))
-        with _recording(classes, method, paths, calls):
+        with _recording(classes, paths, calls):
             getattr(node, method)(*args, **kwargs)
         return None
 
     eval_shape(run, obj, *args, **kwargs)
     calls = [c for c in calls if c is not None]
-    for call in calls:
-        if call.path == ():  # the top call: show the arguments as given, not traced
-            call.inputs_repr = _render_inputs(args, kwargs)
+    for info, _ in calls:
+        if info.call_order == 0:  # the top call: show the arguments as given, not traced
+            info.inputs_repr = _render_inputs(args, kwargs)
     return calls
+
+
+# ---------------------------------------------------------------- FLOPs
+
+
+def _cost(fn: Callable[..., tp.Any], node: tp.Any, call: Call) -> int:
+    """The FLOPs XLA's cost analysis gives for ``fn(forward, state, arrays)``, where
+    ``forward(state, arrays)`` makes ``call`` on ``node`` (its input arrays given as
+    ``arrays``) and ``state`` is ``node``'s state."""
+    graphdef, state = graphlib.split(node)
+    leaves, treedef = jax.tree.flatten((call.args, call.kwargs))
+    dynamic = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.ShapeDtypeStruct)]
+
+    def forward(state: tp.Any, arrays: list[tp.Any]) -> tp.Any:
+        filled = list(leaves)
+        for i, array in zip(dynamic, arrays):
+            filled[i] = array
+        args, kwargs = jax.tree.unflatten(treedef, filled)
+        return getattr(graphlib.merge(graphdef, state), call.method)(*args, **kwargs)
+
+    analysis = jax.jit(lambda state, arrays: fn(forward, state, arrays)).lower(
+        state, [leaves[i] for i in dynamic]
+    ).cost_analysis()
+    return int(analysis.get("flops", 0)) if analysis else 0
+
+
+def _forward(forward: Callable[..., tp.Any], state: tp.Any, arrays: list[tp.Any]) -> tp.Any:
+    return forward(state, arrays)
+
+
+def _forward_and_backward(forward: Callable[..., tp.Any], state: tp.Any, arrays: list[tp.Any]) -> tp.Any:
+    """The call and its VJP with respect to the state and the input arrays, pulled back from its output."""
+    out, pullback = jax.vjp(forward, state, arrays)
+    return pullback(out)
+
+
+def _vjp_flops(node: tp.Any, call: Call) -> int:
+    """The FLOPs of ``call`` and its backward pass; like flax, refused for keyword arguments."""
+    if call.kwargs:
+        raise TypeError(
+            f"tabulate(compute_vjp_flops=True) cannot estimate the VJP of {type(node).__name__}.{call.method} "
+            f"called with keyword arguments {sorted(call.kwargs)}: they are not differentiated"
+        )
+    return _cost(_forward_and_backward, node, call)
 
 
 # ---------------------------------------------------------------- state columns
 
 
 def _type_name(variable: tp.Any) -> str:
-
     return "RngState" if isinstance(variable, RngState) else type(variable).__name__
 
 
 def _variables(node: tp.Any) -> list[tuple[tuple[tp.Any, ...], tp.Any]]:
     """(path, Variable) pairs of ``node``'s state, each Variable once."""
-
     return [(tuple(p), v) for p, v in graphlib.iter_graph(node) if isinstance(v, Variable)]
 
 
-def _state_cell(variables: list[tuple[tuple[tp.Any, ...], tp.Any]], list_direct: bool) -> str:
-    """``name: dtype[shape]`` lines for direct attributes, then ``count (bytes)``."""
+class Size(tp.NamedTuple):
+    """The element count and byte size of some arrays, as flax prints them (``6,070``, ``(24.3 KB)``)."""
 
+    count: str
+    nbytes: str
+
+    @classmethod
+    def of(cls, values: tp.Iterable[tp.Any]) -> Size:
+        count, _, nbytes = size_comment(*size_and_bytes(values)).partition(" ")
+        return cls(count, nbytes)
+
+    def markup(self) -> str:
+        """``6 [dim](24 B)[/dim]``: the footer's and the caption's (both bold by their style)."""
+        return f"{self.count} [dim]{self.nbytes}[/dim]"
+
+    def bold_markup(self) -> str:
+        """``[bold]6 [/bold][bold dim](24 B)[/bold dim]``: a row's state total."""
+        return f"[bold]{self.count} [/bold][bold dim]{self.nbytes}[/bold dim]"
+
+
+def _state_cell(variables: list[tuple[tuple[tp.Any, ...], tp.Any]], in_row: bool) -> str:
+    """In a row, ``name: dtype[shape]`` lines for direct attributes, then the size (in
+    bold); in the footer, the size."""
     if not variables:
         return ""
-    total = size_comment(*size_and_bytes(v.get_value() for _, v in variables))
+    size = Size.of(v.get_value() for _, v in variables)
+    if not in_row:
+        return size.markup()
     direct = [f"{p[0]}: {_render(v.get_value())}" for p, v in variables if len(p) == 1]
-    if list_direct and direct:
-        return "\n".join(direct) + "\n\n" + total
-    return total
+    return "\n".join(direct) + "\n\n" + size.bold_markup() if direct else size.bold_markup()
 
 
 def _nodes_by_path(obj: tp.Any) -> dict[tuple[tp.Any, ...], tp.Any]:
     """Every node of ``obj``'s graph by its (first) path, in one walk."""
-
     return {tuple(path): node for path, node in graphlib.iter_graph(obj)}
-
-
-# ---------------------------------------------------------------- drawing
-
-
-def _draw(title: str, header: list[str], rows: list[list[str]], footer: list[str], caption: str) -> str:
-    """A table drawn like ``rich``'s default box (heavy head, a rule between rows)."""
-    columns = list(zip(header, *rows, footer))
-    widths = [max(len(line) for cell in col for line in (cell.split("\n") or [""])) for col in columns]
-
-    def rule(left: str, mid: str, right: str, fill: str) -> str:
-        return left + mid.join(fill * (w + 2) for w in widths) + right
-
-    def line(cells: list[str], edge: str, right_align_last: int | None = None) -> list[str]:
-        split = [c.split("\n") for c in cells]
-        height = max(len(s) for s in split)
-        out = []
-        for i in range(height):
-            parts = []
-            for j, (s, w) in enumerate(zip(split, widths)):
-                text = s[i] if i < len(s) else ""
-                parts.append(" " + (text.rjust(w) if j == right_align_last else text.ljust(w)) + " ")
-            out.append(edge + edge.join(parts) + edge)
-        return out
-
-    total_width = sum(widths) + 3 * len(widths) + 1
-    out = [title.center(total_width).rstrip(), rule("┏", "┳", "┓", "━"), *line(header, "┃")]
-    out.append(rule("┡", "╇", "┩", "━"))
-    for row in rows:
-        out += line(row, "│")
-        out.append(rule("├", "┼", "┤", "─"))
-    out += line(footer, "│", right_align_last=3)
-    out.append(rule("└", "┴", "┘", "─"))
-    out += ["", caption.center(total_width).rstrip()]
-    return "\n".join(out) + "\n"
 
 
 def tabulate(
@@ -231,38 +297,48 @@ def tabulate(
     """Creates a summary of the graph object represented as a table.
 
     Columns: the path of each called object, its type, the inputs and outputs of
-    its ``method`` call (as ``dtype[shape]``), then one column per Variable type
-    with the object's state (its own Variables listed, then a ``count (bytes)``
-    total). A last row totals the state and a caption gives the grand total.
-    ``depth`` limits the rows to paths at most that long. The ``rich`` styling
-    options (``table_kwargs``, ``column_kwargs``, ``console_kwargs``) are accepted
-    but have no effect on this plain-text table.
+    its ``method`` call (as ``dtype[shape]``), the estimated FLOPs of the call
+    (``compute_flops``) and of the call with its backward pass (``compute_vjp_flops``),
+    then one column per Variable type with the object's state (its own Variables
+    listed, then a ``count (bytes)`` total). A last row totals the state and a
+    caption gives the grand total. ``depth`` limits the rows to paths at most that
+    long. The table is rendered by ``rich`` (``table_kwargs`` go to its ``Table``,
+    ``column_kwargs`` to each column, ``console_kwargs`` to its ``Console``) when it
+    is installed, in plain text otherwise.
     """
-    if compute_flops or compute_vjp_flops:
-        raise NotImplementedError("tabulate does not estimate FLOPs in this implementation.")
-    calls = [c for c in _record_calls(obj, method, input_args, input_kwargs) if row_filter(c)]
-    if depth is not None:
-        calls = [c for c in calls if len(c.path) <= depth]
+    nodes = _nodes_by_path(obj)
+    calls: list[tuple[CallInfo, Call]] = []
+    for info, call in _record_calls(obj, method, input_args, input_kwargs):
+        if compute_flops:
+            info.flops = _cost(_forward, nodes[call.path], call)
+        if compute_vjp_flops:
+            info.vjp_flops = _vjp_flops(nodes[call.path], call)
+        if row_filter(info) and (depth is None or len(info.path) <= depth):
+            calls.append((info, call))
 
     all_variables = _variables(obj)
     type_names = sorted({_type_name(v) for _, v in all_variables})
 
-    def state_cells(node: tp.Any, list_direct: bool) -> list[str]:
+    def state_cells(node: tp.Any, in_row: bool) -> list[str]:
         variables = _variables(node)
         return [
-            _state_cell([(p, v) for p, v in variables if _type_name(v) == name], list_direct)
+            _state_cell([(p, v) for p, v in variables if _type_name(v) == name], in_row)
             for name in type_names
         ]
 
-    header = ["path", "type", "inputs", "outputs", *type_names]
-    nodes = _nodes_by_path(obj)
+    flops_columns = ["flops"] * compute_flops + ["vjp_flops"] * compute_vjp_flops
+
+    def flops_cells(info: CallInfo) -> list[str]:
+        return [str(info.flops)] * compute_flops + [str(info.vjp_flops)] * compute_vjp_flops
+
+    header = ["path", "type", "inputs", "outputs", *flops_columns, *type_names]
     rows = [
         ["/".join(str(k) for k in c.path), c.type.__name__, c.inputs_repr, c.outputs,
-         *state_cells(nodes[c.path], list_direct=True)]
-        for c in calls
+         *flops_cells(c), *state_cells(nodes[call.path], in_row=True)]
+        for c, call in calls
     ]
-    footer = ["", "", "", "Total", *state_cells(obj, list_direct=False)]
-
-    grand_total = size_comment(*size_and_bytes(v.get_value() for _, v in all_variables))
-    title = f"{type(obj).__name__} Summary"
-    return _draw(title, header, rows, footer, f"Total Parameters: {grand_total}")
+    total_column = 3 + len(flops_columns)
+    footer = [""] * total_column + ["Total", *state_cells(obj, in_row=False)]
+    caption = f"Total Parameters: {Size.of(v.get_value() for _, v in all_variables).markup()}"
+    table = Table(f"{type(obj).__name__} Summary", header, rows, footer, caption, total_column)
+    return draw(table, table_kwargs, column_kwargs, console_kwargs)

@@ -1,6 +1,6 @@
 """Neural-network layers, activations, initializers and pooling (``flax.nnx.nn``)."""
 
-from nnx_reference.nn import (
+from . import (
     activations,
     attention,
     dtypes,
@@ -12,8 +12,8 @@ from nnx_reference.nn import (
     recurrent,
     stochastic,
 )
-from nnx_reference.nn.activations import *  # noqa: F403
-from nnx_reference.nn.attention import (
+from .activations import *  # noqa: F403
+from .attention import (
     MultiHeadAttention,
     RoPE,
     combine_masks,
@@ -22,12 +22,12 @@ from nnx_reference.nn.attention import (
     make_attention_mask,
     make_causal_mask,
 )
-from nnx_reference.nn.initializers import Initializer
-from nnx_reference.nn.linear import *  # noqa: F403
-from nnx_reference.nn.lora import *  # noqa: F403
-from nnx_reference.nn.normalization import *  # noqa: F403
-from nnx_reference.nn.pooling import *  # noqa: F403
-from nnx_reference.nn.recurrent import (
+from .initializers import Initializer
+from .linear import *  # noqa: F403
+from .lora import *  # noqa: F403
+from .normalization import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .recurrent import (
     RNN,
     Bidirectional,
     GRUCell,
@@ -36,7 +36,7 @@ from nnx_reference.nn.recurrent import (
     RNNCellBase,
     SimpleCell,
 )
-from nnx_reference.nn.stochastic import *  # noqa: F403
+from .stochastic import *  # noqa: F403
 
 __all__ = [
     # submodule exposed at the top level as ``nnx.initializers``

@@ -33,10 +33,10 @@ from jax.nn import (
 )
 from jax.numpy import tanh
 
-from nnx_reference.module import Module
-from nnx_reference.nn.aliases import NO_METADATA, Metadata
-from nnx_reference.nn import dtypes
-from nnx_reference.variablelib import Param
+from ..module import Module
+from .aliases import NO_METADATA, Metadata
+from . import dtypes
+from ..variablelib import Param
 
 __all__ = [
     "PReLU",

@@ -9,16 +9,16 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from nnx_reference.module import Module
-from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata, Shape
-from nnx_reference.nn import dtypes, initializers
-from nnx_reference.nn.initializers import Initializer
-from nnx_reference.nn.linear import LinearGeneral, default_kernel_init
-from nnx_reference.nn.flags import first_from
-from nnx_reference.nn.normalization import LayerNorm
-from nnx_reference.nn.stochastic import draw_key, fork_stream
-from nnx_reference.pytreelib import data
-from nnx_reference.variablelib import Cache, Intermediate, Variable
+from ..module import Module
+from .aliases import NO_METADATA, Array, Dtype, Metadata, Shape
+from . import dtypes, initializers
+from .initializers import Initializer
+from .linear import LinearGeneral, default_kernel_init
+from .flags import first_from
+from .normalization import LayerNorm
+from .stochastic import draw_key, fork_stream
+from ..pytreelib import data
+from ..variablelib import Cache, Intermediate, Variable
 
 __all__ = [
     "MultiHeadAttention",
@@ -34,6 +34,28 @@ __all__ = [
 
 def _causal_mask(q_len: int, k_len: int) -> Array:
     return jnp.tril(jnp.ones((q_len, k_len), dtype=jnp.bool_))
+
+
+def _logits(query: Array, key: Array, precision: tp.Any) -> Array:
+    """``[batch..., heads, q_length, kv_length]`` query-key products; with fewer key heads,
+    each key head serves its group of query heads (the query is viewed as groups)."""
+    q_heads, kv_heads = query.shape[-2], key.shape[-2]
+    if q_heads == kv_heads:
+        return jnp.einsum("...qhd,...khd->...hqk", query, key, precision=precision)
+    grouped = jnp.reshape(query, (*query.shape[:-2], kv_heads, q_heads // kv_heads, query.shape[-1]))
+    logits = jnp.einsum("...qhgd,...khgd->...hgqk", grouped, jnp.expand_dims(key, -2), precision=precision)
+    return jnp.reshape(logits, (*logits.shape[:-4], q_heads, *logits.shape[-2:]))
+
+
+def _weighted_values(weights: Array, value: Array, precision: tp.Any) -> Array:
+    """``[batch..., q_length, heads, depth]``: the values averaged by ``weights``, grouped
+    as :func:`_logits` groups the heads."""
+    q_heads, kv_heads = weights.shape[-3], value.shape[-2]
+    if q_heads == kv_heads:
+        return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
+    grouped = jnp.reshape(weights, (*weights.shape[:-3], kv_heads, q_heads // kv_heads, *weights.shape[-2:]))
+    out = jnp.einsum("...hgqk,...khgd->...qhgd", grouped, jnp.expand_dims(value, -2), precision=precision)
+    return jnp.reshape(out, (*out.shape[:-3], q_heads, out.shape[-1]))
 
 
 def dot_product_attention_weights(
@@ -61,7 +83,7 @@ def dot_product_attention_weights(
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(f"q, k depths must match, but got {query.shape[-1]}, {key.shape[-1]}.")
     query = query / jnp.sqrt(query.shape[-1]).astype(dtype)
-    weights = jnp.einsum("...qhd,...khd->...hqk", query, key, precision=precision)
+    weights = _logits(query, key, precision)
     if bias is not None:
         weights = weights + bias
     if is_causal:
@@ -81,6 +103,15 @@ def dot_product_attention_weights(
         keep = jax.random.bernoulli(dropout_rng, keep_prob, shape)
         weights = weights * (keep.astype(dtype) / jnp.asarray(keep_prob, dtype=dtype))
     return weights
+
+
+def _one_batch_axis(x: Array | None) -> Array | None:
+    """``x`` (``[batch..., a, b, c]``) with its batch axes flattened into one, or one added."""
+    if x is None or x.ndim == 4:
+        return x
+    if x.ndim == 3:
+        return jnp.expand_dims(x, 0)
+    return jnp.reshape(x, (-1, *x.shape[-3:]))
 
 
 def dot_product_attention(
@@ -124,14 +155,14 @@ def dot_product_attention(
             "The number of query heads must be a multiple of key/value heads, "
             f"but got {q_heads} vs {kv_heads}"
         )
-    if query.ndim == 4 and module is None and (deterministic or dropout_rate == 0.0):
-        # Nothing to record and no dropout: JAX's fused implementation does it all.
+    if module is None and dropout_rate == 0.0:
+        # Nothing to record and no dropout: JAX's fused implementation does it all, over
+        # exactly one batch axis.
         if mask is not None:
             mask = mask.astype(jnp.bool_)
-        return jax.nn.dot_product_attention(query, key, value, bias, mask, is_causal=is_causal)
-    if q_heads != kv_heads:
-        key = jnp.repeat(key, q_heads // kv_heads, axis=-2)
-        value = jnp.repeat(value, q_heads // kv_heads, axis=-2)
+        q4, k4, v4, bias4, mask4 = (_one_batch_axis(a) for a in (query, key, value, bias, mask))
+        out = jax.nn.dot_product_attention(q4, k4, v4, bias4, mask4, is_causal=is_causal)
+        return jnp.reshape(out, query.shape)
     weights = dot_product_attention_weights(
         query,
         key,
@@ -147,7 +178,7 @@ def dot_product_attention(
         promote_dtype,
         is_causal,
     )
-    return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
+    return _weighted_values(weights, value, precision)
 
 
 def make_attention_mask(

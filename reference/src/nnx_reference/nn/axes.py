@@ -6,7 +6,7 @@ import typing as tp
 
 import jax.numpy as jnp
 
-from nnx_reference.nn.aliases import Array
+from .aliases import Array
 
 Axes = tp.Union[int, tp.Sequence[int]]
 

@@ -8,13 +8,13 @@ import typing as tp
 import jax.numpy as jnp
 from jax import lax
 
-from nnx_reference.module import Module
-from nnx_reference.pytreelib import HashableMapping
-from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
-from nnx_reference.nn.axes import canonicalize_axes, flatten_batch, restore_batch
-from nnx_reference.nn import dtypes, initializers
-from nnx_reference.nn.initializers import Initializer
-from nnx_reference.variablelib import Param
+from ..module import Module
+from ..pytreelib import HashableMapping
+from .aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
+from .axes import canonicalize_axes, flatten_batch, restore_batch
+from . import dtypes, initializers
+from .initializers import Initializer
+from ..variablelib import Param
 
 __all__ = ["Conv", "ConvTranspose", "Einsum", "Embed", "Linear", "LinearGeneral"]
 

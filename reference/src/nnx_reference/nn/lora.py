@@ -7,12 +7,12 @@ import typing as tp
 import jax
 import jax.numpy as jnp
 
-from nnx_reference.module import Module
-from nnx_reference.nn.aliases import NO_METADATA, Dtype, Metadata
-from nnx_reference.nn import dtypes, initializers
-from nnx_reference.nn.initializers import Initializer
-from nnx_reference.nn.linear import Linear
-from nnx_reference.variablelib import Param, Variable
+from ..module import Module
+from .aliases import NO_METADATA, Dtype, Metadata
+from . import dtypes, initializers
+from .initializers import Initializer
+from .linear import Linear
+from ..variablelib import Param, Variable
 
 __all__ = ["LoRA", "LoRALinear", "LoRAParam"]
 

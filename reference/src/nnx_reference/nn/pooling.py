@@ -7,7 +7,7 @@ import typing as tp
 import jax.numpy as jnp
 from jax import lax
 
-from nnx_reference.nn.axes import flatten_batch, restore_batch
+from .axes import flatten_batch, restore_batch
 
 __all__ = ["avg_pool", "max_pool", "min_pool", "pool"]
 
@@ -26,6 +26,11 @@ def pool(inputs, init, reduce_fn, window_shape, strides, padding):
     )
     strides = (1,) + tuple(strides) + (1,)
     dims = (1,) + tuple(window_shape) + (1,)
+    if not isinstance(padding, str) and inputs.ndim > len(dims):
+        raise ValueError(
+            f"explicit padding {padding} takes inputs with at most one batch axis, "
+            f"got inputs of shape {inputs.shape} for window_shape {window_shape}"
+        )
     inputs, batch_shape = flatten_batch(inputs, len(window_shape))
     assert inputs.ndim == len(dims), f"len({inputs.shape}) != len({dims})"
     if not isinstance(padding, str):

@@ -8,14 +8,14 @@ import typing as tp
 import jax
 import jax.numpy as jnp
 
-from nnx_reference import graphlib, rnglib
-from nnx_reference.module import Module
-from nnx_reference.nn.aliases import NO_METADATA, Array, Dtype, Metadata
-from nnx_reference.nn import dtypes, initializers
-from nnx_reference.nn.initializers import Initializer
-from nnx_reference.nn.linear import Linear, default_kernel_init
-from nnx_reference.nn.stochastic import draw_key, fork_stream
-from nnx_reference.transforms import Carry as ScanCarry
+from .. import graphlib, rnglib
+from ..module import Module
+from .aliases import NO_METADATA, Array, Dtype, Metadata
+from . import dtypes, initializers
+from .initializers import Initializer
+from .linear import Linear, default_kernel_init
+from .stochastic import draw_key, fork_stream
+from ..transforms import Carry as ScanCarry
 
 __all__ = [
     "RNN",

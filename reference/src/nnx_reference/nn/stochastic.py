@@ -8,17 +8,23 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from nnx_reference import rnglib
-from nnx_reference.module import Module
-from nnx_reference.nn.flags import first_from, missing_flag_message
+from .. import rnglib
+from ..module import Module
+from .flags import first_from, missing_flag_message
 
 __all__ = ["Dropout"]
 
 
-def fork_stream(rngs, name: str):
+def _stream(rngs: rnglib.Rngs, name: str, by_key: bool) -> rnglib.RngStream:
+    """The stream ``name`` of ``rngs``: ``rngs[name]`` (a missing one is a KeyError) with
+    ``by_key``, else ``rngs.name`` (an AttributeError), as each flax layer looks it up."""
+    return rngs[name] if by_key else getattr(rngs, name)
+
+
+def fork_stream(rngs, name: str, *, by_key: bool = False):
     """Forks the stream ``name`` of an ``Rngs`` (or the given ``RngStream``) for a layer to keep."""
     if isinstance(rngs, rnglib.Rngs):
-        return getattr(rngs, name).fork()
+        return _stream(rngs, name, by_key).fork()
     if isinstance(rngs, rnglib.RngStream):
         return rngs.fork()
     if rngs is None:
@@ -26,10 +32,10 @@ def fork_stream(rngs, name: str):
     raise TypeError(f"rngs must be a Rngs, RngStream or None, but got {type(rngs)}.")
 
 
-def draw_key(rngs, name: str) -> jax.Array:
+def draw_key(rngs, name: str, *, by_key: bool = False) -> jax.Array:
     """Draws one key from an ``Rngs`` (stream ``name``), an ``RngStream``, or returns a raw key."""
     if isinstance(rngs, rnglib.Rngs):
-        return getattr(rngs, name)()
+        return _stream(rngs, name, by_key)()
     if isinstance(rngs, rnglib.RngStream):
         return rngs()
     if isinstance(rngs, jax.Array):
@@ -53,7 +59,7 @@ class Dropout(Module):
         self.broadcast_dims = tuple(broadcast_dims)
         self.deterministic = deterministic
         self.rng_collection = rng_collection
-        self.rngs = fork_stream(rngs, rng_collection)
+        self.rngs = fork_stream(rngs, rng_collection, by_key=True)
 
     def __call__(self, inputs, *, deterministic: bool | None = None, rngs=None) -> jax.Array:
         deterministic = first_from(
@@ -71,7 +77,7 @@ class Dropout(Module):
                 "`deterministic` is False, but no `rngs` argument was provided to "
                 "Dropout as either a __call__ argument or class attribute."
             )
-        key = draw_key(rngs, self.rng_collection)
+        key = draw_key(rngs, self.rng_collection, by_key=True)
         keep_prob = 1.0 - self.rate
         mask_shape = tuple(
             1 if i in self.broadcast_dims else d for i, d in enumerate(inputs.shape)

@@ -104,6 +104,8 @@ class Accuracy(Average):
         **_: tp.Any,
     ) -> None:
         """In-place update this ``Metric`` with a batch of predictions and labels."""
+        if labels.dtype == jnp.int64:  # what JAX makes of int32 labels with x64 enabled
+            labels = labels.astype(jnp.int32)
         if labels.dtype != jnp.int32:
             raise ValueError(f"Expected labels.dtype==jnp.int32, got {labels.dtype}")
         if self.threshold is None:

@@ -72,16 +72,25 @@ def _required(name: str, message: str) -> tp.Callable[[F], F]:
 
 def _to_opt_state(tree: tp.Any) -> tp.Any:
     """Wraps every leaf of an optax state: Variables keep their metadata as OptVariable,
-    bare arrays become OptArray."""
+    bare arrays become OptArray. A parameter's ``optimizer_sharding`` metadata, where
+    given, becomes its optimizer state's ``out_sharding`` (and so the state's sharding)."""
 
     def wrap(leaf: tp.Any) -> tp.Any:
         if isinstance(leaf, Variable):
-            return OptVariable(leaf.get_value(), **leaf.get_metadata())
+            metadata = dict(leaf.get_metadata())
+            if "optimizer_sharding" in metadata:
+                metadata["out_sharding"] = metadata.pop("optimizer_sharding")
+            return OptVariable(leaf.get_value(), **metadata)
         if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
             return OptArray(leaf)
         return leaf
 
     return jax.tree.map(wrap, tree, is_leaf=is_variable)
+
+
+def _plain(tree: tp.Any) -> tp.Any:
+    """``tree`` with each Variable replaced by its value."""
+    return jax.tree.map(lambda leaf: leaf.get_value() if isinstance(leaf, Variable) else leaf, tree, is_leaf=is_variable)
 
 
 def _assign(variables: tp.Any, values: tp.Any) -> None:
@@ -142,7 +151,9 @@ class Optimizer(pytreelib.Pytree, tp.Generic[M]):
     def update(self, model: M, grads: tp.Any, /, **kwargs: tp.Any) -> tp.Any:
         """Applies ``grads`` to the ``wrt`` Variables of ``model`` and advances the state.
 
-        ``kwargs`` are passed to ``tx.update`` (for ``GradientTransformationExtraArgs``).
+        ``kwargs`` are passed to ``tx.update`` (for ``GradientTransformationExtraArgs``),
+        their Variables as plain arrays: ``grad=``, ``value=`` and ``value_fn=`` of
+        line-search transforms such as ``optax.lbfgs`` go through as optax expects.
         Returns the updates (a State of arrays shaped like the selected parameters).
         """
         param_vars = graphlib.state(model, self.wrt, graph=self.graph)
@@ -150,7 +161,8 @@ class Optimizer(pytreelib.Pytree, tp.Generic[M]):
         grads = graphlib.pure(graphlib.state(grads, self.wrt, graph=self.graph))
         _check_same_structure(params, grads, self.wrt)
         opt_state = graphlib.pure(self.opt_state)
-        updates, new_opt_state = self.tx.update(grads, opt_state, params, **kwargs)
+        extra_args = {name: _plain(value) for name, value in kwargs.items()}
+        updates, new_opt_state = self.tx.update(grads, opt_state, params, **extra_args)
         _assign(param_vars, optax.apply_updates(params, updates))
         _assign(self.opt_state, new_opt_state)
         self.step[...] += 1

@@ -25,6 +25,12 @@ class TrainState(tp.Generic[M]):
     step: jax.Array
     tx: optax.GradientTransformation = dataclasses.field(metadata={"static": True})
 
+    def __init_subclass__(cls, **kwargs: tp.Any) -> None:
+        """A subclass is a frozen dataclass pytree too: its annotated fields become
+        constructor (and ``create``) arguments, data unless marked ``static``."""
+        super().__init_subclass__(**kwargs)
+        _register(dataclasses.dataclass(frozen=True)(cls))
+
     @classmethod
     def create(
         cls,
@@ -62,8 +68,17 @@ class TrainState(tp.Generic[M]):
         return dataclasses.replace(self, **updates)
 
 
-jax.tree_util.register_dataclass(
-    TrainState,
-    data_fields=["graphdef", "params", "opt_state", "step"],
-    meta_fields=["tx"],
-)
+def _register(cls: type) -> None:
+    """Registers the dataclass ``cls`` as a pytree: fields marked ``static`` (or
+    ``pytree_node=False``, as ``flax.struct.field`` marks them) are its treedef's, the
+    others its children."""
+    fields = dataclasses.fields(cls)
+    static = {f.name for f in fields if f.metadata.get("static") or f.metadata.get("pytree_node") is False}
+    jax.tree_util.register_dataclass(
+        cls,
+        data_fields=[f.name for f in fields if f.name not in static],
+        meta_fields=[f.name for f in fields if f.name in static],
+    )
+
+
+_register(TrainState)

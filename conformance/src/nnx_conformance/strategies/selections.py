@@ -1,0 +1,63 @@
+"""Filters and Rngs seeds drawn for the implementation under test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from .nodes import ATTRIBUTE_NAMES, STREAM_NAMES, TAGS, variable_types
+
+
+@dataclass(frozen=True)
+class PathEndsWith:
+    """A callable filter: matches Variables whose path ends with ``name``."""
+
+    name: str
+
+    def __call__(self, path: tuple[Any, ...], value: Any) -> bool:
+        return bool(path) and path[-1] == self.name
+
+
+def filter_atoms(nnx: Any) -> st.SearchStrategy[Any]:
+    """Single filters: a type, a str tag, a callable, ``...``, True, False and the
+    filter classes OfType, WithTag, PathContains, Everything, Nothing."""
+    return st.one_of(
+        variable_types(nnx),
+        st.sampled_from(TAGS),
+        st.sampled_from(ATTRIBUTE_NAMES).map(PathEndsWith),
+        st.sampled_from([..., True, False]),
+        variable_types(nnx).map(nnx.OfType),
+        st.sampled_from(TAGS).map(nnx.WithTag),
+        st.sampled_from(ATTRIBUTE_NAMES).map(nnx.PathContains),
+        st.sampled_from([nnx.Everything(), nnx.Nothing()]),
+    )
+
+
+def filters(nnx: Any) -> st.SearchStrategy[Any]:
+    """A filter: an atom or an Any/All/Not composition of filters (at most 4 atoms)."""
+
+    def compose(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        groups = st.lists(children, min_size=1, max_size=3)
+        return st.one_of(
+            children.map(nnx.Not),
+            groups.map(lambda fs: nnx.Any(*fs)),
+            groups.map(lambda fs: nnx.All(*fs)),
+        )
+
+    return st.recursive(filter_atoms(nnx), compose, max_leaves=4)
+
+
+def filter_sequences(nnx: Any, *, catch_all: bool) -> st.SearchStrategy[tuple[Any, ...]]:
+    """The filters of a split: one to two filters, then ``...`` if ``catch_all``.
+    Bare ``...`` and ``True`` only appear last (they are allowed only there)."""
+    leading = filters(nnx).filter(lambda f: f is not ... and f is not True)
+    drawn = st.lists(leading, min_size=0 if catch_all else 1, max_size=2).map(tuple)
+    return drawn.map(lambda fs: (*fs, ...)) if catch_all else drawn
+
+
+rng_seeds: st.SearchStrategy[dict[str, int]] = st.dictionaries(
+    st.sampled_from(STREAM_NAMES), st.integers(0, 2**31 - 1), min_size=1, max_size=3
+)
+"""Seeds of an Rngs by stream name: one to three streams."""

@@ -1,0 +1,115 @@
+"""The mutation tool (tools/mutation.py): its sampling and bookkeeping, and one small run end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import parso
+import pytest
+
+pytest.importorskip("cosmic_ray", reason="tools/mutation.py needs cosmic-ray: nox installs the mutation group")
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = REPO / "tools"
+sys.path.insert(0, str(TOOLS))
+
+import mutation_focus  # noqa: E402
+import mutation_sites  # noqa: E402
+
+PACKAGE = REPO / "reference" / "src" / "nnx_reference"
+MODULE = "nnx_reference.filterlib"
+
+
+def _sites(tmp_path: Path) -> list[mutation_sites.Site]:
+    path = mutation_sites.module_path(PACKAGE, MODULE)
+    return mutation_sites.find_sites(PACKAGE, [path], tmp_path / "sites.sqlite")
+
+
+def test_sites_inside_annotations_are_left_out(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    source = "def f(a: int | None, b=1) -> X | Y:\n    c = a | b\n    d: A | B = c\n    return d\n"
+    (package / "m.py").write_text(source)
+    sites = mutation_sites.find_sites(package, [package / "m.py"], tmp_path / "db.sqlite")
+    or_lines = {s.line for s in sites if s.operator.startswith("core/ReplaceBinaryOperator_BitOr")}
+    assert or_lines == {2}, f"expected '|' mutants only in the value 'a | b' on line 2, got lines {or_lines}"
+    tree = parso.parse(source)
+    assert mutation_sites._in_annotation(tree, (3, 9)), "expected a variable annotation to count as one"
+    assert not mutation_sites._in_annotation(tree, (2, 10)), "expected an assigned value not to count as one"
+
+
+def test_parameter_markers_are_not_taken_for_operators(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text("def f(a, /, *args, b, **kwargs):\n    return a * b\n")
+    sites = mutation_sites.find_sites(package, [package / "m.py"], tmp_path / "db.sqlite")
+    lines = {s.line for s in sites if "Operator" in s.operator}
+    assert lines == {2}, f"expected operator mutants only in 'a * b' on line 2, got lines {lines}"
+
+
+def test_the_sample_is_fixed_by_its_seed_and_its_size(tmp_path: Path) -> None:
+    sites = _sites(tmp_path)
+    first, again = mutation_sites.sample(sites, 5, 0), mutation_sites.sample(sites, 5, 0)
+    other = mutation_sites.sample(sites, 5, 1)
+    assert first == again and len(first) == 5, f"expected the same 5 sites for seed 0, got {first} and {again}"
+    assert first != other, "expected seed 1 to draw other sites than seed 0"
+    assert mutation_sites.sample(sites, None, 0) == sites, "expected no --sample to keep every site"
+
+
+def test_a_mutant_changes_its_site_and_its_fingerprint_ignores_line_numbers(tmp_path: Path) -> None:
+    site = _sites(tmp_path)[0]
+    source = site.path.read_text()
+    mutant = mutation_sites.make_mutant(site, source)
+    assert mutant is not None and mutant.mutated != source, f"expected {site} to change the source"
+    assert f"@@ -{site.line - 1}," in mutant.diff or f"@@ -{site.line}," in mutant.diff, mutant.diff
+    moved = mutation_sites.make_mutant(site, "\n\n" + source)
+    assert moved is not None and moved.fingerprint == mutant.fingerprint, \
+        "expected the fingerprint to survive lines added above the mutated one"
+
+
+def test_an_equivalents_line_without_a_reason_is_refused(tmp_path: Path) -> None:
+    listed = tmp_path / "equivalent.txt"
+    listed.write_text("# comment\n\n0123456789ab  nnx_reference.filterlib:3 core/AddNot  # dead branch\n")
+    assert mutation_sites.read_equivalents(listed) == {"0123456789ab": "dead branch"}
+    listed.write_text("0123456789ab  nnx_reference.filterlib:3 core/AddNot\n")
+    with pytest.raises(mutation_sites.EquivalentsError, match=r"equivalent\.txt:1: expected"):
+        mutation_sites.read_equivalents(listed)
+
+
+@pytest.mark.parametrize(("module", "areas"), [
+    ("nnx_reference.nn.linear", ("nn/linear",)),
+    ("nnx_reference.graphlib", ("graph",)),
+    ("nnx_reference.transforms.lift", ("transforms", "guide:transforms")),
+    ("nnx_reference.training.metrics", ("training/metrics",)),
+])
+def test_a_module_is_focused_on_the_areas_that_spec_it(module: str, areas: tuple[str, ...]) -> None:
+    assert mutation_focus.areas_of(module) == areas, f"expected {module} to map to {areas}"
+
+
+def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) -> None:
+    sites = mutation_sites.sample(_sites(tmp_path), 2, 0)
+    first = mutation_sites.make_mutant(sites[0], sites[0].path.read_text())
+    assert first is not None
+    equivalents = tmp_path / "equivalent.txt"
+    equivalents.write_text(f"{first.fingerprint}  {MODULE}:{sites[0].line} {sites[0].operator}  # listed here\n")
+    out = tmp_path / "out"
+    command = [sys.executable, str(TOOLS / "mutation.py"), "--sample", "2", "--seed", "0", "--module", MODULE,
+               "-k", "filterlib", "--equivalents", str(equivalents), "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode in (0, 1), f"expected a judged run, got exit {done.returncode}:\n{done.stdout}{done.stderr}"
+    results = json.loads((out / "results.json").read_text())
+    outcomes = [m["outcome"] for m in results["mutants"]]
+    assert outcomes[0] == "equivalent" and outcomes[1] in ("killed", "survived"), \
+        f"expected the listed mutant equivalent and the other judged, got {outcomes}"
+    row = results["scores"][MODULE]
+    assert row["equivalent"] == 1 and row["killed"] + row["survived"] == 1, f"unexpected score row {row}"
+    assert f"\n{MODULE} " in done.stdout, f"expected a score line for {MODULE}:\n{done.stdout}"
+    survivors = (out / "survivors.txt").read_text()
+    survived = [m["fingerprint"] for m in results["mutants"] if m["outcome"] == "survived"]
+    assert all(f in survivors for f in survived) and first.fingerprint not in survivors, \
+        f"expected survivors.txt to list exactly the survivors {survived}:\n{survivors}"
+    assert (done.returncode == 1) == bool(survived), f"expected exit 1 only with survivors, got {done.returncode}"
+    assert survivors.startswith(f"# {len(survived)} surviving"), survivors

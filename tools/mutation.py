@@ -1,0 +1,274 @@
+"""Mutation testing of the reference, judged by the whole conformance suite.
+
+cosmic-ray lists the mutations of ``nnx_reference`` (or of one module); a seeded
+sample of them is drawn, and each mutant is judged in a fresh pytest process against
+a fresh copy of the package, put first on PYTHONPATH, with JAX's persistent compilation
+cache off: nothing compiled from another copy can judge it. The suite and the reference
+are those of the last commit (``git archive HEAD``), so edits in progress in the work
+tree judge nothing; ``--worktree`` takes the work tree's instead. A mutant is judged first
+by the tests of its module's areas and names (``mutation_focus``) with ``-x``, and only
+if they all pass by the whole suite with ``-x``. A run past the timeout counts as
+killed. An unmutated copy runs the whole suite first: if it fails, nothing is judged.
+
+    python tools/mutation.py [--sample N] [--seed S] [--module nnx_reference.nn.linear]
+
+Mutants listed in conformance/mutation/equivalent.txt are left out of the score. The
+score per module is printed; reports/mutation/ gets results.json and survivors.txt
+(module, line, operator, fingerprint and diff of each survivor). Exit status: 1 when a
+mutant survives, 2 when the run could not judge (the baseline fails, a pytest error),
+else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal, get_args
+
+from mutation_sites import Mutant, Site, find_sites, make_mutant, module_path, read_equivalents, sample
+
+REPO = Path(__file__).resolve().parents[1]
+TOOLS = Path(__file__).resolve().parent
+PACKAGE = Path("reference") / "src" / "nnx_reference"
+"""The reference package, relative to the tree (the repository, or a commit's snapshot)."""
+SUITE = Path("conformance") / "src"
+SPEC_DIR = REPO / "docs_extracted"
+EQUIVALENTS = REPO / "conformance" / "mutation" / "equivalent.txt"
+OUT = REPO / "reports" / "mutation"
+FOCUS_PLUGIN = "mutation_focus"
+MIN_TIMEOUT_S = 120.0
+
+Outcome = Literal["killed", "survived", "equivalent", "error"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One pytest run on a copy: its exit status (None past the timeout), the time and the output."""
+
+    returncode: int | None
+    seconds: float
+    output: str
+
+    @property
+    def first_failure(self) -> str | None:
+        """The first ``FAILED``/``ERROR`` test id in pytest's short summary."""
+        for line in self.output.splitlines():
+            if line.startswith(("FAILED ", "ERROR ")):
+                return line.split()[1].removeprefix("conformance/src/nnx_conformance/spec/")
+        return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the suite made of one mutant: ``killed``, ``survived``, ``equivalent`` or ``error``."""
+
+    module: str
+    line: int
+    operator: str
+    fingerprint: str
+    outcome: Outcome
+    stage: str
+    """Which run decided: ``focused``, ``suite`` (either with `` (timeout)``), or ``-`` for an equivalent."""
+    detail: str | None
+    """The first failing test of a killed mutant; the listed reason of an equivalent one."""
+    seconds: float
+    diff: str
+
+
+def committed_tree(root: Path) -> Path:
+    """The last commit's conformance/ and reference/ under ``root``, beside the generated spec pages."""
+    root.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "HEAD", "conformance", "reference"], cwd=REPO,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    (root / SPEC_DIR.name).symlink_to(SPEC_DIR, target_is_directory=True)
+    return root
+
+
+def judge_env(tree: Path, copy_root: Path) -> dict[str, str]:
+    """A judging run's environment: the copy, then the tree's suite, first on the path; no compilation cache."""
+    env = dict(os.environ)
+    path = (str(copy_root), str(tree / SUITE), str(TOOLS), env.get("PYTHONPATH"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
+    env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    return env
+
+
+def run_suite(tree: Path, copy_root: Path, focus: str | None, select: str | None, timeout: float | None) -> Run:
+    """The tree's suite (or its tests of ``focus``) against the copy at ``copy_root``, stopping at a failure."""
+    command = [
+        sys.executable, "-m", "pytest", "--pyargs", "nnx_conformance", "--impl", PACKAGE.name,
+        "--spec-dir", str(tree / SPEC_DIR.name), "-p", "no:cacheprovider", "-p", FOCUS_PLUGIN,
+        "-q", "-x", "-rfE",
+    ]
+    if focus:
+        command += ["--mutation-focus", focus]
+    if select:
+        command += ["-k", select]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=tree, env=judge_env(tree, copy_root), capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as expired:
+        output = expired.stdout.decode() if isinstance(expired.stdout, bytes) else expired.stdout or ""
+        return Run(None, time.perf_counter() - start, output)
+    return Run(done.returncode, time.perf_counter() - start, done.stdout + done.stderr)
+
+
+def fresh_copy(source: Path, root: Path, mutant: Mutant | None = None) -> Path:
+    """A new copy of the package ``source`` under ``root`` (emptied first), with ``mutant`` applied."""
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(source, root / source.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if mutant is not None:
+        (root / source.name / mutant.site.path.relative_to(source)).write_text(mutant.mutated)
+    return root / source.name
+
+
+def copies_are_imported(tree: Path, copy_root: Path) -> bool:
+    """Whether a judging process imports the reference from the copy and the suite from the tree."""
+    probe = f"import nnx_conformance, {PACKAGE.name}; print(nnx_conformance.__file__, {PACKAGE.name}.__file__)"
+    done = subprocess.run([sys.executable, "-c", probe], env=judge_env(tree, copy_root),
+                          capture_output=True, text=True, check=False)
+    suite, _, reference = done.stdout.strip().partition(" ")
+    return suite.startswith(str(tree / SUITE)) and reference.startswith(str(copy_root))
+
+
+def judge(mutant: Mutant, tree: Path, source: Path, copy_root: Path, select: str | None, timeout: float) -> Verdict:
+    """Run the focused tests, then the whole suite, on a fresh copy of ``source`` holding ``mutant``."""
+    site = mutant.site
+    fresh_copy(source, copy_root, mutant)
+    seconds = 0.0
+    for stage, focus in (("focused", site.module), ("suite", None)):
+        run = run_suite(tree, copy_root, focus, select, timeout)
+        seconds += run.seconds
+        if run.returncode is None:
+            return _verdict(mutant, "killed", f"{stage} (timeout)", None, seconds)
+        if run.returncode == 1:
+            return _verdict(mutant, "killed", stage, run.first_failure, seconds)
+        if run.returncode not in (0, 5):  # 5: the focus kept no test
+            tail = "\n".join(run.output.splitlines()[-15:])
+            print(f"error: pytest exited {run.returncode} on {site.module}:{site.line}:\n{tail}", file=sys.stderr)
+            return _verdict(mutant, "error", stage, None, seconds)
+    return _verdict(mutant, "survived", "suite", None, seconds)
+
+
+def _verdict(mutant: Mutant, outcome: Outcome, stage: str, detail: str | None, seconds: float) -> Verdict:
+    site = mutant.site
+    return Verdict(site.module, site.line, site.operator, mutant.fingerprint, outcome, stage, detail,
+                   round(seconds, 1), mutant.diff)
+
+
+def scores(verdicts: Sequence[Verdict]) -> dict[str, dict[str, int]]:
+    """Counts of each outcome per module, and the ``total``."""
+    table: dict[str, dict[str, int]] = {}
+    for verdict in verdicts:
+        for key in (verdict.module, "total"):
+            row = table.setdefault(key, dict.fromkeys(get_args(Outcome), 0))
+            row[verdict.outcome] += 1
+    return dict(sorted(table.items(), key=lambda kv: (kv[0] == "total", kv[0])))
+
+
+def score_line(name: str, row: dict[str, int]) -> str:
+    """One row of the score table; the score is killed / (killed + survived)."""
+    judged = row["killed"] + row["survived"]
+    score = f"{100 * row['killed'] / judged:.0f}%" if judged else "-"
+    return (f"{name:<38} {row['killed']:>6} {row['survived']:>8} {row['equivalent']:>10} "
+            f"{row['error']:>5} {score:>6}")
+
+
+def write_reports(out: Path, verdicts: Sequence[Verdict], meta: dict[str, object]) -> Path:
+    """results.json (every verdict, the scores, the run's parameters) and survivors.txt under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    results = {**meta, "scores": scores(verdicts), "mutants": [asdict(v) for v in verdicts]}
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    survivors = [v for v in verdicts if v.outcome == "survived"]
+    blocks = [f"{v.fingerprint}  {v.module}:{v.line} {v.operator}\n{v.diff}\n" for v in survivors]
+    path = out / "survivors.txt"
+    path.write_text(f"# {len(survivors)} surviving mutants (fingerprint  module:line operator, then the diff)\n\n"
+                    + "\n".join(blocks))
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
+    parser.add_argument("--sample", type=int, metavar="N", help="judge N mutants drawn at random (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
+    parser.add_argument("--module", action="append", metavar="DOTTED",
+                        help="mutate this module only (repeatable), e.g. nnx_reference.nn.linear")
+    parser.add_argument("-k", dest="select", metavar="EXPR", help="judge with the suite's -k EXPR subset only")
+    parser.add_argument("--timeout-factor", type=float, default=3.0,
+                        help=f"a stage's timeout: this times the baseline's time, at least {MIN_TIMEOUT_S:.0f} s")
+    parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS, help="the equivalent mutants' file")
+    parser.add_argument("--out", type=Path, default=OUT, help="where results.json and survivors.txt go")
+    parser.add_argument("--worktree", action="store_true",
+                        help="judge the work tree's suite and reference, not the last commit's")
+    args = parser.parse_args(argv)
+    equivalents = read_equivalents(args.equivalents)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="nnx-mutation-") as tmp:
+        tree = REPO if args.worktree else committed_tree(Path(tmp) / "tree")
+        snapshot = fresh_copy(tree / PACKAGE, Path(tmp) / "snapshot")  # the source the whole run mutates
+        try:
+            paths = ([module_path(snapshot, m) for m in args.module] if args.module
+                     else sorted(snapshot.rglob("*.py")))
+        except ValueError as exc:
+            parser.error(str(exc))
+        sites = find_sites(snapshot, paths, Path(tmp) / "sites.sqlite")
+        chosen = sample(sites, args.sample, args.seed)
+        print(f"{len(chosen)} of {len(sites)} mutants (seed {args.seed}) in {len(paths)} modules")
+        copy_root = Path(tmp) / "copy"
+        fresh_copy(snapshot, copy_root)
+        if not copies_are_imported(tree, copy_root):
+            print("error: the judging process does not import the suite and the reference from their copies",
+                  file=sys.stderr)
+            return 2
+        baseline = run_suite(tree, copy_root, None, args.select, None)
+        print(f"baseline (unmutated copy): exit {baseline.returncode} in {baseline.seconds:.0f}s")
+        if baseline.returncode != 0:
+            print("error: the suite fails on the unmutated reference:\n"
+                  + "\n".join(baseline.output.splitlines()[-20:]), file=sys.stderr)
+            return 2
+        timeout = max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds)
+        verdicts = [_judge_site(site, equivalents, tree, snapshot, copy_root, args.select, timeout)
+                    for site in chosen]
+        modules = [str(p.relative_to(snapshot)) for p in paths]
+    meta = {"sample": args.sample, "seed": args.seed, "modules": modules,
+            "sites": len(sites), "baseline_s": round(baseline.seconds, 1),
+            "wall_s": round(time.perf_counter() - started, 1)}
+    survivors = write_reports(args.out, verdicts, meta)
+    print(f"\n{'module':<38} {'killed':>6} {'survived':>8} {'equivalent':>10} {'error':>5} {'score':>6}")
+    for name, row in scores(verdicts).items():
+        print(score_line(name, row))
+    print(f"\nwall time {meta['wall_s']}s; survivors: {survivors}")
+    outcomes = {v.outcome for v in verdicts}
+    return 1 if "survived" in outcomes else 2 if "error" in outcomes else 0
+
+
+def _judge_site(site: Site, equivalents: dict[str, str], tree: Path, source: Path, copy_root: Path,
+                select: str | None, timeout: float) -> Verdict:
+    """The verdict on one sampled site, printed as it comes."""
+    mutant = make_mutant(site, site.path.read_text())
+    if mutant is None:
+        raise RuntimeError(f"cosmic-ray no longer finds {site.operator} #{site.occurrence} in {site.module}")
+    if mutant.fingerprint in equivalents:
+        verdict = _verdict(mutant, "equivalent", "-", equivalents[mutant.fingerprint], 0.0)
+    else:
+        verdict = judge(mutant, tree, source, copy_root, select, timeout)
+    print(f"{verdict.outcome:<10} {verdict.seconds:>6.1f}s  {verdict.module}:{verdict.line} "
+          f"{verdict.operator} [{verdict.fingerprint}] {verdict.stage} {verdict.detail or ''}", flush=True)
+    return verdict
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""A pytest plugin that keeps the suite's tests most likely to see a bug in one module.
+
+    pytest --pyargs nnx_conformance -p mutation_focus --mutation-focus nnx_reference.nn.linear
+
+A test is kept when its area is one of the module's areas (its report area: the doc
+page of that area and the hand-written tests filed under it) or when it exercises a
+public name the module defines. Everything else is deselected.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from nnx_conformance.items import describe, in_suite
+
+AREAS: dict[str, tuple[str, ...]] = {
+    "graphlib": ("graph",),
+    "traversals": ("graph",),
+    "variablelib": ("variables", "guide:hijax"),
+    "statelib": ("state",),
+    "pytreelib": ("object", "guide:pytree"),
+    "reprlib": ("object", "variables"),
+    "module": ("module",),
+    "rnglib": ("rnglib", "guide:randomness"),
+    "filterlib": ("filterlib", "guide:filters_guide"),
+    "extract": ("transforms",),
+    "transforms": ("transforms", "guide:transforms"),
+    "training/train_state": ("training/optimizer",),
+    "summary": ("summary",),
+}
+"""Report areas of the modules whose path does not name their area (by path, without ``.py``)."""
+
+
+def areas_of(module: str) -> tuple[str, ...]:
+    """The report areas that spec the reference module ``module`` (dotted name)."""
+    path = "/".join(module.split(".")[1:])
+    top = path.partition("/")[0]
+    return AREAS.get(path) or AREAS.get(top) or (path,)
+
+
+def names_defined_in(module: str) -> frozenset[str]:
+    """The public names whose classes and functions ``module`` defines."""
+    namespace = vars(importlib.import_module(module))
+    return frozenset(
+        name for name, value in namespace.items()
+        if not name.startswith("_") and getattr(value, "__module__", None) == module
+    )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--mutation-focus", metavar="MODULE",
+                     help="keep only the suite's tests of this reference module (dotted name)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    module = config.getoption("--mutation-focus")
+    if not module:
+        return
+    areas, names = set(areas_of(module)), names_defined_in(module)
+    kept, dropped = [], []
+    for item in items:
+        info = describe(item) if in_suite(item) else None
+        focused = info is not None and (info.area in areas or not names.isdisjoint(info.apis))
+        (kept if focused else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
