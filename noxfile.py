@@ -1,7 +1,7 @@
 """Every entry point of the project.
 
     nox -s conformance [-- --impl MODULE ...pytest args]   the suite against one implementation
-    nox -s tests                                           the harness's tests + both implementations
+    nox -s tests                                           the harness's and reference's tests + both implementations
     nox -s extract [-- --check | --flax VERSION ...]       regenerate or check the spec pages
 
 JAX 0.12 and flax 0.12.12 need Python >= 3.12, which need not be the Python that runs
@@ -167,10 +167,11 @@ def extract(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """The harness's own tests, the spec check, then the suite against flax and the reference."""
+    """The harness's and the reference's own tests, the spec check, then the suite against flax and the reference."""
     reference = _reference_venv(session)
     _install_mutation_tool(session, reference)  # the harness runs tools/mutation.py end to end
     session.run(str(reference), "-m", "pytest", str(ROOT / "conformance" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
+    session.run(str(reference), "-m", "pytest", str(ROOT / "reference" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
     session.run(str(reference), str(ROOT / "tools" / "extract_docs.py"), "--check", external=True)
     _run_suite(session, _flax_venv(session), "flax.nnx", ["-q", *session.posargs])
     _run_suite(session, reference, "nnx_reference", ["-q", *session.posargs])

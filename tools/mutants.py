@@ -80,9 +80,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "split_drops_variable",
         "nnx.split leaves the last Variable out of the state",
         (Patch(
-            "graphlib.py",
-            '    gdef, flat = _flatten_for(node, graph, "split")\n',
-            '    gdef, flat = _flatten_for(node, graph, "split")\n    flat = flat[:-1]\n',
+            "graphlib/_split_merge.py",
+            '    gdef, flat = flatten_for(node, graph, "split")\n',
+            '    gdef, flat = flatten_for(node, graph, "split")\n    flat = flat[:-1]\n',
         ),),
         "test_graph or test_state",
     ),
@@ -90,7 +90,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "merge_loses_sharing",
         "nnx.merge in graph mode rebuilds a shared Variable as a second copy",
         (Patch(
-            "graphlib.py",
+            "graphlib/_unflatten.py",
             "    if isinstance(d, (VariableRef, NodeRef)):\n        return ctx.index_ref[d.index]\n",
             "    if isinstance(d, VariableRef):\n        return ctx.index_ref[d.index].copy()\n"
             "    if isinstance(d, NodeRef):\n        return ctx.index_ref[d.index]\n",
@@ -114,14 +114,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "update_ignores_last_path",
         "nnx.update writes every leaf of the state but the last",
-        (Patch("graphlib.py", "    for path, leaf in _collect_leaves((state, *states)):\n",
-               "    for path, leaf in _collect_leaves((state, *states))[:-1]:\n"),),
+        (Patch("graphlib/_state_ops.py", "    for path, leaf in collect_leaves((state, *states)):\n",
+               "    for path, leaf in collect_leaves((state, *states))[:-1]:\n"),),
         "test_graph",
     ),
     Mutant(
         "clone_shares_variables",
         "nnx.clone returns a graph that shares its Variables with the original",
-        (Patch("graphlib.py",
+        (Patch("graphlib/_state_ops.py",
                "            leaf = leaf.copy()  # keeps the Variable's type, metadata and hooks\n",
                "            pass\n"),),
         "test_graph",
@@ -136,8 +136,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "transforms_drop_updates",
         "Variable updates made inside nnx.jit, nnx.grad, nnx.vmap, ... never reach the caller",
-        (Patch("transforms/lift.py", "    if not write:\n        lifted = _Unwritten(lifted)\n",
-               "    lifted = _Unwritten(lifted)\n"),),
+        (Patch("transforms/lift.py", "    if not write:\n        lifted = lifted.unwritten()\n",
+               "    lifted = lifted.unwritten()\n"),),
         "(properties and transforms) or guide:transforms",
     ),
     Mutant(

@@ -27,6 +27,7 @@ from . import (
     variablelib,
     visualization,
 )
+from .extract import *  # noqa: F403
 from .filterlib import *  # noqa: F403
 from .graphlib import *  # noqa: F403
 from .helpers import *  # noqa: F403

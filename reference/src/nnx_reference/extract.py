@@ -12,21 +12,14 @@ import typing as tp
 
 import jax
 
-from .graphlib import (
-    GraphDef,
-    PathParts,
-    RefMap,
-    _collect_leaves,
-    _flatten_for,
-    _unflatten_leaves,
-    is_graph_node,
-    jax_key,
-)
-from .statelib import from_flat_state, map_state
+from .filterlib import to_predicate
+from .graphlib import GraphDef, PathParts, RefMap, is_graph_node, jax_key
+from .graphlib._split_merge import flatten_for, unflatten_leaves
+from .graphlib._unflatten import collect_leaves
+from .statelib import from_flat_state
 from .variablelib import Variable
 
 __all__ = ["NodeStates", "from_tree", "prefix", "to_tree"]
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +83,7 @@ def to_tree(
     def convert(node: tp.Any) -> tp.Any:
         if not is_graph_node(node):
             return node
-        graphdef, flat = _flatten_for(node, True, "to_tree", ref_index)
+        graphdef, flat = flatten_for(node, True, "to_tree", ref_index)
         return NodeStates.from_split(graphdef, from_flat_state(flat))
 
     return jax.tree.map(convert, tree, is_leaf=is_graph_node)
@@ -105,7 +98,7 @@ def from_tree(tree: tp.Any, /, *, prefix: tp.Any = None, merge_fn: tp.Any = None
     def convert(x: tp.Any) -> tp.Any:
         if not isinstance(x, NodeStates):
             return x
-        return _unflatten_leaves(x.graphdef, _collect_leaves(x.states), index_ref, False)
+        return unflatten_leaves(x.graphdef, collect_leaves(x.states), index_ref, False)
 
     return jax.tree.map(convert, tree, is_leaf=lambda x: isinstance(x, NodeStates))
 
@@ -113,8 +106,6 @@ def from_tree(tree: tp.Any, /, *, prefix: tp.Any = None, merge_fn: tp.Any = None
 def prefix(node: tp.Any, filter_map: tp.Any, /, *, graph: bool | None = None) -> tp.Any:
     """``node`` with each Variable / array leaf replaced by ``filter_map(path, leaf)`` (or the
     value of the first filter of a ``{filter: value}`` mapping that matches it)."""
-    from .filterlib import to_predicate
-
     if isinstance(filter_map, tp.Mapping):
         pairs = [(to_predicate(f), v) for f, v in filter_map.items()]
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 import functools
 import inspect
 import typing as tp
+import warnings
+
+import jax.numpy as jnp
 
 from . import graphlib
+from .filterlib import to_predicate
 from .pytreelib import Pytree, data
 from .statelib import FlatState, State, from_flat_state, to_flat_state
-from .variablelib import Intermediate, Perturbation, Variable, variable_type_from_name
+from .variablelib import Perturbation, Variable, variable_type_from_name
 
 __all__ = [
     "M",
@@ -84,8 +88,6 @@ class Module(Pytree):
         capture_noop: bool | None = None,
     ) -> tp.Any:
         """Returns ``value`` plus the perturbation stored under ``name`` (zeros at first)."""
-        import jax.numpy as jnp
-
         variable_type = _as_variable_type(variable_type)
         captures = vars(self).get(CAPTURES)
         if captures is not None:
@@ -102,12 +104,14 @@ class Module(Pytree):
         return value + vars(self)[name].get_value()
 
     def iter_modules(self) -> tp.Iterator[tuple[PathParts, Module]]:
-        """Deprecated alias of :func:`iter_modules`."""
-        return iter_modules(self)
+        """Deprecated alias of :func:`iter_modules` (warns when iterated)."""
+        _warn_deprecated_method("iter_modules")
+        yield from iter_modules(self)
 
-    def iter_children(self) -> tp.Iterator[tuple[tp.Hashable, Module]]:
-        """Deprecated alias of ``iter_children``: the immediate child Modules."""
-        return graphlib.iter_module_children(self)
+    def iter_children(self) -> tp.Iterator[tuple[tp.Hashable, tp.Any]]:
+        """Deprecated alias of ``iter_children``: the immediate child nodes and Variables (warns when iterated)."""
+        _warn_deprecated_method("iter_children")
+        yield from graphlib.iter_children(self)
 
     def set_attributes(
         self, *filters: tp.Any, raise_if_not_found: bool = True, graph: bool | None = None, **attributes: tp.Any
@@ -126,9 +130,15 @@ class Module(Pytree):
         self.set_attributes(deterministic=True, use_running_average=True, **attributes, raise_if_not_found=False)
 
 
-def _matching_modules(node: tp.Any, filters: tp.Sequence[tp.Any], graph: bool | None) -> list[tuple[PathParts, Module]]:
-    from .filterlib import to_predicate
+def _warn_deprecated_method(name: str) -> None:
+    warnings.warn(
+        f"The 'm.{name}()' method is deprecated; use the 'nnx.{name}(m)' function instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
+
+def _matching_modules(node: tp.Any, filters: tp.Sequence[tp.Any], graph: bool | None) -> list[tuple[PathParts, Module]]:
     predicates = [to_predicate(f) for f in filters]
     return [
         (path, m)

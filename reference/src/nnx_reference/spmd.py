@@ -9,15 +9,24 @@ created with ``out_sharding`` is placed on its mesh right away.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import threading
 import typing as tp
 import warnings
-from collections.abc import Iterator, Sequence
 
 import jax
 from jax.sharding import NamedSharding, PartitionSpec
+
+from . import graphlib
+from ._sharding import (
+    PARTITION_NAME,
+    SHARDING_KEY,
+    AxisName,
+    logical_axis_rules,
+    partition_spec,
+    use_eager_sharding,
+    using_eager_sharding,
+)
+from .transforms import eval_shape
+from .variablelib import Variable, with_metadata
 
 __all__ = [
     "PARTITION_NAME",
@@ -34,169 +43,6 @@ __all__ = [
 
 A = tp.TypeVar("A")
 F = tp.TypeVar("F", bound=tp.Callable[..., tp.Any])
-AxisName = str | tuple[str, ...] | None
-LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]
-
-PARTITION_NAME = "partition_name"
-SHARDING_KEY = "out_sharding"
-"""The Variable metadata key holding one axis name per dimension."""
-
-
-class Setting(threading.local):
-    """One per-thread configuration value (each thread starts from ``default``)."""
-
-    def __init__(self, default: tp.Any) -> None:
-        self.default = default
-        self.value = default
-
-
-class ConfigContext:
-    """Sets configuration values when called; after a plain call they stay set.
-
-    Used as a context manager, it restores on exit the values that were current
-    before the call. Used as a decorator, it undoes the call's change at once and
-    sets the values only while the decorated function runs. This is the one
-    mechanism behind ``set_graph_mode``, ``set_graph_updates``, ``var_defaults``
-    and ``use_eager_sharding``.
-    """
-
-    def __init__(self, updates: Sequence[tuple[Setting, tp.Any]]) -> None:
-        self._updates = tuple(updates)
-        self._previous = _replace(self._updates)
-
-    def __enter__(self) -> tp.Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _replace(self._previous)
-
-    def __call__(self, f: F) -> F:
-        _replace(self._previous)
-        updates = self._updates
-
-        @functools.wraps(f)
-        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            previous = _replace(updates)
-            try:
-                return f(*args, **kwargs)
-            finally:
-                _replace(previous)
-
-        return wrapper  # type: ignore[return-value]
-
-
-def _replace(updates: tuple[tuple[Setting, tp.Any], ...]) -> tuple[tuple[Setting, tp.Any], ...]:
-    """Sets each Setting to its value; returns the values they had."""
-    previous = tuple((setting, setting.value) for setting, _ in updates)
-    for setting, value in updates:
-        setting.value = value
-    return previous
-
-
-class BoolFlag(ConfigContext):
-    """A ConfigContext over one boolean Setting, with flax's classmethods to read it."""
-
-    _setting: tp.ClassVar[Setting]
-
-    def __init__(self, value: bool, /) -> None:
-        super().__init__(((self._setting, bool(value)),))
-
-    @classmethod
-    def get_stack(cls) -> list[bool]:
-        """The values in effect, innermost last (here: just the current one)."""
-        return [cls._setting.value]
-
-    @classmethod
-    def get_default(cls) -> bool:
-        """The value before any call."""
-        return cls._setting.default  # type: ignore[no-any-return]
-
-    @classmethod
-    def current_value(cls) -> bool:
-        """The value in effect."""
-        return cls._setting.value  # type: ignore[no-any-return]
-
-
-class _AxisRules(threading.local):
-    def __init__(self) -> None:
-        self.rules: tuple[tuple[str, AxisName], ...] = ()
-
-
-_context = _AxisRules()
-
-
-# ---------------------------------------------------------------- eager sharding
-
-
-class use_eager_sharding(BoolFlag):  # noqa: N801 (flax spells it as a function)
-    """Sets whether new Variables shard their value eagerly by default (on by default).
-
-    A plain call keeps the value set; used as a context manager it restores the
-    previous value on exit; used as a decorator it applies only inside the function.
-    """
-
-    _setting = Setting(True)
-
-
-def using_eager_sharding() -> bool:
-    """Returns whether Variables are using eager sharding by default."""
-    return use_eager_sharding.current_value()
-
-
-def shard_value(value: tp.Any, out_sharding: tp.Any, mesh: jax.sharding.Mesh | None) -> tp.Any:
-    """Places ``value`` according to ``out_sharding`` (Variable creation with eager
-    sharding): on ``mesh`` if given, else on the mesh of the current ``jax.set_mesh``."""
-    spec = _resolve(out_sharding)
-    target = mesh if mesh is not None else jax.sharding.get_abstract_mesh()
-    if target.empty:
-        raise ValueError(
-            "An auto mesh context or metadata is required if creating a variable with "
-            f"annotation out_sharding={spec}. Set a mesh with jax.set_mesh(...), pass "
-            "mesh=... metadata, or turn eager sharding off with "
-            "nnx.use_eager_sharding(False)."
-        )
-    sharding = NamedSharding(target, spec) if mesh is not None else spec
-    if _all_explicit(target, spec):
-        return jax.sharding.reshard(value, sharding)
-    return jax.lax.with_sharding_constraint(value, sharding)
-
-
-def _all_explicit(mesh: tp.Any, spec: PartitionSpec) -> bool:
-    """Whether every mesh axis ``spec`` uses is Explicit (resharding) rather than Auto."""
-    types = dict(zip(mesh.axis_names, mesh.axis_types))
-    used = [a for entry in spec if entry is not None for a in (entry if isinstance(entry, tuple) else (entry,))]
-    used = [a for a in used if a in types]
-    if not used:
-        return all(t == jax.sharding.AxisType.Explicit for t in types.values())
-    return all(types[a] == jax.sharding.AxisType.Explicit for a in used)
-
-
-# ---------------------------------------------------------------- logical axis rules
-
-
-@contextlib.contextmanager
-def logical_axis_rules(rules: LogicalRules) -> Iterator[None]:
-    """Context manager for setting the logical to mesh axis bindings.
-
-    Inside it, each logical name of an ``out_sharding`` annotation is replaced by the
-    mesh axis its rule names (the last rule for a name wins; unknown names stay).
-    """
-    previous = _context.rules
-    _context.rules = tuple(rules)
-    try:
-        yield
-    finally:
-        _context.rules = previous
-
-
-def _resolve(names: tp.Any) -> PartitionSpec:
-    """The PartitionSpec for ``out_sharding`` names under the active axis rules."""
-    if isinstance(names, PartitionSpec):
-        names = tuple(names)
-    rules = dict(_context.rules)
-    return PartitionSpec(
-        *(rules.get(name, name) if isinstance(name, str) else name for name in names)
-    )
 
 
 # ---------------------------------------------------------------- annotations to specs
@@ -209,20 +55,16 @@ def with_partitioning(
     **metadata: tp.Any,
 ) -> F:
     """A wrapper over any initializer to add sharding annotation data to a `Variable`."""
-    from .variablelib import with_metadata
-
     return with_metadata(initializer, out_sharding=sharding, mesh=mesh, **metadata)
 
 
 def _is_variable(x: tp.Any) -> bool:
-    from .variablelib import Variable
-
     return isinstance(x, Variable)
 
 
 def _variable_spec(variable: tp.Any) -> PartitionSpec:
     names = variable.get_metadata().get(SHARDING_KEY)
-    return PartitionSpec() if names is None else _resolve(names)
+    return PartitionSpec() if names is None else partition_spec(names)
 
 
 def _leaf_spec(leaf: tp.Any) -> tp.Any:
@@ -274,8 +116,6 @@ def _with_sharding(variable: tp.Any, mesh: tp.Any) -> tp.Any:
 
 
 def _map_variables(tree: A, f: tp.Callable[[tp.Any], tp.Any], graph: bool | None) -> A:
-    from . import graphlib
-
     graphdef, state = graphlib.split(tree, graph=graph)
     state = jax.tree.map(lambda x: f(x) if _is_variable(x) else x, state, is_leaf=_is_variable)
     return graphlib.merge(graphdef, state)
@@ -305,9 +145,6 @@ def get_abstract_model(
     """Shapes of the model ``init_fn`` builds, without computing it, as
     ``(graphdef, abstract_state)`` whose ShapeDtypeStructs carry NamedShardings on
     ``mesh`` (replicated where a Variable has no ``out_sharding``)."""
-    from . import graphlib
-    from .transforms import eval_shape
-
     with jax.set_mesh(mesh):
         abstract = eval_shape(init_fn, graph=graph)
     graphdef, state = graphlib.split(abstract, graph=graph)

@@ -21,7 +21,13 @@ from types import MappingProxyType
 import jax
 import numpy as np
 
+from . import graphlib
+from .module import Module
+from .reprlib import size_and_bytes, size_comment
+from .rnglib import RngState, RngStream
 from .summary_table import Table, draw
+from .transforms import eval_shape
+from .variablelib import Variable
 
 __all__ = ["tabulate"]
 
@@ -42,8 +48,6 @@ class CallInfo:
 
 def filter_rng_streams(row: CallInfo) -> bool:
     """The default row filter: hides calls of ``RngStream`` objects."""
-    from .rnglib import RngStream
-
     return not issubclass(row.type, RngStream)
 
 
@@ -163,10 +167,6 @@ _INHERITED = object()
 def _record_calls(
     obj: tp.Any, method: str, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]
 ) -> list[tuple[CallInfo, Call]]:
-    from . import graphlib
-    from .module import Module
-    from .transforms import eval_shape
-
     calls: list[tuple[CallInfo, Call]] = []
 
     def run(node: tp.Any, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
@@ -195,8 +195,6 @@ def _cost(fn: Callable[..., tp.Any], node: tp.Any, call: Call) -> int:
     """The FLOPs XLA's cost analysis gives for ``fn(forward, state, arrays)``, where
     ``forward(state, arrays)`` makes ``call`` on ``node`` (its input arrays given as
     ``arrays``) and ``state`` is ``node``'s state."""
-    from . import graphlib
-
     graphdef, state = graphlib.split(node)
     leaves, treedef = jax.tree.flatten((call.args, call.kwargs))
     dynamic = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.ShapeDtypeStruct)]
@@ -238,16 +236,11 @@ def _vjp_flops(node: tp.Any, call: Call) -> int:
 
 
 def _type_name(variable: tp.Any) -> str:
-    from .rnglib import RngState
-
     return "RngState" if isinstance(variable, RngState) else type(variable).__name__
 
 
 def _variables(node: tp.Any) -> list[tuple[tuple[tp.Any, ...], tp.Any]]:
     """(path, Variable) pairs of ``node``'s state, each Variable once."""
-    from . import graphlib
-    from .variablelib import Variable
-
     return [(tuple(p), v) for p, v in graphlib.iter_graph(node) if isinstance(v, Variable)]
 
 
@@ -259,8 +252,6 @@ class Size(tp.NamedTuple):
 
     @classmethod
     def of(cls, values: tp.Iterable[tp.Any]) -> Size:
-        from .reprlib import size_and_bytes, size_comment
-
         count, _, nbytes = size_comment(*size_and_bytes(values)).partition(" ")
         return cls(count, nbytes)
 
@@ -287,8 +278,6 @@ def _state_cell(variables: list[tuple[tuple[tp.Any, ...], tp.Any]], in_row: bool
 
 def _nodes_by_path(obj: tp.Any) -> dict[tuple[tp.Any, ...], tp.Any]:
     """Every node of ``obj``'s graph by its (first) path, in one walk."""
-    from . import graphlib
-
     return {tuple(path): node for path, node in graphlib.iter_graph(obj)}
 
 

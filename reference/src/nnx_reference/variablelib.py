@@ -10,7 +10,7 @@ can select it. Every Variable carries the required metadata ``hijax``, ``ref`` a
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import functools
 import operator
 import typing as tp
@@ -19,10 +19,22 @@ import warnings
 import jax
 import numpy as np
 
-from . import reprlib, spmd
+from . import reprlib
+from ._sharding import shard_value, use_eager_sharding, using_eager_sharding
 from ._tracing import check_same_trace, current_trace_state, inside_transformation
+from ._variable_metadata import (
+    HOOK_NAMES,
+    MISSING,
+    REQUIRED_METADATA,
+    VarDefaults,
+    VariableMetadata,
+    as_ref,
+    rename_sharding_keys,
+    var_defaults,
+    wants_ref,
+    with_metadata,
+)
 from .errors import ImmutableVariableError
-from .spmd import use_eager_sharding, using_eager_sharding  # noqa: F401 (flax's variablelib has them)
 
 __all__ = [
     "A",
@@ -34,6 +46,8 @@ __all__ = [
     "Variable",
     "VariableMetadata",
     "register_variable_name",
+    "use_eager_sharding",
+    "using_eager_sharding",
     "var_defaults",
     "variable_name_from_type",
     "variable_type_from_name",
@@ -42,104 +56,6 @@ __all__ = [
 
 A = tp.TypeVar("A")
 V = tp.TypeVar("V", bound="Variable")
-
-
-class _Missing:
-    """Sentinel for 'argument not given'."""
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: tp.Any = _Missing()
-REQUIRED_METADATA = ("hijax", "ref", "eager_sharding")
-HOOK_NAMES = ("on_set_value", "on_get_value", "on_create_value", "on_add_axis", "on_remove_axis")
-
-
-# ---------------------------------------------------------------- defaults
-
-
-@dataclasses.dataclass(frozen=True)
-class VarDefaults:
-    """The defaults new Variables take for ``hijax`` and ``ref``."""
-
-    hijax: bool = False
-    ref: bool = False
-
-
-_HIJAX = spmd.Setting(False)
-_REF = spmd.Setting(False)
-
-
-class VarDefaultsContext(spmd.ConfigContext):
-    """Sets new Variable defaults when called (see :class:`spmd.ConfigContext` for the
-    call / context-manager / decorator forms); only the fields given change."""
-
-
-def var_defaults(*, hijax: bool | None = None, ref: bool | None = None) -> VarDefaultsContext | VarDefaults:
-    """Returns the current Variable defaults, or sets ``hijax``/``ref`` defaults (also a
-    context manager or decorator)."""
-    if hijax is None and ref is None:
-        return VarDefaults(hijax=_HIJAX.value, ref=_REF.value)
-    updates = [(setting, bool(value)) for setting, value in ((_HIJAX, hijax), (_REF, ref)) if value is not None]
-    return VarDefaultsContext(updates)
-
-
-DEPRECATED_SHARDING_KEYS = ("sharding_names", "sharding")
-"""Older names of the ``out_sharding`` metadata key, renamed (with a warning) on creation."""
-
-
-def _rename_sharding_keys(metadata: dict[str, tp.Any]) -> None:
-    for key in DEPRECATED_SHARDING_KEYS:
-        if key in metadata:
-            warnings.warn(f"{key!r} is deprecated, use 'out_sharding' instead.", DeprecationWarning, stacklevel=3)
-            metadata["out_sharding"] = metadata.pop(key)
-
-
-# ---------------------------------------------------------------- metadata
-
-
-@dataclasses.dataclass
-class VariableMetadata(tp.Generic[A]):
-    """A raw value plus hooks and metadata, as returned by :func:`with_metadata` initializers."""
-
-    raw_value: A
-    on_set_value: tuple[tp.Callable[..., tp.Any], ...] = ()
-    on_get_value: tuple[tp.Callable[..., tp.Any], ...] = ()
-    on_create_value: tuple[tp.Callable[..., tp.Any], ...] = ()
-    on_add_axis: tuple[tp.Callable[..., tp.Any], ...] = ()
-    on_remove_axis: tuple[tp.Callable[..., tp.Any], ...] = ()
-    metadata: tp.Mapping[str, tp.Any] = dataclasses.field(default_factory=dict)
-
-
-def _as_tuple(hooks: tp.Any) -> tuple[tp.Callable[..., tp.Any], ...]:
-    return tuple(hooks) if isinstance(hooks, (list, tuple)) else (hooks,)
-
-
-def with_metadata(
-    initializer: tp.Callable[..., tp.Any],
-    on_set_value: tp.Any = (),
-    on_get_value: tp.Any = (),
-    on_create_value: tp.Any = (),
-    on_add_axis: tp.Any = (),
-    on_remove_axis: tp.Any = (),
-    **metadata: tp.Any,
-) -> tp.Callable[..., VariableMetadata[tp.Any]]:
-    """Wraps an initializer so that its output carries ``metadata`` (and hooks) into a Variable."""
-
-    @functools.wraps(initializer)
-    def wrapper(*args: tp.Any, **kwargs: tp.Any) -> VariableMetadata[tp.Any]:
-        return VariableMetadata(
-            initializer(*args, **kwargs),
-            on_set_value=_as_tuple(on_set_value),
-            on_get_value=_as_tuple(on_get_value),
-            on_create_value=_as_tuple(on_create_value),
-            on_add_axis=_as_tuple(on_add_axis),
-            on_remove_axis=_as_tuple(on_remove_axis),
-            metadata=metadata,
-        )
-
-    return wrapper
 
 
 # ---------------------------------------------------------------- Variable
@@ -167,18 +83,6 @@ def _inplace(name: str) -> tp.Callable[..., tp.Any]:
         )
 
     return method
-
-
-def _wants_ref(metadata: tp.Mapping[str, tp.Any]) -> bool:
-    """Whether a Variable with this metadata stores its value in a ``jax.Ref``: ``ref=True``."""
-    return bool(metadata.get("ref"))
-
-
-def _as_ref(value: tp.Any) -> tp.Any:
-    """``value`` in a mutable ``jax.Ref`` (arrays only), so that writes inside ``jax.jit`` are seen outside."""
-    if reprlib.is_ref(value) or not isinstance(value, (jax.Array, np.ndarray, int, float, bool)):
-        return value
-    return jax.new_ref(jax.numpy.asarray(value))
 
 
 class Variable(tp.Generic[A]):
@@ -213,7 +117,7 @@ class Variable(tp.Generic[A]):
             ref=defaults.ref if ref is None else ref,
             eager_sharding=using_eager_sharding() if eager_sharding is None else eager_sharding,
         )
-        _rename_sharding_keys(metadata)
+        rename_sharding_keys(metadata)
         object.__setattr__(self, "_var_metadata", metadata)
         object.__setattr__(self, "_hooks", hooks)
         object.__setattr__(self, "_trace_state", current_trace_state())
@@ -221,9 +125,9 @@ class Variable(tp.Generic[A]):
             value = hook(self, value)
         value = self.create_value(value)
         if metadata["eager_sharding"] and metadata.get("out_sharding") is not None and isinstance(value, jax.Array):
-            value = spmd.shard_value(value, metadata["out_sharding"], metadata.get("mesh"))
-        if _wants_ref(metadata):
-            value = _as_ref(value)
+            value = shard_value(value, metadata["out_sharding"], metadata.get("mesh"))
+        if wants_ref(metadata):
+            value = as_ref(value)
         object.__setattr__(self, "_raw_value", value)
 
     def __init_subclass__(cls, **kwargs: tp.Any) -> None:
@@ -255,7 +159,7 @@ class Variable(tp.Generic[A]):
         """A new Variable of the same type with the same (or the given) value and metadata."""
         raw = self._raw_value if value is MISSING else value
         if reprlib.is_ref(raw) and value is MISSING:
-            raw = _as_ref(raw[...])
+            raw = as_ref(raw[...])
         new = type(self)._new(raw, {**self._var_metadata, **updates})
         object.__setattr__(new, "_hooks", dict(self._hooks))
         return new
@@ -545,8 +449,6 @@ class Variable(tp.Generic[A]):
         return self.copy()  # type: ignore[return-value]
 
     def __deepcopy__(self, memo: dict[int, tp.Any]) -> Variable[A]:
-        import copy
-
         new = type(self)._new(copy.deepcopy(self._raw_value, memo), copy.deepcopy(self._var_metadata, memo))
         object.__setattr__(new, "_hooks", dict(self._hooks))
         return new

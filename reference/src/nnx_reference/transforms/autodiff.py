@@ -8,8 +8,12 @@ import typing as tp
 
 import jax
 
+from ..filterlib import to_predicate
+from ..graphlib import Mode
+from ..statelib import State, merge_state, to_flat_state
+from ..variablelib import Param
 from . import checks, lift, trees
-from .compilation import insert_statics, remove_statics
+from .statics import insert_statics, remove_statics
 
 __all__ = ["DiffState", "custom_vjp", "grad", "jvp", "remat", "value_and_grad", "vjp"]
 
@@ -23,8 +27,6 @@ class DiffState:
 
     def map_prefix(self, path: tuple, variable: tp.Any) -> bool:
         """Whether the Variable at ``path`` is differentiated."""
-        from ..filterlib import to_predicate
-
         return to_predicate(self.filter)(path, variable)
 
 
@@ -48,8 +50,6 @@ def _is_diff(prefix: tp.Any) -> bool:
 
 
 def _arg_prefixes(argnums: tuple, n_args: int) -> tuple:
-    from ..variablelib import Param
-
     filters: dict[int, tp.Any] = {}
     for a in argnums:
         if isinstance(a, DiffState):
@@ -65,8 +65,6 @@ def _argnum(a: int | DiffState) -> int:
 
 def _substate(state: tp.Any, keys: tuple) -> tp.Any:
     """The sub-State of ``state`` under ``keys`` (an empty State when absent)."""
-    from ..statelib import State
-
     for key in keys:
         try:
             state = state[key]
@@ -100,7 +98,7 @@ def _as_tuple(argnums: tp.Any) -> tuple:
     return (argnums,) if isinstance(argnums, (int, DiffState)) else tuple(argnums)
 
 
-def _check_tree_mode_argnums(name: str, argnums: tuple, mode: tuple[bool, bool]) -> None:
+def _check_tree_mode_argnums(name: str, argnums: tuple[int | DiffState, ...], mode: Mode) -> None:
     checks.reject_prefix_objects(name, argnums, DiffState, mode, "argnums")
 
 
@@ -121,18 +119,17 @@ def _grad_call(
     mode = trees.resolve_mode(graph, graph_updates)
     _check_tree_mode_argnums(name, nums, mode)
     prefixes = _arg_prefixes(nums, len(args))
-    if not mode[0]:
+    if not mode.graph:
         prefixes = tuple(_Diff(... if p.filter is not None else None) for p in prefixes)
-    lifted = lift.Lifted(
-        name, (args, {}), (prefixes, {}), graph=mode[0], graph_updates=mode[1], expand=_expand_diff
-    )
+    lifted = lift.lift(name, (args, {}), (prefixes, {}), mode, expand=_expand_diff)
     diff, rest = trees.partition(lifted.pure, lifted.prefix, _is_diff)
 
     def pure_fn(diff: tp.Any, rest: tp.Any) -> tuple[tp.Any, tp.Any]:
-        (inner_args, _), objs = lift.enter(lifted.static, trees.join(diff, rest))
+        entered = lift.enter(lifted.static, trees.join(diff, rest))
+        inner_args, _ = entered.args
         out = fun(*inner_args)
         value, aux = out if has_aux else (out, None)
-        return value, lift.exit(name, lifted.static, objs, aux)
+        return value, lift.exit(name, lifted.static, entered, aux)
 
     (value, result), grads = jax.value_and_grad(
         pure_fn, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
@@ -142,6 +139,22 @@ def _grad_call(
     return ((value, aux) if has_aux else value), (per_arg[0] if single else per_arg)
 
 
+class GradOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`grad` and :func:`value_and_grad`."""
+
+    argnums: int | DiffState | tp.Sequence[int | DiffState]
+    has_aux: bool
+    holomorphic: bool
+    allow_int: bool
+    reduce_axes: tp.Sequence[tp.Hashable]
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def grad(f: trees.Fn, /, **options: tp.Unpack[GradOptions]) -> trees.Fn: ...
+@tp.overload
+def grad(**options: tp.Unpack[GradOptions]) -> tp.Callable[[trees.Fn], trees.Fn]: ...
 def grad(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     *,
@@ -152,7 +165,7 @@ def grad(
     reduce_axes: tp.Sequence[tp.Hashable] = (),
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Any:
+) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.grad``: gradients of graph nodes are States of their Params
     (or of the ``DiffState`` filter); in tree mode they have the argument's type."""
     _check_tree_mode_argnums("grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates))
@@ -170,6 +183,10 @@ def grad(
     return trees.decorator_or_call(f, make)
 
 
+@tp.overload
+def value_and_grad(f: trees.Fn, /, **options: tp.Unpack[GradOptions]) -> trees.Fn: ...
+@tp.overload
+def value_and_grad(**options: tp.Unpack[GradOptions]) -> tp.Callable[[trees.Fn], trees.Fn]: ...
 def value_and_grad(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     *,
@@ -180,7 +197,7 @@ def value_and_grad(
     reduce_axes: tp.Sequence[tp.Hashable] = (),
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Any:
+) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Like :func:`grad`, returning ``(value, grads)`` (``((value, aux), grads)`` with aux)."""
     _check_tree_mode_argnums(
         "value_and_grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates)
@@ -217,16 +234,14 @@ def vjp(
             lambda *p: vjp(fun, *p, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
         )
     mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.Lifted(
-        "vjp", (primals, {}), (_all_diff(len(primals)), {}),
-        graph=mode[0], graph_updates=mode[1], expand=_expand_diff,
-    )
+    lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=_expand_diff)
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
-        (inner_args, _), objs = lift.enter(lifted.static, pure)
+        entered = lift.enter(lifted.static, pure)
+        inner_args, _ = entered.args
         out = f(*inner_args)
         value, aux = out if has_aux else (out, None)
-        return value, lift.exit("vjp", lifted.static, objs, aux)
+        return value, lift.exit("vjp", lifted.static, entered, aux)
 
     primals_out, raw_vjp, result = jax.vjp(pure_fn, lifted.pure, has_aux=True)
     aux = lift.apply(lifted, result)
@@ -259,16 +274,14 @@ def jvp(
     if isinstance(primals, trees.Missing):
         return lambda p, t: jvp(f, p, t, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
     mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.Lifted("jvp", tuple(primals), None, graph=mode[0], graph_updates=mode[1], coalesce=True)
-    tangent = lift.Lifted(
-        "jvp", tuple(tangents), None, graph=mode[0], graph_updates=mode[1], coalesce=True
-    )
+    lifted = lift.lift("jvp", tuple(primals), None, mode, coalesce=True)
+    tangent = lift.lift("jvp", tuple(tangents), None, mode, coalesce=True)
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
-        inner_args, objs = lift.enter(lifted.static, pure)
-        out = f(*inner_args)
+        entered = lift.enter(lifted.static, pure)
+        out = f(*entered.args)
         value, aux = out if has_aux else (out, None)
-        return value, lift.exit("jvp", lifted.static, objs, aux)
+        return value, lift.exit("jvp", lifted.static, entered, aux)
 
     primals_out, tangent_out, result = jax.jvp(
         pure_fn, (lifted.pure,), (tangent.pure,), has_aux=True
@@ -277,6 +290,20 @@ def jvp(
     return (primals_out, tangent_out, aux) if has_aux else (primals_out, tangent_out)
 
 
+class RematOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`remat`."""
+
+    prevent_cse: bool
+    static_argnums: int | tuple[int, ...]
+    policy: tp.Callable[..., bool] | None
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def remat(f: trees.Fn, /, **options: tp.Unpack[RematOptions]) -> trees.Fn: ...
+@tp.overload
+def remat(**options: tp.Unpack[RematOptions]) -> tp.Callable[[trees.Fn], trees.Fn]: ...
 def remat(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     *,
@@ -285,7 +312,7 @@ def remat(
     policy: tp.Callable[..., bool] | None = None,
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Any:
+) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.checkpoint``: recompute ``f``'s intermediates in the backward pass."""
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
@@ -294,14 +321,12 @@ def remat(
         def wrapper(*args: tp.Any) -> tp.Any:
             dynamic, _, statics = remove_statics(args, {}, nums, ())
             mode = trees.resolve_mode(graph, graph_updates)
-            lifted = lift.Lifted(
-                "remat", dynamic, None, graph=mode[0], graph_updates=mode[1], coalesce=True
-            )
+            lifted = lift.lift("remat", dynamic, None, mode, coalesce=True)
 
             def pure_fn(pure: tp.Any) -> tp.Any:
-                dyn, objs = lift.enter(lifted.static, pure)
-                full, _ = insert_statics(dyn, {}, statics)
-                return lift.exit("remat", lifted.static, objs, fun(*full))
+                entered = lift.enter(lifted.static, pure)
+                full, _ = insert_statics(entered.args, {}, statics)
+                return lift.exit("remat", lifted.static, entered, fun(*full))
 
             checkpointed = jax.checkpoint(pure_fn, prevent_cse=prevent_cse, policy=policy)
             return lift.apply(lifted, checkpointed(lifted.pure))
@@ -353,28 +378,25 @@ class CustomVjp:
             else:
                 filters[a] = None
         prefixes = tuple(_Diff(filters[i]) for i in range(len(args)))
-        lifted = lift.Lifted(
-            "custom_vjp", (args, {}), (prefixes, {}), graph=True, graph_updates=True,
-            expand=_expand_diff,
-        )
+        lifted = lift.lift("custom_vjp", (args, {}), (prefixes, {}), Mode(True, True), expand=_expand_diff)
         static = lifted.static
         diff, rest = trees.partition(lifted.pure, lifted.prefix, _is_diff)
         fun, fwd, bwd = self.fun, self.fwd, self.bwd
         nums = tuple(range(len(args)))
 
-        def run(user: tp.Callable, pure: tp.Any) -> tuple[tp.Any, tp.Any]:
-            (inner_args, _), objs = lift.enter(static, pure)
-            out = user(*inner_args)
-            return out, objs
+        def run(user: tp.Callable[..., tp.Any], pure: trees.Layout) -> tuple[tp.Any, lift.Entered]:
+            entered = lift.enter(static, pure)
+            inner_args, _ = entered.args
+            return user(*inner_args), entered
 
         @jax.custom_vjp
-        def pure_fn(diff: tp.Any, rest: tp.Any) -> tp.Any:
-            out, objs = run(fun, trees.join(diff, rest))
-            return lift.exit("custom_vjp", static, objs, out)
+        def pure_fn(diff: trees.Layout, rest: trees.Layout) -> lift.Result:
+            out, entered = run(fun, trees.join(diff, rest))
+            return lift.exit("custom_vjp", static, entered, out)
 
-        def pure_fwd(diff: tp.Any, rest: tp.Any) -> tuple[tp.Any, tp.Any]:
-            (out, residuals), objs = run(fwd, trees.join(diff, rest))
-            return lift.exit("custom_vjp", static, objs, out), (residuals, rest)
+        def pure_fwd(diff: trees.Layout, rest: trees.Layout) -> tuple[lift.Result, tp.Any]:
+            (out, residuals), entered = run(fwd, trees.join(diff, rest))
+            return lift.exit("custom_vjp", static, entered, out), (residuals, rest)
 
         def pure_bwd(res: tp.Any, g: tp.Any) -> tuple[tp.Any, tp.Any]:
             residuals, rest = res
@@ -396,8 +418,6 @@ def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any
     A graph node's tangent is a State; each differentiable Variable takes the
     tangent at its path (extra entries, e.g. non-differentiable ones, are ignored).
     """
-    from ..statelib import to_flat_state
-
     leaves, states = diff
     static = lifted.static
     arg_treedefs = static.treedef.children()[0].children()
@@ -423,13 +443,11 @@ def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any
             for j, leaf in zip(slots, jax.tree.leaves(tangent)):
                 if new_leaves[j] is not None:
                     new_leaves[j] = leaf
-    return new_leaves, new_states
+    return trees.Layout(new_leaves, new_states)
 
 
 def _node_updates(lifted: lift.Lifted, in_part: list, n_args: int) -> tuple:
     """The cotangents of the input updates: a State per graph-node argument, else None."""
-    from ..statelib import merge_state
-
     static = lifted.static
     arg_treedefs = static.treedef.children()[0].children()
     starts = [0]

@@ -7,7 +7,9 @@ import typing as tp
 import jax
 
 from .. import graphlib, variablelib
+from .prefix import PrefixMapping
 from .trees import is_variable
+
 
 def _variables_of(obj: tp.Any) -> tp.Iterator[tuple[tuple, variablelib.Variable]]:
     if is_variable(obj):
@@ -20,8 +22,6 @@ def _variables_of(obj: tp.Any) -> tp.Iterator[tuple[tuple, variablelib.Variable]
 
 def variable_prefixes(obj: tp.Any, prefix: tp.Any) -> tp.Iterator[tuple[tuple, tp.Any, tp.Any]]:
     """``(path, variable, prefix value)`` for each Variable of ``obj``."""
-    from .prefix import PrefixMapping
-
     for path, var in _variables_of(obj):
         value = prefix.map_prefix(path, var) if isinstance(prefix, PrefixMapping) else prefix
         yield path, var, value
@@ -157,7 +157,7 @@ def check_carry_identity(carry_in: tp.Any, carry_out: tp.Any) -> list[int]:
 
 
 def reject_prefix_objects(
-    name: str, prefix: tp.Any, kind: type, mode: tuple[bool, bool], argname: str
+    name: str, prefix: tp.Any, kind: type, mode: graphlib.Mode, argname: str
 ) -> None:
     """Prefix objects (StateAxes, DiffState, ...) need graph mode with graph updates."""
     if mode == (True, True):

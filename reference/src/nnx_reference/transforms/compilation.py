@@ -8,9 +8,12 @@ import inspect
 import typing as tp
 
 import jax
+from jax.sharding import PartitionSpec
 
 from . import checks, lift, trees
+from .general import eval_shape
 from .prefix import PrefixMapping
+from .statics import Statics, insert_statics, remove_statics
 
 __all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
 
@@ -95,6 +98,21 @@ def _sharding(spec: tp.Any) -> tp.Any:
     return spec.sharding if isinstance(spec, _Spec) else None
 
 
+class JitStatic(tp.NamedTuple):
+    """The static argument of the compiled pure function: all the structure of a call."""
+
+    inputs: lift.InStatic
+    statics: Statics
+
+
+class _Prepared(tp.NamedTuple):
+    """A call made ready for jax.jit: its lifted inputs, the compiled function, its arguments."""
+
+    lifted: lift.Lifted
+    jitted: jax.stages.Wrapped
+    args: tuple[JitStatic, trees.Layout | None, trees.Layout]
+
+
 class JitWrapped:
     """A function compiled with :func:`jit`: call it like the original."""
 
@@ -134,43 +152,38 @@ class JitWrapped:
         )
         self._jit_kwargs = dict(keep_unused=keep_unused, device=device, backend=backend, inline=inline)
         self.jitted_fn = jax.jit(self._pure_fn, static_argnums=(0,), **self._jit_kwargs)
-        self._jitted_by_layout: dict[_Frozen, tp.Any] = {}
-        self._specs_by_positions: dict[tuple, tuple] = {}
+        self._jitted_by_layout: dict[_Frozen, jax.stages.Wrapped] = {}
+        self._specs_by_positions: dict[tuple[int, tuple[int, ...]], tuple[tp.Any, ...]] = {}
 
     def __get__(self, obj: tp.Any, objtype: tp.Any = None) -> tp.Any:
         if obj is None:
             return self
         return functools.partial(self, obj)
 
-    # the pure function jax.jit compiles; ``static`` holds all structure
-    def _pure_fn(self, static: tuple, donated: tp.Any, kept: tp.Any) -> tp.Any:
-        in_static, statics = static
-        (args, kwargs), objs = lift.enter(in_static, trees.join(donated, kept))
-        args, kwargs = insert_statics(args, kwargs, statics)
+    def _pure_fn(self, static: JitStatic, donated: trees.Layout | None, kept: trees.Layout) -> lift.Result:
+        """The pure function jax.jit compiles; ``static`` holds all structure."""
+        entered = lift.enter(static.inputs, trees.join(donated, kept))
+        dynamic_args, dynamic_kwargs = entered.args
+        args, kwargs = insert_statics(dynamic_args, dynamic_kwargs, static.statics)
         out = self.fun(*args, **kwargs)
         return lift.exit(
-            "jit", in_static, objs, out, self.out_shardings, _expand_sharding, same_prefixes=False
+            "jit", static.inputs, entered, out, self.out_shardings, _expand_sharding, same_prefixes=False
         )
 
-    def _prepare(self, args: tuple, kwargs: dict) -> tuple:
-        """Lift the arguments; returns ``(lifted, jitted function, its arguments)``."""
-        graph, graph_updates = trees.resolve_mode(self.graph, self.graph_updates)
+    def _prepare(self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> _Prepared:
+        """Lift the arguments and pick the compiled function for them."""
+        mode = trees.resolve_mode(self.graph, self.graph_updates)
         args, kwargs, statics = remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
         if self.plain:
-            lifted = lift.Lifted(
-                "jit", (args, kwargs), None, graph=graph, graph_updates=graph_updates, coalesce=True
-            )
-            return lifted, self.jitted_fn, ((lifted.static, statics), None, lifted.pure)
-        arg_specs = self._arg_specs(len(args), statics[0])
+            lifted = lift.lift("jit", (args, kwargs), None, mode, coalesce=True)
+            return _Prepared(lifted, self.jitted_fn, (JitStatic(lifted.static, statics), None, lifted.pure))
+        arg_specs = self._arg_specs(len(args), statics.positions)
         kw_specs = {k: _Spec(None, k in self.donate_argnames) for k in kwargs}
-        lifted = lift.Lifted(
-            "jit", (args, kwargs), (arg_specs, kw_specs), graph=graph,
-            graph_updates=graph_updates, expand=_expand_spec,
-        )
+        lifted = lift.lift("jit", (args, kwargs), (arg_specs, kw_specs), mode, expand=_expand_spec)
         donated, kept = trees.partition(lifted.pure, lifted.prefix, _is_donated)
-        return lifted, self._jitted_for(lifted), ((lifted.static, statics), donated, kept)
+        return _Prepared(lifted, self._jitted_for(lifted), (JitStatic(lifted.static, statics), donated, kept))
 
-    def _arg_specs(self, n_dynamic: int, static_positions: tuple[int, ...]) -> tuple:
+    def _arg_specs(self, n_dynamic: int, static_positions: tuple[int, ...]) -> tuple[tp.Any, ...]:
         """The prefix of the dynamic positional arguments: ``in_shardings`` with ``_Spec`` leaves."""
         key = (n_dynamic, static_positions)
         specs = self._specs_by_positions.get(key)
@@ -187,14 +200,14 @@ class JitWrapped:
             self._specs_by_positions[key] = specs
         return specs
 
-    def _jitted_for(self, lifted: lift.Lifted) -> tp.Any:
+    def _jitted_for(self, lifted: lift.Lifted) -> jax.stages.Wrapped:
         """The jax.jit of the pure function for this layout of shardings and donations."""
         key = _Frozen(lifted.prefix)
         if key in self._jitted_by_layout:
             return self._jitted_by_layout[key]
         leaf_specs, group_specs = lifted.prefix
         donated_sh, kept_sh = trees.partition(
-            ([_sharding(p) for p in leaf_specs], [_sharding(p) for p in group_specs]),
+            trees.Layout([_sharding(p) for p in leaf_specs], [_sharding(p) for p in group_specs]),
             lifted.prefix,
             _is_donated,
         )
@@ -204,11 +217,11 @@ class JitWrapped:
         if self.in_shardings is not None:
             options["in_shardings"] = (donated_sh, kept_sh)
         if self.in_shardings is not None or self.out_shardings is not None:
-            in_part = [_sharding(p) for p in lift.in_prefix(lifted)]
+            in_part = [_sharding(p) for p in lifted.in_prefix()]
             if self.in_shardings is None:
                 in_part = [None for _ in in_part]
             out = trees.out_prefix_for_jax(self.out_shardings, _expand_sharding)
-            options["out_shardings"] = (None, in_part, out)
+            options["out_shardings"] = lift.Result(None, in_part, out)
         jitted = jax.jit(self._pure_fn, static_argnums=(0,), **options)
         self._jitted_by_layout[key] = jitted
         return jitted
@@ -229,8 +242,6 @@ class JitWrapped:
 
     def eval_shape(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         """The output's shapes and dtypes, without running and without updating inputs."""
-        from .general import eval_shape
-
         return eval_shape(self.fun, *args, graph=self.graph, graph_updates=self.graph_updates, **kwargs)
 
 
@@ -251,29 +262,27 @@ class _Frozen:
         return hash(self._key)
 
 
-def remove_statics(
-    args: tuple, kwargs: dict, argnums: tuple[int, ...], argnames: tuple[str, ...]
-) -> tuple[tuple, dict, tuple]:
-    """Take static arguments out (negative argnums count from the end); they travel
-    hashed in the static part that :func:`insert_statics` puts back."""
-    n = len(args)
-    nums = tuple(sorted({i % n for i in argnums if -n <= i < n}))
-    static_args = tuple((i, args[i]) for i in nums)
-    static_kwargs = tuple((k, kwargs[k]) for k in sorted(kwargs) if k in argnames)
-    dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
-    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in argnames}
-    # compared and hashed by value, as jax.jit compares static arguments
-    return dyn_args, dyn_kwargs, (nums, static_args, static_kwargs)
+class JitOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`jit`."""
+
+    in_shardings: tp.Any
+    out_shardings: tp.Any
+    static_argnums: int | tp.Sequence[int] | None
+    static_argnames: str | tp.Iterable[str] | None
+    donate_argnums: int | tp.Sequence[int] | None
+    donate_argnames: str | tp.Iterable[str] | None
+    keep_unused: bool
+    device: tp.Any
+    backend: str | None
+    inline: bool
+    graph: bool | None
+    graph_updates: bool | None
 
 
-def insert_statics(args: tuple, kwargs: dict, statics: tuple) -> tuple[tuple, dict]:
-    _, static_args, static_kwargs = statics
-    full = list(args)
-    for i, value in static_args:
-        full.insert(i, value)
-    return tuple(full), {**kwargs, **dict(static_kwargs)}
-
-
+@tp.overload
+def jit(fun: trees.Fn, /, **options: tp.Unpack[JitOptions]) -> JitWrapped: ...
+@tp.overload
+def jit(**options: tp.Unpack[JitOptions]) -> tp.Callable[[trees.Fn], JitWrapped]: ...
 def jit(
     fun: tp.Callable | trees.Missing = trees.MISSING,
     *,
@@ -289,7 +298,7 @@ def jit(
     inline: bool = False,
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Any:
+) -> JitWrapped | tp.Callable[[trees.Fn], JitWrapped]:
     """Lifted ``jax.jit``: Modules and Variables as arguments, their updates propagated."""
     if inspect.ismethod(fun):
         raise ValueError(
@@ -359,6 +368,22 @@ def jit_partial(
     return call
 
 
+class ShardMapOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`shard_map`."""
+
+    mesh: tp.Required[tp.Any]
+    in_specs: tp.Required[tp.Any]
+    out_specs: tp.Required[tp.Any]
+    axis_names: tp.AbstractSet
+    check_vma: bool
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def shard_map(f: trees.Fn, /, **options: tp.Unpack[ShardMapOptions]) -> trees.Fn: ...
+@tp.overload
+def shard_map(**options: tp.Unpack[ShardMapOptions]) -> tp.Callable[[trees.Fn], trees.Fn]: ...
 def shard_map(
     f: tp.Callable | trees.Missing = trees.MISSING,
     *,
@@ -369,7 +394,7 @@ def shard_map(
     check_vma: bool = True,
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Any:
+) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.shard_map``: specs may be ``StateSharding`` for graph nodes."""
     _reject_state_sharding(in_specs, out_specs, graph, graph_updates)
 
@@ -379,19 +404,18 @@ def shard_map(
             mode = trees.resolve_mode(graph, graph_updates)
             _reject_state_sharding(in_specs, out_specs, graph, graph_updates)
             specs = in_specs if type(in_specs) in (tuple, list) else tuple(in_specs for _ in args)
-            lifted = lift.Lifted(
-                "shard_map", args, tuple(specs), graph=mode[0], graph_updates=mode[1],
-                expand=_expand_sharding,
-            )
+            lifted = lift.lift("shard_map", args, tuple(specs), mode, expand=_expand_sharding)
 
             def pure_fn(pure: tp.Any) -> tp.Any:
-                inner_args, objs = lift.enter(lifted.static, pure)
-                out = fun(*inner_args)
-                return lift.exit("shard_map", lifted.static, objs, out, out_specs, _expand_sharding)
+                entered = lift.enter(lifted.static, pure)
+                out = fun(*entered.args)
+                return lift.exit("shard_map", lifted.static, entered, out, out_specs, _expand_sharding)
 
             jax_in = (_specs_or_replicated(lifted.prefix),)
-            jax_out = (_specs_or_replicated(None), _specs_or_replicated(lift.in_prefix(lifted)),
-                       trees.out_prefix_for_jax(out_specs, _expand_sharding))
+            jax_out = lift.Result(
+                _specs_or_replicated(None), _specs_or_replicated(lifted.in_prefix()),
+                trees.out_prefix_for_jax(out_specs, _expand_sharding),
+            )
             mapped = jax.shard_map(
                 pure_fn, mesh=mesh, in_specs=jax_in, out_specs=jax_out,
                 axis_names=axis_names, check_vma=check_vma,
@@ -413,8 +437,6 @@ def _reject_state_sharding(
 
 def _specs_or_replicated(prefix: tp.Any) -> tp.Any:
     """shard_map specs cannot be None: an unconstrained entry is replicated."""
-    from jax.sharding import PartitionSpec
-
     return jax.tree.map(
         lambda s: PartitionSpec() if s is None else s, prefix, is_leaf=lambda x: x is None
     )

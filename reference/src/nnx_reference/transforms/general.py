@@ -9,22 +9,23 @@ import jax
 from jax.experimental import checkify as checkify_lib
 
 from . import lift, trees
-from .compilation import insert_statics, remove_statics
+from .statics import insert_statics, remove_statics
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
 
 
 def _lift_call(name: str, args: tp.Any, graph: bool | None, graph_updates: bool | None) -> lift.Lifted:
     mode = trees.resolve_mode(graph, graph_updates)
-    return lift.Lifted(name, args, None, graph=mode[0], graph_updates=mode[1], coalesce=True)
+    return lift.lift(name, args, None, mode, coalesce=True)
 
 
 def _pure(name: str, lifted: lift.Lifted, fun: tp.Callable) -> tp.Callable:
     """``fun(*args, **kwargs)`` as a function of the pure inputs, returning the pure result."""
 
     def pure_fn(pure: tp.Any) -> tp.Any:
-        (args, kwargs), objs = lift.enter(lifted.static, pure)
-        return lift.exit(name, lifted.static, objs, fun(*args, **kwargs))
+        entered = lift.enter(lifted.static, pure)
+        args, kwargs = entered.args
+        return lift.exit(name, lifted.static, entered, fun(*args, **kwargs))
 
     return pure_fn
 

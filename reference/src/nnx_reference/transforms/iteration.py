@@ -1,4 +1,5 @@
-"""Mapping and looping transforms: ``vmap``, ``pmap``, ``scan`` and the loops."""
+"""Mapping and looping transforms: ``vmap``, ``pmap`` and the loops; the axis prefixes
+(``Carry``, ``StateAxes``) they and :mod:`scanning` share."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import functools
 import typing as tp
 
 import jax
-import jax.numpy as jnp
 
+from .._sharding import PARTITION_NAME
+from ..graphlib import Mode
 from . import checks, lift, trees
 from .prefix import PrefixMapping
 
@@ -16,7 +18,6 @@ __all__ = [
     "StateAxes",
     "fori_loop",
     "pmap",
-    "scan",
     "transform_metadata",
     "vmap",
     "while_loop",
@@ -53,13 +54,14 @@ class StateAxes(PrefixMapping):
         return dict(self.items()).get(key, default)
 
 
-def _expand_axes(prefix: tp.Any, obj: tp.Any = None) -> list:
+def expand_axes(prefix: tp.Any, obj: tp.Any = None) -> list[tuple[trees.Filter, tp.Any]]:
+    """The slices of a graph node that an axis prefix entry gives (one per StateAxes filter)."""
     if isinstance(prefix, StateAxes):
         return prefix.groups()
     return trees.whole(prefix)
 
 
-def _per_arg(axes: tp.Any, args: tuple) -> tuple:
+def per_arg(axes: tp.Any, args: tuple) -> tuple:
     """``in_axes`` as a tuple with one entry per argument (an int/None applies to all)."""
     if type(axes) in (tuple, list):
         if len(axes) != len(args):
@@ -78,15 +80,13 @@ def _axis_metadata(
 
     Only when ``metadata`` names a ``PARTITION_NAME``; ``objects`` are ``(object, prefix)``.
     """
-    from ..spmd import PARTITION_NAME
-
     if PARTITION_NAME not in metadata:
         return
     name = metadata[PARTITION_NAME]
     done: set[int] = set()
     for obj, prefix in objects:
         for _, var, axis in checks.variable_prefixes(obj, prefix):
-            if id(var) in done or not _is_scanned(axis):
+            if id(var) in done or not is_scanned(axis):
                 continue
             done.add(id(var))
             (var.add_axis if add else var.remove_axis)(axis, name)
@@ -98,9 +98,15 @@ def _out_objects(out: tp.Any, out_axes: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
     return [(leaf, p) for leaf, p in zip(leaves, prefixes) if trees.is_object(leaf)]
 
 
-def _reject_state_axes(
+def is_scanned(prefix: tp.Any) -> bool:
+    """Whether an axis prefix entry maps along an axis (an int, not a bool)."""
+    return isinstance(prefix, int) and not isinstance(prefix, bool)
+
+
+def reject_state_axes(
     name: str, in_axes: tp.Any, out_axes: tp.Any, graph: bool | None, graph_updates: bool | None
 ) -> None:
+    """Raises unless StateAxes in the axes come with graph mode and graph updates."""
     mode = trees.resolve_mode(graph, graph_updates)
     checks.reject_prefix_objects(name, in_axes, StateAxes, mode, "in_axes")
     checks.reject_prefix_objects(name, out_axes, StateAxes, mode, "out_axes")
@@ -117,32 +123,46 @@ def _mapped(
     graph_updates: bool | None,
 ) -> tp.Callable:
     """The shared body of vmap and pmap: lift, map the pure function, apply."""
-    _reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
+    reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
 
     @functools.wraps(fun)
     def wrapper(*args: tp.Any) -> tp.Any:
         mode = trees.resolve_mode(graph, graph_updates)
-        _reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
-        lifted = lift.Lifted(
-            name, args, _per_arg(in_axes, args), graph=mode[0], graph_updates=mode[1],
-            expand=_expand_axes,
-        )
+        reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
+        lifted = lift.lift(name, args, per_arg(in_axes, args), mode, expand=expand_axes)
 
         def pure_fn(pure: tp.Any) -> tp.Any:
-            inner_args, objs = lift.enter(lifted.static, pure)
-            in_objects = list(zip(objs, lifted.static.obj_prefixes))
+            entered = lift.enter(lifted.static, pure)
+            in_objects = list(zip(entered.objects, lifted.static.obj_prefixes))
             _axis_metadata(metadata, in_objects, add=False)
-            out = fun(*inner_args)
+            out = fun(*entered.args)
             _axis_metadata(metadata, in_objects + _out_objects(out, out_axes), add=True)
-            return lift.exit(name, lifted.static, objs, out, out_axes, _expand_axes)
+            return lift.exit(name, lifted.static, entered, out, out_axes, expand_axes)
 
-        jax_out = (None, lift.in_prefix(lifted), trees.out_prefix_for_jax(out_axes, _expand_axes))
+        jax_out = lift.Result(None, lifted.in_prefix(), trees.out_prefix_for_jax(out_axes, expand_axes))
         result = jax_map(pure_fn, in_axes=(lifted.prefix,), out_axes=jax_out)(lifted.pure)
         return lift.apply(lifted, result)
 
     return wrapper
 
 
+class VmapOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`vmap`."""
+
+    in_axes: tp.Any
+    out_axes: tp.Any
+    axis_name: tp.Hashable | None
+    axis_size: int | None
+    spmd_axis_name: tp.Any
+    transform_metadata: tp.Mapping[str, tp.Any]
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def vmap(f: trees.Fn, /, **options: tp.Unpack[VmapOptions]) -> trees.Fn: ...
+@tp.overload
+def vmap(**options: tp.Unpack[VmapOptions]) -> tp.Callable[[trees.Fn], trees.Fn]: ...
 def vmap(
     f: tp.Callable | trees.Missing = trees.MISSING,
     *,
@@ -154,7 +174,7 @@ def vmap(
     transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Any:
+) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.vmap``: ``in_axes``/``out_axes`` may hold ``StateAxes`` for graph nodes."""
 
     def jax_map(fn: tp.Callable, *, in_axes: tp.Any, out_axes: tp.Any) -> tp.Callable:
@@ -170,6 +190,26 @@ def vmap(
     )
 
 
+class PmapOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`pmap`."""
+
+    axis_name: tp.Hashable | None
+    in_axes: tp.Any
+    out_axes: tp.Any
+    static_broadcasted_argnums: int | tp.Iterable[int]
+    devices: tp.Sequence[tp.Any] | None
+    backend: str | None
+    axis_size: int | None
+    donate_argnums: int | tp.Iterable[int]
+    transform_metadata: tp.Mapping[str, tp.Any]
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def pmap(f: trees.Fn, /, **options: tp.Unpack[PmapOptions]) -> trees.Fn: ...
+@tp.overload
+def pmap(**options: tp.Unpack[PmapOptions]) -> tp.Callable[[trees.Fn], trees.Fn]: ...
 def pmap(
     f: tp.Callable | trees.Missing = trees.MISSING,
     *,
@@ -184,7 +224,7 @@ def pmap(
     transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Any:
+) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.pmap``: like :func:`vmap`, over devices.
 
     ``static_broadcasted_argnums`` and ``donate_argnums`` are accepted for
@@ -227,214 +267,6 @@ def transform_metadata(
     return trees.decorator_or_call(f, make)
 
 
-# --------------------------------------------------------------------------- scan
-
-
-def _move(tree: tp.Any, source: int, destination: int) -> tp.Any:
-    if source == destination:
-        return tree
-    return jax.tree.map(lambda x: jnp.moveaxis(x, source, destination), tree)
-
-
-def scan(
-    f: tp.Callable | trees.Missing = trees.MISSING,
-    *,
-    length: int | None = None,
-    reverse: bool = False,
-    unroll: int | bool = 1,
-    _split_transpose: bool = False,
-    in_axes: tp.Any = (Carry, 0),
-    out_axes: tp.Any = (Carry, 0),
-    transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
-    graph: bool | None = None,
-    graph_updates: bool | None = None,
-) -> tp.Any:
-    """Lifted ``jax.lax.scan``: arguments marked ``Carry`` are carried, ints are scanned.
-
-    Graph nodes scanned along an axis have their updated state stacked back on
-    it; carried or broadcast (``None``) graph node state is carried.
-    """
-
-    _reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
-    tree_paths = not trees.resolve_mode(graph, graph_updates)[0]
-    _check_single_carry(in_axes, "in_axes", tree_paths)
-    _check_single_carry(out_axes, "out_axes", tree_paths)
-
-    def make(fun: tp.Callable) -> tp.Callable:
-        @functools.wraps(fun)
-        def wrapper(*args: tp.Any) -> tp.Any:
-            mode = trees.resolve_mode(graph, graph_updates)
-            _reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
-            per_arg = _per_arg(in_axes, args)
-            lifted = lift.Lifted(
-                "scan", args, per_arg, graph=mode[0], graph_updates=mode[1],
-                expand=_expand_axes,
-            )
-            carry_arg = next((i for i, p in enumerate(per_arg) if p is Carry), None)
-            return _run_scan(
-                fun, lifted, carry_arg, out_axes, length, reverse, unroll, _split_transpose
-            )
-
-        return wrapper
-
-    return trees.decorator_or_call(f, make)
-
-
-def _check_single_carry(axes: tp.Any, argname: str, tree_mode: bool) -> None:
-    """At most one entry of ``in_axes``/``out_axes`` may be ``Carry``."""
-    paths = [p for p, leaf in jax.tree_util.tree_flatten_with_path(axes)[0] if leaf is Carry]
-    if len(paths) < 2:
-        return
-    if tree_mode:
-        raise ValueError(f"Found multiple Carry definitions in {argname}")
-    first, second = (argname + jax.tree_util.keystr(p) for p in paths[:2])
-    raise ValueError(f"Found multiple Carry definitions at {first} and {second}")
-
-
-def _is_scanned(prefix: tp.Any) -> bool:
-    return isinstance(prefix, int) and not isinstance(prefix, bool)
-
-
-def _out_carry_index(out: tp.Any, out_axes: tp.Any) -> int | None:
-    """Where the output carry is: ``-1`` for the whole output, else its position."""
-    if out_axes is Carry:
-        return -1
-    if type(out_axes) in (tuple, list) and type(out) in (tuple, list) and len(out) == len(out_axes):
-        return next((i for i, p in enumerate(out_axes) if p is Carry), None)
-    return None
-
-
-def _mark_carried_variables(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any, objs: list) -> tp.Any:
-    """Tree mode: the carry's Variables returned as the carry become ``Static(object index)``.
-
-    They are the inputs' own Variables: scan carries their state and gives back
-    the caller's Variables in their place (see :func:`_restore_carried_variables`).
-    """
-    index = _out_carry_index(out, out_axes)
-    if index is None:
-        return out
-    carry_out = out if index == -1 else out[index]
-    positions = checks.check_carry_identity(carry_in, carry_out)
-    if not positions:
-        return out
-    obj_index = {id(obj): i for i, obj in enumerate(objs)}
-    leaves, treedef = jax.tree_util.tree_flatten(carry_out, is_leaf=trees.is_variable)
-    for position in positions:
-        leaves[position] = trees.Static(obj_index[id(leaves[position])])
-    carry_out = jax.tree_util.tree_unflatten(treedef, leaves)
-    if index == -1:
-        return carry_out
-    return type(out)(carry_out if i == index else v for i, v in enumerate(out))
-
-
-def _restore_carried_variables(out: tp.Any, originals: list) -> tp.Any:
-    return jax.tree_util.tree_map(
-        lambda x: originals[x.value] if isinstance(x, trees.Static) else x,
-        out,
-        is_leaf=lambda x: isinstance(x, trees.Static),
-    )
-
-
-def _run_scan(
-    fun: tp.Callable,
-    lifted: lift.Lifted,
-    carry_arg: int | None,
-    out_axes: tp.Any,
-    length: int | None,
-    reverse: bool,
-    unroll: int | bool,
-    split_transpose: bool,
-) -> tp.Any:
-    leaves, states = lifted.pure
-    leaf_prefix, group_prefix = lifted.prefix
-    values = list(leaves) + list(states)
-    prefixes = list(leaf_prefix) + list(group_prefix)
-    n_leaves = len(leaves)
-    if lifted.static.graph:
-        in_index = list(range(n_leaves, len(values)))
-    else:
-        in_index = list(lifted.static.obj_slots)
-    is_obj = set(in_index)
-    carried = [i for i, p in enumerate(prefixes) if p is Carry or (p is None and i in is_obj)]
-    scanned = [i for i, p in enumerate(prefixes) if _is_scanned(p)]
-    carry_in = [values[i] for i in carried]
-    xs = [_move(values[i], prefixes[i], 0) for i in scanned]
-    jax_out = trees.out_prefix_for_jax(out_axes, _expand_axes)
-    traced: dict[str, tp.Any] = {}
-
-    def body(carry: list, x: list) -> tuple[list, tp.Any]:
-        current = list(values)
-        for i, v in zip(carried, carry):
-            current[i] = v
-        for i, v in zip(scanned, x):
-            current[i] = v
-        pure = (current[:n_leaves], current[n_leaves:])
-        inner_args, objs = lift.enter(lifted.static, pure)
-        out = fun(*inner_args)
-        tree_carry = carry_arg if not lifted.static.graph else None
-        if tree_carry is not None:
-            marked = _mark_carried_variables(inner_args[tree_carry], out, out_axes, objs)
-            traced["restore"] = marked is not out
-            out = marked
-        box, in_part, out_tree = lift.exit(
-            "scan", lifted.static, objs, out, out_axes, _expand_axes, carry_arg=tree_carry
-        )
-        out_leaves, out_treedef = jax.tree_util.tree_flatten(out_tree)
-        out_prefixes = trees.broadcast_prefix(jax_out, out_tree, lambda _: False)
-        in_group_out = dict(zip(in_index, in_part))
-        user_carry = [v for v, p in zip(out_leaves, out_prefixes) if p is Carry]
-        user_ys = [v for v, p in zip(out_leaves, out_prefixes) if _is_scanned(p)]
-        state_ys = [in_group_out[i] for i in scanned if i in is_obj]
-        traced.update(box=box, out_treedef=out_treedef, out_prefixes=out_prefixes)
-        user_iter = iter(user_carry)
-        try:
-            new_carry = [in_group_out[i] if i in is_obj else next(user_iter) for i in carried]
-        except StopIteration:
-            new_carry = None
-        flat_new = None if new_carry is None else jax.tree.leaves(new_carry)
-        expected = len(jax.tree.leaves(carry))
-        if flat_new is None or len(flat_new) != expected or next(user_iter, None) is not None:
-            raise ValueError(
-                "nnx.scan: the carry returned by the function does not match the carry it "
-                f"received: expected {expected} arrays"
-            )
-        return _restructure(flat_new, [jax.tree.structure(c) for c in carry]), (user_ys, state_ys)
-
-    final_carry, (user_ys, state_ys) = jax.lax.scan(
-        body, carry_in, xs, length=length, reverse=reverse, unroll=unroll,
-        _split_transpose=split_transpose,
-    )
-    out_prefixes = traced["out_prefixes"]
-    carry_by_index = dict(zip(carried, final_carry))
-    state_ys_iter = iter(state_ys)
-    in_part = []
-    for i in in_index:
-        if i in carry_by_index:
-            in_part.append(carry_by_index[i])
-        else:
-            in_part.append(_move(next(state_ys_iter), 0, prefixes[i]) if i in scanned else values[i])
-    carry_iter = iter([carry_by_index[i] for i in carried if i not in is_obj])
-    ys_iter = iter(user_ys)
-    out_leaves = [
-        next(carry_iter) if p is Carry else _move(next(ys_iter), 0, p) for p in out_prefixes
-    ]
-    out_tree = jax.tree_util.tree_unflatten(traced["out_treedef"], out_leaves)
-    out = lift.apply(lifted, (traced["box"], in_part, out_tree))
-    if traced.get("restore"):
-        out = _restore_carried_variables(out, lifted.originals)
-    return out
-
-
-def _restructure(flat: list, structures: list) -> list:
-    """Regroup a flat list of arrays into trees of the given structures."""
-    out, start = [], 0
-    for treedef in structures:
-        n = treedef.num_leaves
-        out.append(jax.tree_util.tree_unflatten(treedef, flat[start : start + n]))
-        start += n
-    return out
-
-
 # --------------------------------------------------------------------------- loops
 
 
@@ -442,12 +274,9 @@ def _loop_body(name: str, lifted: lift.Lifted, step: tp.Callable[[tp.Any], tp.An
     """Wrap ``step`` (value -> value) as a pure carry function checking the structure."""
 
     def body(pure: tp.Any) -> tp.Any:
-        value, _ = lift.enter(lifted.static, pure)
-        new_value = step(value)
-        graph, graph_updates = lifted.static.graph, lifted.static.graph_updates
-        relifted = lift.Lifted(
-            name, new_value, None, graph=graph, graph_updates=graph_updates, coalesce=True
-        )
+        new_value = step(lift.enter(lifted.static, pure).args)
+        mode = Mode(lifted.static.graph, lifted.static.graph_updates)
+        relifted = lift.lift(name, new_value, None, mode, coalesce=True)
         if not _same_structure(relifted, lifted, pure):
             raise ValueError(
                 f"nnx.{name} requires body function's input and output to have the same "
@@ -484,13 +313,10 @@ def while_loop(
 ) -> tp.Any:
     """Lifted ``jax.lax.while_loop``: ``init_val`` may contain graph nodes."""
     mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.Lifted(
-        "while_loop", init_val, None, graph=mode[0], graph_updates=mode[1], coalesce=True
-    )
+    lifted = lift.lift("while_loop", init_val, None, mode, coalesce=True)
 
     def cond(pure: tp.Any) -> tp.Any:
-        value, _ = lift.enter(lifted.static, pure)
-        return cond_fun(value)
+        return cond_fun(lift.enter(lifted.static, pure).args)
 
     result = jax.lax.while_loop(cond, _loop_body("while_loop", lifted, body_fun), lifted.pure)
     return lift.apply_same(lifted, result)
@@ -508,9 +334,7 @@ def fori_loop(
 ) -> tp.Any:
     """Lifted ``jax.lax.fori_loop``: ``init_val`` may contain graph nodes."""
     mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.Lifted(
-        "fori_loop", init_val, None, graph=mode[0], graph_updates=mode[1], coalesce=True
-    )
+    lifted = lift.lift("fori_loop", init_val, None, mode, coalesce=True)
 
     def body(i: tp.Any, pure: tp.Any) -> tp.Any:
         return _loop_body("fori_loop", lifted, lambda value: body_fun(i, value))(pure)

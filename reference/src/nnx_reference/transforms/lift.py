@@ -2,20 +2,20 @@
 
 A transform call goes through four steps:
 
-1. ``Lifted(...)``: the arguments are flattened with graph objects (Modules,
+1. :func:`lift`: the arguments are flattened with graph objects (Modules,
    Variables, ...) as leaves. In graph mode the objects are split jointly (so
    shared Variables are passed once) into a ``GraphDef`` and one ``State`` per
-   group (object, filter of its prefix entry), or, when prefixes do not apply to
-   objects, into one flat list of Variable values; in tree mode Modules and
-   Variables stay ordinary pytrees. What depends only on structure is the
-   hashable ``InStatic``, a static argument that JAX caches traces by.
-2. inside the JAX transform, ``enter`` rebuilds fresh copies of the objects.
-3. after the user function, ``exit`` turns the updated input objects and the
-   output into a pure tree again (the output's graph structure travels as
-   ``Static`` pytree metadata, which JAX caches with the trace).
-4. outside, ``apply`` writes the updates into the caller's objects and rebuilds
-   the output, mapping copies of input objects back to the originals. When the
-   inputs kept their structure, values are written Variable by Variable.
+   :class:`Group` (object, filter of its prefix entry), or, when prefixes do not
+   apply to objects, into one flat list of Variable values; in tree mode Modules
+   and Variables stay ordinary pytrees. What depends only on structure is the
+   hashable :class:`InStatic`, a static argument that JAX caches traces by.
+2. inside the JAX transform, :func:`enter` rebuilds fresh copies of the objects.
+3. after the user function, :func:`exit` turns the updated input objects and the
+   output into a pure :class:`Result` again (the output's graph structure travels
+   as the static pytree :class:`OutStatic`, which JAX caches with the trace).
+4. outside, :func:`apply` writes the updates into the caller's objects and
+   rebuilds the output, mapping copies of input objects back to the originals.
+   When the inputs kept their structure, values are written Variable by Variable.
 """
 
 from __future__ import annotations
@@ -25,13 +25,18 @@ import typing as tp
 
 import jax
 
-from .. import graphlib, variablelib
+from .. import filterlib, graphlib, variablelib
 from . import refs
-from .checks import check_consistent_aliasing, check_no_aliasing, check_no_sharing, has_shared_variables
+from .checks import (
+    check_consistent_aliasing,
+    check_no_aliasing,
+    check_no_sharing,
+    has_shared_variables,
+)
 from .trees import (
     Expand,
-    NodeStates,
-    Static,
+    Layout,
+    ObjectStates,
     broadcast_prefix,
     is_node_leaf,
     is_object,
@@ -39,23 +44,26 @@ from .trees import (
     whole,
 )
 
+Path = tuple[tp.Hashable, ...]
+
 
 @dataclasses.dataclass(frozen=True)
 class Group:
     """A slice of the lifted state that shares one prefix entry (axis, Carry, ...)."""
 
     obj: int  # index of the object among the lifted objects
-    filter: tp.Any  # filter within the object, ``...`` for all of it
+    filter: filterlib.Filter  # filter within the object, ``...`` for all of it
     prefix: tp.Any  # the prefix entry that applies to this slice
 
 
-def _in_group(side: int, obj: int, flt: tp.Any) -> tp.Callable:
-    """A filter selecting one object's slice within ``[in_objs, out_objs]``."""
-    from .. import filterlib
+FLAT = Group(-1, ..., None)  # a single group: every Variable's value, in a flat list
 
+
+def _in_group(side: int, obj: int, flt: filterlib.Filter) -> tp.Callable[[Path, tp.Any], bool]:
+    """A filter selecting one object's slice within ``[in_objs, out_objs]``."""
     pred = filterlib.to_predicate(flt)
 
-    def predicate(path: tuple, value: tp.Any) -> bool:
+    def predicate(path: Path, value: tp.Any) -> bool:
         return len(path) >= 2 and path[0] == side and path[1] == obj and pred(path[2:], value)
 
     return predicate
@@ -70,20 +78,24 @@ def _groups_for(objs: tp.Sequence[tp.Any], prefixes: tp.Sequence[tp.Any], expand
     ]
 
 
-FLAT = Group(-1, ..., None)  # a single group: every Variable's value, in a flat list
+class _Split(tp.NamedTuple):
+    """``[in_objs, out_objs]`` split jointly: the GraphDef and one State per group."""
+
+    graphdef: graphlib.GraphDef[tp.Any]
+    states: list[tp.Any]
 
 
 def _split_groups(
-    in_objs: list, out_objs: list, in_groups: list[Group], out_groups: list[Group]
-) -> tuple[tp.Any, list]:
+    in_objs: list[tp.Any], out_objs: list[tp.Any], in_groups: list[Group], out_groups: list[Group]
+) -> _Split:
     """Split ``[in_objs, out_objs]`` jointly into one State per group."""
     filters = [_in_group(0, g.obj, g.filter) for g in in_groups]
     filters += [_in_group(1, g.obj, g.filter) for g in out_groups]
     if not filters:
         graphdef, _ = graphlib.split([in_objs, out_objs], graph=True)
-        return graphdef, []
+        return _Split(graphdef, [])
     graphdef, *states = graphlib.split([in_objs, out_objs], *filters, graph=True)
-    return graphdef, states
+    return _Split(graphdef, states)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,170 +104,184 @@ class InStatic:
 
     graph: bool
     graph_updates: bool
-    treedef: tp.Any  # args flattened with objects as leaves
+    treedef: jax.tree_util.PyTreeDef  # args flattened with objects as leaves
     obj_slots: tuple[int, ...]  # leaf positions of the objects
-    graphdef: tp.Any  # graph mode: GraphDef of [objects, []]
-    groups: tuple[Group, ...]  # graph mode: one State per group
-    obj_prefixes: tuple = ()  # the prefix entry of each object (when prefixes apply)
+    graphdef: graphlib.GraphDef[tp.Any] | None = None  # graph mode: GraphDef of [objects, []]
+    groups: tuple[Group, ...] = ()  # graph mode: one State per group
+    obj_prefixes: tuple[tp.Any, ...] = ()  # the prefix entry of each object (when prefixes apply)
 
 
 @dataclasses.dataclass(frozen=True)
 class OutStatic:
-    """The output's graph structure, produced while tracing and cached by JAX with it."""
+    """The output's structure, produced while tracing and cached by JAX with it
+    (a pytree without leaves)."""
 
-    graphdef: tp.Any  # GraphDef of [input objects, output objects]
-    n_in: int  # how many input groups lead the states
-    out_groups: tuple[Group, ...]
+    graphdef: graphlib.GraphDef[tp.Any] | None = None  # graph mode: of [input objects, output objects]
+    n_in: int = 0  # how many input groups lead the states
+    out_groups: tuple[Group, ...] = ()
     unchanged: bool = False  # flat layout only: no output objects, input structure kept
     holes: bool = False  # the result holds ``refs.Hole``s for input Refs
 
 
+jax.tree_util.register_static(OutStatic)
+
+
+class Result(tp.NamedTuple):
+    """What a lifted function returns to JAX."""
+
+    static: tp.Any  # an OutStatic (in a prefix tree of a Result: the entry for it)
+    in_part: list[tp.Any]  # the updated inputs: one State per input group (or values, or Variables)
+    out_tree: tp.Any  # the output, each graph object replaced by its ObjectStates
+
+
+@dataclasses.dataclass(frozen=True)
 class Lifted:
-    """One call's lifted inputs: the pure values, their prefixes and the originals."""
+    """One call's lifted inputs: the pure values, their prefixes and the caller's objects."""
 
-    def __init__(
-        self,
-        name: str,
-        args: tp.Any,
-        prefix: tp.Any,
-        *,
-        graph: bool,
-        graph_updates: bool,
-        expand: Expand = whole,
-        coalesce: bool = False,
-    ):
-        """``coalesce``: the prefix does not apply to objects; pass all their state as one."""
-        if graph and not graph_updates and not has_shared_variables(args):
-            graph = False  # without sharing, graph mode without updates is tree mode
-        objects = is_node_leaf if graph else is_variable
-        leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=objects)
-        if coalesce:
-            prefixes = [None] * len(leaves)
-        else:
-            prefixes = broadcast_prefix(prefix, args, objects)
-        slots = tuple(i for i, leaf in enumerate(leaves) if objects(leaf))
-        if not graph:
-            variables = [leaves[i] for i in slots]
-            if len({id(v) for v in variables}) != len(variables):
-                check_no_sharing(name, args)
-            obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
-            self.static = InStatic(False, False, treedef, slots, None, (), obj_prefixes)
-            self.pure = (leaves, [])
-            self.prefix = (prefixes, [])
-            self.originals = [leaves[i] for i in slots]
-            return
-        objs = [leaves[i] for i in slots]
-        self.originals = objs
-        if coalesce:
-            self._lift_flat(graph_updates, leaves, treedef, slots, objs)
-            return
-        obj_prefixes = tuple(prefixes[i] for i in slots)
-        check_consistent_aliasing(zip(objs, obj_prefixes))
-        groups = _groups_for(objs, obj_prefixes, expand)
-        graphdef, states = _split_groups(objs, [], groups, [])
-        self.static = InStatic(
-            True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes
-        )
-        slot_set = set(slots)
-        self.pure = ([None if i in slot_set else v for i, v in enumerate(leaves)], states)
-        self.prefix = (
-            [None if i in slot_set else p for i, p in enumerate(prefixes)],
-            [g.prefix for g in groups],
-        )
+    static: InStatic
+    pure: Layout  # what the JAX transform gets
+    prefix: Layout  # the prefix entry of each item of ``pure``
+    originals: list[tp.Any]  # the caller's objects (graph mode) or Variables (tree mode), in slot order
+    variables: list[variablelib.Variable[tp.Any]] | None = None  # flat layout: the caller's Variable of each value, if all are
 
-    def _lift_flat(
-        self, graph_updates: bool, leaves: list, treedef: tp.Any, slots: tuple, objs: list
-    ) -> None:
-        """Graph mode, one group: the objects' Variables travel as a flat list of values."""
-        graphdef, variables = graphlib.flatten([objs, []], with_paths=False)
-        # leaves are Variables, or arrays held directly by a Pytree attribute
-        self.variables = variables if all(map(is_variable, variables)) else None
-        self.static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,), ())
-        slot_set = set(slots)
-        self.pure = (
-            [None if i in slot_set else v for i, v in enumerate(leaves)],
-            [_raw(v) for v in variables],
-        )
-        self.prefix = ([None] * len(leaves), [None] * len(variables))
+    def unwritten(self) -> Lifted:
+        """This call as :func:`apply` must treat it when nothing may be written back (eval_shape)."""
+        static = dataclasses.replace(self.static, graph_updates=False)
+        return Lifted(static, refs.shapes_of_refs(self.pure), self.prefix, [])
+
+    def in_prefix(self) -> list[tp.Any]:
+        """The prefixes of :attr:`Result.in_part` (the updated inputs), as the inputs had them."""
+        if self.static.graph:
+            return self.prefix.states
+        return [self.prefix.leaves[i] for i in self.static.obj_slots]
 
 
-class Entered(list):
-    """The objects ``enter`` rebuilt, with the pure inputs they were rebuilt from
-    (where ``exit`` looks up the input Refs it must not return)."""
+def lift(
+    name: str,
+    args: tp.Any,
+    prefix: tp.Any,
+    mode: graphlib.Mode,
+    *,
+    expand: Expand = whole,
+    coalesce: bool = False,
+) -> Lifted:
+    """Lifts a call's arguments; ``prefix`` is a tree prefix of ``args`` (axes, shardings, ...).
 
-    pure: tp.Any = None
+    ``coalesce``: the prefix does not apply to objects; pass all their state as one.
+    """
+    graph, graph_updates = mode
+    if graph and not graph_updates and not has_shared_variables(args):
+        graph = False  # without sharing, graph mode without updates is tree mode
+    objects = is_node_leaf if graph else is_variable
+    leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=objects)
+    prefixes = [None] * len(leaves) if coalesce else broadcast_prefix(prefix, args, objects)
+    slots = tuple(i for i, leaf in enumerate(leaves) if objects(leaf))
+    objs = [leaves[i] for i in slots]
+    if not graph:
+        if len({id(v) for v in objs}) != len(objs):
+            check_no_sharing(name, args)
+        obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
+        static = InStatic(False, False, treedef, slots, obj_prefixes=obj_prefixes)
+        return Lifted(static, Layout(leaves, []), Layout(prefixes, []), objs)
+    slot_set = set(slots)
+    arg_leaves = [None if i in slot_set else v for i, v in enumerate(leaves)]
+    if coalesce:
+        return _lift_flat(graph_updates, arg_leaves, treedef, slots, objs)
+    obj_prefixes = tuple(prefixes[i] for i in slots)
+    check_consistent_aliasing(zip(objs, obj_prefixes))
+    groups = _groups_for(objs, obj_prefixes, expand)
+    graphdef, states = _split_groups(objs, [], groups, [])
+    static = InStatic(True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes)
+    arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
+    return Lifted(static, Layout(arg_leaves, states), Layout(arg_prefixes, [g.prefix for g in groups]), objs)
 
 
-def enter(static: InStatic, pure: tp.Any) -> tuple[tp.Any, Entered]:
-    """Inside a transform: rebuild the arguments; returns ``(args, objects)``."""
+def _lift_flat(
+    graph_updates: bool,
+    arg_leaves: list[tp.Any],
+    treedef: jax.tree_util.PyTreeDef,
+    slots: tuple[int, ...],
+    objs: list[tp.Any],
+) -> Lifted:
+    """Graph mode, one group: the objects' Variables travel as a flat list of values."""
+    graphdef, variables = graphlib.flatten([objs, []], with_paths=False)
+    static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,))
+    pure = Layout(arg_leaves, [_raw(v) for v in variables])
+    prefix = Layout([None] * len(arg_leaves), [None] * len(variables))
+    # leaves are Variables, or arrays held directly by a Pytree attribute
+    all_variables = variables if all(map(is_variable, variables)) else None
+    return Lifted(static, pure, prefix, objs, all_variables)
+
+
+class Entered(tp.NamedTuple):
+    """What :func:`enter` rebuilt inside the transform."""
+
+    args: tp.Any  # the arguments, with fresh copies of the objects
+    objects: list[tp.Any]  # those copies, in slot order
+    pure: Layout  # the pure inputs they came from (where exit looks up the input Refs)
+
+
+def enter(static: InStatic, pure: Layout) -> Entered:
+    """Inside a transform: rebuild the arguments and their objects."""
     if static.groups == (FLAT,):
-        leaves, values = pure
-        leaves = list(leaves)
-        objs, _ = graphlib.unflatten(static.graphdef, list(values))
-        for slot, obj in zip(static.obj_slots, objs):
-            leaves[slot] = obj
-        return jax.tree_util.tree_unflatten(static.treedef, leaves), _entered(objs, pure)
-    # rebuilding the Variables here gives them the current trace level (JAX passes
-    # non-differentiated inputs through untouched)
-    leaves, states = jax.tree_util.tree_map(lambda x: x, pure, is_leaf=lambda x: x is None)
-    leaves = list(leaves)
-    if static.graph:
-        objs, _ = graphlib.merge(static.graphdef, *states)
-        for slot, obj in zip(static.obj_slots, objs):
-            leaves[slot] = obj
+        leaves = list(pure.leaves)
+        objs, _ = graphlib.unflatten(static.graphdef, list(pure.states))
     else:
-        objs = [leaves[i] for i in static.obj_slots]
-    return jax.tree_util.tree_unflatten(static.treedef, leaves), _entered(objs, pure)
-
-
-def _entered(objs: list, pure: tp.Any) -> Entered:
-    entered = Entered(objs)
-    entered.pure = pure
-    return entered
+        # rebuilding the Variables here gives them the current trace level (JAX passes
+        # non-differentiated inputs through untouched)
+        copied = jax.tree_util.tree_map(lambda x: x, pure, is_leaf=lambda x: x is None)
+        leaves = list(copied.leaves)
+        if static.graph:
+            objs, _ = graphlib.merge(static.graphdef, *copied.states)
+        else:
+            objs = [leaves[i] for i in static.obj_slots]
+    if static.graph:
+        for slot, obj in zip(static.obj_slots, objs):
+            leaves[slot] = obj
+    return Entered(jax.tree_util.tree_unflatten(static.treedef, leaves), objs, pure)
 
 
 def exit(
     name: str,
     static: InStatic,
-    objs: list,
+    entered: Entered,
     out: tp.Any,
     out_prefix: tp.Any = 0,
     expand: Expand = whole,
     same_prefixes: bool = True,
     carry_arg: int | None = None,
-) -> tp.Any:
-    """Inside a transform: the pure result ``(Static, in_part, out_tree)``.
+) -> Result:
+    """Inside a transform: the pure result of the call that :func:`enter` prepared.
 
     ``same_prefixes``: input and output prefixes are the same kind of thing (axes),
     so a Variable must get the same one on both sides. ``carry_arg``: tree-mode
     scan's carry argument (whose return as the carry scan has already checked).
 
-    ``in_part`` holds the updated input objects (one entry per input group, so
-    the input prefixes apply); ``out_tree`` is the output with every graph
-    object replaced by its ``NodeStates`` (so the user's output prefix applies).
-    Input Refs in either are swapped for ``refs.Hole``s (JAX returns no Refs).
+    The result's ``in_part`` holds the updated input objects (one entry per input
+    group, so the input prefixes apply); its ``out_tree`` is the output with every
+    graph object replaced by its :class:`ObjectStates` (so the user's output prefix
+    applies). Input Refs in either are swapped for ``refs.Hole``s (JAX returns no Refs).
     """
-    pure_in, objs = getattr(objs, "pure", None), list(objs)
-    box, in_part, out_tree = _exit(name, static, objs, out, out_prefix, expand, same_prefixes, carry_arg)
-    (in_part, out_tree), holes = refs.to_holes((in_part, out_tree), pure_in)
-    if holes:
-        box = Static(dataclasses.replace(box.value, holes=True) if static.graph else True)
-    return (box, in_part, out_tree)
+    objs = list(entered.objects)
+    result = _exit(name, static, objs, out, out_prefix, expand, same_prefixes, carry_arg)
+    (in_part, out_tree), holes = refs.to_holes((result.in_part, result.out_tree), entered.pure)
+    out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
+    return Result(out_static, in_part, out_tree)
 
 
 def _exit(
     name: str,
     static: InStatic,
-    objs: list,
+    objs: list[tp.Any],
     out: tp.Any,
     out_prefix: tp.Any,
     expand: Expand,
     same_prefixes: bool,
     carry_arg: int | None,
-) -> tp.Any:
+) -> Result:
     if not static.graph:
         check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg)
-        return (Static(None), [v.get_raw_value() for v in objs], out)
+        return Result(OutStatic(), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
         check_no_aliasing(name, static.treedef, static.obj_slots, objs, out)
     if static.groups == (FLAT,):
@@ -272,16 +298,16 @@ def _exit(
     out_groups = _groups_for(out_objs, out_obj_prefixes, expand)
     graphdef, states = _split_groups(objs, out_objs, list(static.groups), out_groups)
     n_in = len(static.groups)
-    per_obj: list[list] = [[] for _ in slots]
+    per_obj: list[list[tp.Any]] = [[] for _ in slots]
     for group, state in zip(out_groups, states[n_in:]):
         per_obj[group.obj].append(state)
     for slot, obj_states in zip(slots, per_obj):
-        out_leaves[slot] = NodeStates(tuple(obj_states))
-    out_static = OutStatic(graphdef, len(static.groups), tuple(out_groups))
-    return (Static(out_static), states[:n_in], jax.tree_util.tree_unflatten(out_treedef, out_leaves))
+        out_leaves[slot] = ObjectStates(tuple(obj_states))
+    out_static = OutStatic(graphdef, n_in, tuple(out_groups))
+    return Result(out_static, states[:n_in], jax.tree_util.tree_unflatten(out_treedef, out_leaves))
 
 
-def _exit_flat(static: InStatic, objs: list, out: tp.Any) -> tp.Any:
+def _exit_flat(static: InStatic, objs: list[tp.Any], out: tp.Any) -> Result:
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)
     slots = tuple(i for i, leaf in enumerate(out_leaves) if is_node_leaf(leaf))
     out_objs = [out_leaves[i] for i in slots]
@@ -289,39 +315,31 @@ def _exit_flat(static: InStatic, objs: list, out: tp.Any) -> tp.Any:
     # whether the inputs kept their structure: then values map 1:1 onto the caller's Variables
     unchanged = not out_objs and graphdef == static.graphdef
     for slot in slots:
-        out_leaves[slot] = NodeStates(())
+        out_leaves[slot] = ObjectStates(())
     out_static = OutStatic(graphdef, 1, (), unchanged)
     pure_out = jax.tree_util.tree_unflatten(out_treedef, out_leaves)
-    return (Static(out_static), [_raw(v) for v in variables], pure_out)
+    return Result(out_static, [_raw(v) for v in variables], pure_out)
 
 
-def in_prefix(lifted: "Lifted") -> list:
-    """The prefixes of ``in_part`` (the updated inputs), as the inputs had them."""
-    return lifted.prefix[1] if lifted.static.graph else [
-        lifted.prefix[0][i] for i in lifted.static.obj_slots
-    ]
-
-
-def apply(lifted: Lifted, result: tp.Any, write: bool = True) -> tp.Any:
+def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
     """Outside: write the updates into the caller's objects; return the output."""
-    static_box, in_part, out_tree = result
+    out_static, in_part, out_tree = result
     if not write:
-        lifted = _Unwritten(lifted)
-    if static_box.value is True or getattr(static_box.value, "holes", False):
+        lifted = lifted.unwritten()
+    if out_static.holes:
         in_part, out_tree = refs.fill_holes((in_part, out_tree), lifted.pure)
     if not lifted.static.graph:
         for original, new in zip(lifted.originals, in_part):
             _assign(original, new)
         return out_tree
-    out_static: OutStatic = static_box.value
-    if out_static.unchanged and getattr(lifted, "variables", None) is not None:
+    if out_static.unchanged and lifted.variables is not None:
         for variable, value in zip(lifted.variables, in_part):
             variable.set_raw_value(value)
         return out_tree
     leaves, treedef = jax.tree_util.tree_flatten(
-        out_tree, is_leaf=lambda x: isinstance(x, NodeStates)
+        out_tree, is_leaf=lambda x: isinstance(x, ObjectStates)
     )
-    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, NodeStates)]
+    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, ObjectStates)]
     if lifted.static.groups == (FLAT,):
         in_copies, out_objs = graphlib.unflatten(out_static.graphdef, list(in_part))
     else:
@@ -330,30 +348,21 @@ def apply(lifted: Lifted, result: tp.Any, write: bool = True) -> tp.Any:
     structural = lifted.static.graph_updates
     mapping = _write_back(lifted.originals, in_copies, structural, mapped=structural and bool(slots))
     for slot, obj in zip(slots, out_objs):
-        leaves[slot] = mapping.get(id(obj), obj) if lifted.static.graph_updates else obj
+        leaves[slot] = mapping.get(id(obj), obj) if structural else obj
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
-class _Unwritten:
-    """A view of a Lifted whose originals must not be updated (eval_shape)."""
-
-    def __init__(self, lifted: Lifted):
-        self.static = dataclasses.replace(lifted.static, graph_updates=False)
-        self.originals: list = []
-        self.pure = refs.shapes_of_refs(lifted.pure)
-
-
-def apply_same(lifted: Lifted, pure: tp.Any) -> tp.Any:
+def apply_same(lifted: Lifted, pure: Layout) -> tp.Any:
     """Outside: the result has the inputs' own structure (loops); rebuild and write back."""
-    value, copies = enter(lifted.static, pure)
+    value, copies, _ = enter(lifted.static, pure)
     if not lifted.static.graph:
         for original, new in zip(lifted.originals, copies):
             _assign(original, new)
-        leaves = list(pure[0])
+        leaves = list(pure.leaves)
         for slot, original in zip(lifted.static.obj_slots, lifted.originals):
             leaves[slot] = original
         return jax.tree_util.tree_unflatten(lifted.static.treedef, leaves)
-    mapping = _write_back(lifted.originals, list(copies), lifted.static.graph_updates)
+    mapping = _write_back(lifted.originals, copies, lifted.static.graph_updates)
     leaves = jax.tree_util.tree_leaves(value, is_leaf=is_node_leaf)
     for slot in lifted.static.obj_slots:
         leaves[slot] = mapping.get(id(leaves[slot]), leaves[slot])
@@ -364,12 +373,14 @@ def _raw(leaf: tp.Any) -> tp.Any:
     return leaf.get_raw_value() if is_variable(leaf) else leaf
 
 
-def _assign(original: variablelib.Variable, new: tp.Any) -> None:
+def _assign(original: variablelib.Variable[tp.Any], new: tp.Any) -> None:
     """Write a new value (hooks already ran where it was computed) into ``original``."""
     original.set_raw_value(new.get_raw_value() if is_variable(new) else new)
 
 
-def _write_back(originals: list, copies: list, structural: bool, mapped: bool = True) -> dict[int, tp.Any]:
+def _write_back(
+    originals: list[tp.Any], copies: list[tp.Any], structural: bool, mapped: bool = True
+) -> dict[int, tp.Any]:
     """Update the caller's objects from their copies; map copy ids to originals
     (only when ``mapped``: pairing them walks both graphs)."""
     if structural:
@@ -388,7 +399,7 @@ def _write_back(originals: list, copies: list, structural: bool, mapped: bool = 
     return mapping
 
 
-def _iter_objects(root: list) -> tp.Iterator[tuple[tuple, tp.Any]]:
+def _iter_objects(root: list[tp.Any]) -> tp.Iterator[tuple[Path, tp.Any]]:
     for path, value in graphlib.iter_graph(root, graph=True):
         if is_object(value) and path:
             yield tuple(path), value

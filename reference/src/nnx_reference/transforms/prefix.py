@@ -6,6 +6,8 @@ import typing as tp
 
 import jax
 
+from .. import filterlib, statelib
+
 
 def _key_of(entry: tp.Any) -> tp.Any:
     for attr in ("key", "name", "idx"):
@@ -23,10 +25,7 @@ def _exact_path(path: tuple) -> tp.Callable[[tuple, tp.Any], bool]:
 
 def _pairs(spec: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
     """(filter, value) pairs from a State of values, a Mapping, or an iterable of pairs."""
-    from .. import statelib
-
-    state_type = getattr(statelib, "State", None)
-    if state_type is not None and isinstance(spec, state_type):
+    if isinstance(spec, statelib.State):
         leaves = jax.tree_util.tree_flatten_with_path(spec, is_leaf=lambda x: x is None)[0]
         return [
             (_exact_path(tuple(_key_of(k) for k in path)), value) for path, value in leaves
@@ -60,8 +59,6 @@ class PrefixMapping:
 
     def map_prefix(self, path: tuple, variable: tp.Any) -> tp.Any:
         """The value of the first filter that selects ``variable`` at ``path``."""
-        from .. import filterlib
-
         for flt, value in zip(self._filters, self._values):
             if filterlib.to_predicate(flt)(path, variable):
                 return value

@@ -1,4 +1,4 @@
-"""Pytree pieces the transforms share: prefixes, static metadata, partitions."""
+"""Pytree pieces the transforms share: the decorator forms, object tests, prefixes, layouts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import typing as tp
 import jax
 
 from .. import graphlib, variablelib
+from ..filterlib import Filter
 from ..graphlib import resolve_mode  # noqa: F401 (the transforms call it as trees.resolve_mode)
 
 
@@ -17,7 +18,12 @@ class Missing:
 MISSING = Missing()
 
 
-def decorator_or_call(f: tp.Any, make: tp.Callable[[tp.Callable], tp.Any]) -> tp.Any:
+Fn = tp.Callable[..., tp.Any]
+"""A user's function, or what a transform makes of it."""
+R = tp.TypeVar("R")
+
+
+def decorator_or_call(f: Fn | Missing, make: tp.Callable[[Fn], R]) -> R | tp.Callable[[Fn], R]:
     """Support both ``@t`` / ``t(f, ...)`` and ``@t(...)`` forms."""
     if isinstance(f, Missing):
         return make
@@ -38,35 +44,23 @@ def is_node_leaf(x: tp.Any) -> bool:
     return is_object(x) and not isinstance(x, (list, tuple, dict))
 
 
-class Static:
-    """A pytree with no leaves that carries a hashable value as metadata."""
+class Layout(tp.NamedTuple):
+    """The two parts of a lifted call's inputs, or of anything laid out like them
+    (their prefixes, a partition of them): one entry per argument leaf (None where a
+    graph object stood), then one per state group (or per Variable value)."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: tp.Any):
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Static) and self.value == other.value
-
-    def __hash__(self) -> int:
-        return hash(self.value)
-
-    def __repr__(self) -> str:
-        return f"Static({self.value!r})"
+    leaves: list[tp.Any]
+    states: list[tp.Any]
 
 
-jax.tree_util.register_pytree_node(Static, lambda s: ((), s.value), lambda v, _: Static(v))
-
-
-def broadcast_prefix(prefix: tp.Any, tree: tp.Any, is_leaf: tp.Callable[[tp.Any], bool]) -> list:
+def broadcast_prefix(prefix: tp.Any, tree: tp.Any, is_leaf: tp.Callable[[tp.Any], bool]) -> list[tp.Any]:
     """One prefix entry per leaf of ``tree`` (leaves as ``is_leaf`` stops them).
 
     ``prefix`` is a JAX tree prefix of ``tree``: any pytree (tuples, dicts,
     Module-shaped prefixes from ``nnx.prefix``) whose leaves (ints, None,
     StateAxes, Carry, shardings) apply to whole subtrees.
     """
-    out: list = []
+    out: list[tp.Any] = []
 
     def spread(p: tp.Any, sub: tp.Any) -> None:
         out.extend([p] * len(jax.tree_util.tree_leaves(sub, is_leaf=is_leaf)))
@@ -75,63 +69,72 @@ def broadcast_prefix(prefix: tp.Any, tree: tp.Any, is_leaf: tp.Callable[[tp.Any]
     return out
 
 
-def partition(pure: tp.Any, prefix: tp.Any, select: tp.Callable[[tp.Any], bool]) -> tuple:
-    """Split pure inputs ``(leaves, states)`` into (selected, rest), with ``None`` holes."""
-    leaves, states = pure
-    leaf_prefix, group_prefix = prefix
-    chosen = (
-        [v if select(p) else None for v, p in zip(leaves, leaf_prefix)],
-        [v if select(p) else None for v, p in zip(states, group_prefix)],
-    )
-    rest = (
-        [None if select(p) else v for v, p in zip(leaves, leaf_prefix)],
-        [None if select(p) else v for v, p in zip(states, group_prefix)],
-    )
-    return chosen, rest
+class Partition(tp.NamedTuple):
+    """A Layout split in two by a test of each entry's prefix; ``None`` fills the holes."""
+
+    chosen: Layout
+    rest: Layout
 
 
-def join(chosen: tp.Any, rest: tp.Any) -> tp.Any:
-    """Inverse of ``partition``."""
+def partition(pure: Layout, prefix: Layout, select: tp.Callable[[tp.Any], bool]) -> Partition:
+    """Split pure inputs into the entries whose prefix ``select`` picks, and the rest."""
+    chosen = Layout(
+        [v if select(p) else None for v, p in zip(pure.leaves, prefix.leaves)],
+        [v if select(p) else None for v, p in zip(pure.states, prefix.states)],
+    )
+    rest = Layout(
+        [None if select(p) else v for v, p in zip(pure.leaves, prefix.leaves)],
+        [None if select(p) else v for v, p in zip(pure.states, prefix.states)],
+    )
+    return Partition(chosen, rest)
+
+
+def join(chosen: Layout | None, rest: Layout) -> Layout:
+    """Inverse of :func:`partition`."""
     if chosen is None:
         return rest
-    return (
-        [a if a is not None else b for a, b in zip(chosen[0], rest[0])],
-        [a if a is not None else b for a, b in zip(chosen[1], rest[1])],
+    return Layout(
+        [a if a is not None else b for a, b in zip(chosen.leaves, rest.leaves)],
+        [a if a is not None else b for a, b in zip(chosen.states, rest.states)],
     )
 
 
-class NodeStates:
-    """A graph object inside a pure output tree: its State groups, in prefix order."""
+class ObjectStates:
+    """A graph object inside a pure output tree: its State groups, in prefix order.
+
+    (Not ``extract.NodeStates``, the public pytree view of a graph node.)
+    """
 
     __slots__ = ("states",)
 
-    def __init__(self, states: tuple):
+    def __init__(self, states: tuple[tp.Any, ...]):
         self.states = tuple(states)
 
     def __repr__(self) -> str:
-        return f"NodeStates({self.states!r})"
+        return f"ObjectStates({self.states!r})"
 
 
 jax.tree_util.register_pytree_node(
-    NodeStates, lambda n: (n.states, None), lambda _, states: NodeStates(states)
+    ObjectStates, lambda n: (n.states, None), lambda _, states: ObjectStates(states)
 )
 
 
-Expand = tp.Callable[[tp.Any, tp.Any], list]
+Expand = tp.Callable[[tp.Any, tp.Any], list[tuple[Filter, tp.Any]]]
+"""``expand(prefix entry, object)``: the ``(filter, prefix entry)`` of each slice of the object."""
 
 
-def whole(prefix: tp.Any, obj: tp.Any = None) -> list:
+def whole(prefix: tp.Any, obj: tp.Any = None) -> list[tuple[Filter, tp.Any]]:
     """The default expansion: the whole object takes the prefix entry."""
     return [(..., prefix)]
 
 
 def out_prefix_for_jax(prefix: tp.Any, expand: Expand = whole) -> tp.Any:
-    """The user's output prefix as JAX sees it: multi-group entries become NodeStates."""
+    """The user's output prefix as JAX sees it: multi-group entries become ObjectStates."""
 
     def convert(p: tp.Any) -> tp.Any:
         groups = expand(p, None)
         if len(groups) == 1 and groups[0][0] is ...:
             return p
-        return NodeStates(tuple(value for _, value in groups))
+        return ObjectStates(tuple(value for _, value in groups))
 
     return jax.tree_util.tree_map(convert, prefix, is_leaf=lambda x: type(x) not in (list, tuple, dict))

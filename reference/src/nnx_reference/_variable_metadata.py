@@ -1,0 +1,136 @@
+"""What a new Variable starts from: default settings, metadata, hooks and storage.
+
+:func:`var_defaults` holds the ``hijax`` / ``ref`` defaults; :func:`with_metadata`
+wraps an initializer so that its value arrives with metadata and hooks (a
+:class:`VariableMetadata`); :func:`as_ref` is how a ``ref=True`` Variable stores
+its value. The public face of these is :mod:`variablelib`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing as tp
+import warnings
+
+import jax
+import numpy as np
+
+from . import reprlib
+from ._config import ConfigContext, Setting
+
+A = tp.TypeVar("A")
+
+
+class _Missing:
+    """Sentinel for 'argument not given'."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: tp.Any = _Missing()
+REQUIRED_METADATA = ("hijax", "ref", "eager_sharding")
+HOOK_NAMES = ("on_set_value", "on_get_value", "on_create_value", "on_add_axis", "on_remove_axis")
+
+
+# ---------------------------------------------------------------- defaults
+
+
+@dataclasses.dataclass(frozen=True)
+class VarDefaults:
+    """The defaults new Variables take for ``hijax`` and ``ref``."""
+
+    hijax: bool = False
+    ref: bool = False
+
+
+_HIJAX = Setting(False)
+_REF = Setting(False)
+
+
+class VarDefaultsContext(ConfigContext):
+    """Sets new Variable defaults when called (see :class:`ConfigContext` for the
+    call / context-manager / decorator forms); only the fields given change."""
+
+
+def var_defaults(*, hijax: bool | None = None, ref: bool | None = None) -> VarDefaultsContext | VarDefaults:
+    """Returns the current Variable defaults, or sets ``hijax``/``ref`` defaults (also a
+    context manager or decorator)."""
+    if hijax is None and ref is None:
+        return VarDefaults(hijax=_HIJAX.value, ref=_REF.value)
+    updates = [(setting, bool(value)) for setting, value in ((_HIJAX, hijax), (_REF, ref)) if value is not None]
+    return VarDefaultsContext(updates)
+
+
+DEPRECATED_SHARDING_KEYS = ("sharding_names", "sharding")
+"""Older names of the ``out_sharding`` metadata key, renamed (with a warning) on creation."""
+
+
+def rename_sharding_keys(metadata: dict[str, tp.Any]) -> None:
+    """Renames the deprecated sharding keys of a new Variable's ``metadata`` in place, warning."""
+    for key in DEPRECATED_SHARDING_KEYS:
+        if key in metadata:
+            warnings.warn(f"{key!r} is deprecated, use 'out_sharding' instead.", DeprecationWarning, stacklevel=3)
+            metadata["out_sharding"] = metadata.pop(key)
+
+
+# ---------------------------------------------------------------- metadata
+
+
+@dataclasses.dataclass
+class VariableMetadata(tp.Generic[A]):
+    """A raw value plus hooks and metadata, as returned by :func:`with_metadata` initializers."""
+
+    raw_value: A
+    on_set_value: tuple[tp.Callable[..., tp.Any], ...] = ()
+    on_get_value: tuple[tp.Callable[..., tp.Any], ...] = ()
+    on_create_value: tuple[tp.Callable[..., tp.Any], ...] = ()
+    on_add_axis: tuple[tp.Callable[..., tp.Any], ...] = ()
+    on_remove_axis: tuple[tp.Callable[..., tp.Any], ...] = ()
+    metadata: tp.Mapping[str, tp.Any] = dataclasses.field(default_factory=dict)
+
+
+def _hooks_tuple(hooks: tp.Any) -> tuple[tp.Callable[..., tp.Any], ...]:
+    return tuple(hooks) if isinstance(hooks, (list, tuple)) else (hooks,)
+
+
+def with_metadata(
+    initializer: tp.Callable[..., tp.Any],
+    on_set_value: tp.Any = (),
+    on_get_value: tp.Any = (),
+    on_create_value: tp.Any = (),
+    on_add_axis: tp.Any = (),
+    on_remove_axis: tp.Any = (),
+    **metadata: tp.Any,
+) -> tp.Callable[..., VariableMetadata[tp.Any]]:
+    """Wraps an initializer so that its output carries ``metadata`` (and hooks) into a Variable."""
+
+    @functools.wraps(initializer)
+    def wrapper(*args: tp.Any, **kwargs: tp.Any) -> VariableMetadata[tp.Any]:
+        return VariableMetadata(
+            initializer(*args, **kwargs),
+            on_set_value=_hooks_tuple(on_set_value),
+            on_get_value=_hooks_tuple(on_get_value),
+            on_create_value=_hooks_tuple(on_create_value),
+            on_add_axis=_hooks_tuple(on_add_axis),
+            on_remove_axis=_hooks_tuple(on_remove_axis),
+            metadata=metadata,
+        )
+
+    return wrapper
+
+
+# ---------------------------------------------------------------- storage
+
+
+def wants_ref(metadata: tp.Mapping[str, tp.Any]) -> bool:
+    """Whether a Variable with this metadata stores its value in a ``jax.Ref``: ``ref=True``."""
+    return bool(metadata.get("ref"))
+
+
+def as_ref(value: tp.Any) -> tp.Any:
+    """``value`` in a mutable ``jax.Ref`` (arrays only), so that writes inside ``jax.jit`` are seen outside."""
+    if reprlib.is_ref(value) or not isinstance(value, (jax.Array, np.ndarray, int, float, bool)):
+        return value
+    return jax.new_ref(jax.numpy.asarray(value))

@@ -1,0 +1,104 @@
+"""Graphs of Pytrees and Variables: split into (GraphDef, State) and merged back.
+
+Internals other modules may rely on:
+
+* ``graph_mode()`` / ``graph_updates()``: the current defaults (set with
+  :class:`set_graph_mode` / :class:`set_graph_updates`, both callable once or as
+  context managers or decorators; start values from ``NNX_GRAPH_MODE`` /
+  ``NNX_GRAPH_UPDATES``, default true). ``resolve_graph(graph)`` turns an optional
+  ``graph=`` argument into a bool, ``resolve_mode(graph, graph_updates)`` both.
+* Graph mode walks objects by identity: each Pytree and Variable gets an integer
+  index in first-visit order (root = 0, attributes visited in sorted key order), a
+  second visit yields a ``NodeRef`` / ``VariableRef``, so shared references and
+  cycles survive ``split``/``merge``. Arrays are state leaves; other non-node
+  values are static. Containers (lists, tuples, dicts, any JAX pytree) are walked
+  one level at a time and rebuilt from their ``PyTreeDef``.
+* Tree mode (``graph=False``) is plain ``jax.tree`` flattening with Variables as
+  leaves; a Variable reached twice raises ``ValueError`` naming both paths.
+* :class:`GraphDef` is immutable, hashable and compared by structure (types,
+  static attribute values, metadata, indices), so it can key caches and be a
+  static argument of ``jax.jit``.
+* ``flatten(node, ref_index=...)`` fills ``ref_index`` (a :class:`RefMap`, object ->
+  index; objects already in it keep their index); ``unflatten(graphdef, state,
+  index_ref=...)`` reuses the objects already in ``index_ref`` (index -> object),
+  updating them in place: this is how a graph keeps its identities across a
+  transform boundary (:class:`UpdateContext` packages exactly that).
+* ``merge`` reuses the Variables found in the State (``copy=True`` copies them);
+  ``split``/``state`` return the graph's own Variables, not copies.
+
+The parts, each private: ``_mode`` (configuration), ``_nodes`` (what the graph
+walks), ``_defs`` (GraphDef records), ``_flatten`` / ``_unflatten``,
+``_split_merge`` (GraphDef, split, merge), ``_state_ops`` (state, update, clone,
+pop, ...), ``_traversal`` (iter_graph, recursive_map, with_vars, ...) and
+``_contexts`` (update contexts). The pytree view of graph nodes (``to_tree``,
+``from_tree``, ``prefix``, ``NodeStates``) is :mod:`extract`, built on these.
+"""
+
+from ._contexts import (
+    MergeContext,
+    SplitContext,
+    UpdateContext,
+    current_update_context,
+    merge_context,
+    split_context,
+    update_context,
+)
+from ._mode import set_graph_mode, set_graph_updates
+from ._split_merge import GraphDef, GraphState, cached_partial, call, flatten, merge, split, unflatten
+from ._state_ops import PureState, as_pure, clone, graphdef, map, pop, pure, state, unpack, update, variables
+from ._traversal import (
+    find_duplicates,
+    iter_children,
+    iter_graph,
+    iter_module_children,
+    recursive_map,
+    set_metadata,
+    vars_as,
+    with_vars,
+)
+
+# Not in __all__: the names the modules built on graphlib use (Key and PathParts are
+# also documented, as nnx.graph.Key), and the type GraphDef.apply returns.
+from ._defs import RefMap  # noqa: F401, I001
+from ._mode import Mode, graph_mode, graph_updates, resolve_graph, resolve_mode  # noqa: F401
+from ._nodes import Key, PathParts, is_graph_node, is_node, jax_key  # noqa: F401
+from ._split_merge import ApplyCaller  # noqa: F401
+
+__all__ = [
+    "GraphDef",
+    "MergeContext",
+    "SplitContext",
+    "UpdateContext",
+    "current_update_context",
+    "merge_context",
+    "split_context",
+    "update_context",
+    "GraphState",
+    "PureState",
+    "as_pure",
+    "cached_partial",
+    "call",
+    "clone",
+    "find_duplicates",
+    "flatten",
+    "graphdef",
+    "iter_children",
+    "iter_graph",
+    "iter_module_children",
+    "map",
+    "merge",
+    "pop",
+    "pure",
+    "recursive_map",
+    "set_graph_mode",
+    "set_graph_updates",
+    "set_metadata",
+    "split",
+    "state",
+    "unflatten",
+    "unpack",
+    "update",
+    "variables",
+    "vars_as",
+    "with_vars",
+]

@@ -1,0 +1,154 @@
+"""The records a GraphDef is made of: one per node, Variable, leaf or static value.
+
+Graph mode gives each Pytree and Variable an index in first-visit order; a second
+visit is a :class:`NodeRef` / :class:`VariableRef` to that index. Tree mode keeps
+one :class:`TreeDef`. All records are immutable and compared by structure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as tp
+
+import jax
+
+from ._nodes import Key, PathParts
+
+
+class StaticDef:
+    """A static value inside a GraphDef, hashed/compared robustly."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: tp.Any) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        try:
+            return hash(self.value)
+        except TypeError:
+            return hash((type(self.value).__name__, repr(self.value)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StaticDef):
+            return False
+        if self.value is other.value:
+            return True
+        try:
+            return type(self.value) is type(other.value) and bool(self.value == other.value)
+        except Exception:
+            return False
+
+    def __repr__(self) -> str:
+        return f"Static(value={self.value!r})"
+
+
+@dataclasses.dataclass(frozen=True)
+class LeafDef:
+    """A state leaf (an array) at this position."""
+
+
+LEAF = LeafDef()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class VariableDef:
+    """A Variable seen for the first time: its type, index and metadata.
+
+    ``metadata`` keeps the Variable's key order (restored by merge); equality and
+    hashing ignore that order, which a merge or ``set_metadata`` can change.
+    """
+
+    type: type
+    index: int
+    metadata: tuple[tuple[str, StaticDef], ...]
+
+    def __post_init__(self) -> None:
+        key = (self.type, self.index, tuple(sorted(self.metadata, key=lambda item: item[0])))
+        object.__setattr__(self, "_key", key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VariableDef) and self._key == other._key  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key)  # type: ignore[attr-defined]
+
+
+@dataclasses.dataclass(frozen=True)
+class VariableRef:
+    """A Variable already seen at ``index``."""
+
+    index: int
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeRef:
+    """A Pytree already seen at ``index``."""
+
+    type: type
+    index: int
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeDef:
+    """A Pytree seen for the first time: type, index and ``(key, is_data, definition)`` per attribute (sorted)."""
+
+    type: type
+    index: int
+    attributes: tuple[tuple[Key, bool, Definition], ...]  # a static attribute's definition is a StaticDef
+
+
+@dataclasses.dataclass(frozen=True)
+class ContainerDef:
+    """A list / tuple / dict / other JAX pytree container, rebuilt from ``treedef``."""
+
+    treedef: jax.tree_util.PyTreeDef
+    children: tuple[tuple[Key, Definition], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeDef:
+    """Tree mode: the ``PyTreeDef`` (Variables as leaves) and the NNX path of each leaf."""
+
+    treedef: jax.tree_util.PyTreeDef
+    paths: tuple[PathParts, ...]
+
+
+Definition = StaticDef | LeafDef | VariableDef | VariableRef | NodeRef | NodeDef | ContainerDef
+"""The definition of one position of a graph (graph mode)."""
+RootDefinition = Definition | TreeDef
+"""What a GraphDef holds at its root: a graph's definition, or a tree's."""
+
+
+def def_repr(d: RootDefinition) -> str:
+    """The definition as GraphDef's repr shows it."""
+    if isinstance(d, NodeDef):
+        attrs = ", ".join(
+            f"{k!r}: {def_repr(c) if data else repr(c)}" for k, data, c in d.attributes
+        )
+        return f"NodeDef(type={d.type.__name__}, index={d.index}, attributes={{{attrs}}})"
+    if isinstance(d, VariableDef):
+        return f"VariableDef(type={d.type.__name__}, index={d.index})"
+    if isinstance(d, ContainerDef):
+        return f"ContainerDef({', '.join(f'{k!r}: {def_repr(c)}' for k, c in d.children)})"
+    if isinstance(d, TreeDef):
+        return f"TreeDef(treedef={d.treedef}, paths={d.paths})"
+    return repr(d)
+
+
+class RefMap(dict):  # type: ignore[type-arg]
+    """A dict keyed by object identity: object -> index (keeps the objects alive)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.objects: dict[int, tp.Any] = {}
+
+    def __contains__(self, obj: object) -> bool:
+        return super().__contains__(id(obj))
+
+    def __getitem__(self, obj: tp.Any) -> int:
+        return super().__getitem__(id(obj))
+
+    def __setitem__(self, obj: tp.Any, index: int) -> None:
+        self.objects[id(obj)] = obj
+        super().__setitem__(id(obj), index)

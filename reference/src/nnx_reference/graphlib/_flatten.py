@@ -1,0 +1,125 @@
+"""Flattening: a graph (or tree) to its root definition and its ``(path, leaf)`` pairs."""
+
+from __future__ import annotations
+
+import typing as tp
+from typing import NamedTuple
+
+import jax
+
+from .. import reprlib
+from ..pytreelib import Pytree
+from ..variablelib import Variable
+from ._defs import (
+    LEAF,
+    ContainerDef,
+    Definition,
+    NodeDef,
+    NodeRef,
+    RefMap,
+    RootDefinition,
+    StaticDef,
+    TreeDef,
+    VariableDef,
+    VariableRef,
+)
+from ._nodes import PathParts, is_container, jax_key, one_level, pytree_children
+
+
+class Flattened(NamedTuple):
+    """A graph or tree taken apart: its root definition and its ``(path, leaf)`` pairs in flatten order."""
+
+    root: RootDefinition
+    leaves: list[tuple[PathParts, tp.Any]]
+
+
+class _FlattenContext:
+    """One traversal: ``ref_index`` gives objects their (possibly pre-assigned) indices,
+    ``visited`` says which were already reached in this traversal."""
+
+    def __init__(self, ref_index: RefMap | None) -> None:
+        self.ref_index = RefMap() if ref_index is None else ref_index
+        self.next_index = max(self.ref_index.values(), default=-1) + 1
+        self.visited: set[int] = set()
+        self.leaves: list[tuple[PathParts, tp.Any]] = []
+
+    def seen(self, obj: tp.Any) -> bool:
+        return id(obj) in self.visited
+
+    def new_index(self, obj: tp.Any) -> int:
+        self.visited.add(id(obj))
+        if obj in self.ref_index:
+            return self.ref_index[obj]
+        index = self.next_index
+        self.ref_index[obj] = index
+        self.next_index += 1
+        return index
+
+
+def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Definition:
+    """Graph mode: the definition of ``node`` at ``path``, its leaves appended to ``ctx``."""
+    if isinstance(node, Variable):
+        if ctx.seen(node):
+            return VariableRef(ctx.ref_index[node])
+        index = ctx.new_index(node)
+        ctx.leaves.append((path, node))
+        metadata = tuple((k, StaticDef(v)) for k, v in node.get_metadata().items())
+        return VariableDef(type(node), index, metadata)
+    if isinstance(node, Pytree):
+        if ctx.seen(node):
+            return NodeRef(type(node), ctx.ref_index[node])
+        index = ctx.new_index(node)
+        attributes = tuple(
+            (key, True, _graph_flatten(value, (*path, key), ctx)) if data else (key, False, StaticDef(value))
+            for key, value, data in pytree_children(node)
+        )
+        return NodeDef(type(node), index, attributes)
+    if reprlib.is_array(node):
+        ctx.leaves.append((path, node))
+        return LEAF
+    if is_container(node):
+        children, treedef = one_level(node)
+        return ContainerDef(
+            treedef, tuple((key, _graph_flatten(child, (*path, key), ctx)) for key, child in children)
+        )
+    return StaticDef(node)
+
+
+def _tree_flatten(node: tp.Any, api: str) -> Flattened:
+    """Tree mode: ``jax.tree`` flattening with Variables as leaves, none of them reached twice."""
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x: isinstance(x, Variable))
+    leaves = [(tuple(jax_key(e) for e in path), leaf) for path, leaf in pairs]
+    _check_no_shared_variables(leaves, pairs, api)
+    return Flattened(TreeDef(treedef, tuple(p for p, _ in leaves)), leaves)
+
+
+def _check_no_shared_variables(
+    leaves: list[tuple[PathParts, tp.Any]], pairs: list[tuple[tp.Any, tp.Any]], api: str
+) -> None:
+    seen: dict[int, list[str]] = {}
+    for (_, leaf), (jax_path, _) in zip(leaves, pairs):
+        if isinstance(leaf, Variable):
+            seen.setdefault(id(leaf), []).append(jax.tree_util.keystr(tuple(jax_path)))
+    for id_, paths in seen.items():
+        if len(paths) > 1:
+            variable = next(leaf for _, leaf in leaves if id(leaf) == id_)
+            listing = "\n".join(f"  - {p}" for p in paths)
+            raise ValueError(
+                f"Duplicate {variable!r}\nfound at paths:\n\n{listing}\n\n"
+                f"Variable at {paths[1]} was already seen at {paths[0]}. "
+                "Tree mode (graph=False) does not support shared references. Consider the following "
+                "options:\n\n1. Remove the duplicates and guarantee a tree structure.\n"
+                f"2. Enable graph mode by passing graph=True to {api} e.g.\n\n"
+                f"  nnx.{api}(..., graph=True)\n\n3. Use nnx.compat.{api} instead e.g.\n\n"
+                f"  nnx.compat.{api}(...)"
+            )
+
+
+def flatten_node(node: tp.Any, graph: bool, api: str, ref_index: RefMap | None = None) -> Flattened:
+    """Flattens ``node`` by identity (``graph``, filling ``ref_index`` with object -> index)
+    or as a plain JAX tree; ``api`` names the caller in tree-mode errors."""
+    if graph:
+        ctx = _FlattenContext(ref_index)
+        root = _graph_flatten(node, (), ctx)
+        return Flattened(root, ctx.leaves)
+    return _tree_flatten(node, api)

@@ -1,0 +1,241 @@
+"""GraphDef and the round trip through it: split / flatten a graph, merge / unflatten it back."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing as tp
+
+import jax
+
+from .. import reprlib
+from ..statelib import FlatState, State, from_flat_state, split_flat
+from ._defs import (
+    NodeDef,
+    NodeRef,
+    RefMap,
+    RootDefinition,
+    TreeDef,
+    VariableDef,
+    def_repr,
+)
+from ._flatten import flatten_node
+from ._mode import resolve_graph
+from ._nodes import Key, PathParts
+from ._unflatten import collect_leaves, from_leaves, from_values
+
+A = tp.TypeVar("A")
+
+
+class GraphState(State):
+    """A State bundled with the GraphDef it belongs to (what :func:`unpack` returns)."""
+
+    def __init__(self, mapping: tp.Any = (), /, *, _copy: bool = True, graphdef: GraphDef[tp.Any] | None = None) -> None:
+        super().__init__(mapping, _copy=_copy)
+        object.__setattr__(self, "_graphdef", graphdef)
+
+    @property
+    def graphdef(self) -> GraphDef[tp.Any] | None:
+        return self._graphdef
+
+    def __getitem__(self, key: Key) -> tp.Any:
+        value = self._mapping[key]
+        return State(value, _copy=False) if type(value) is dict else value
+
+    def __repr__(self) -> str:
+        state = reprlib.indent_tail(State.__repr__(self), "  ")
+        return f"GraphState(\n  _graphdef={self._graphdef!r},\n  _state={state}\n)"
+
+
+def _graph_state_flatten(gs: GraphState) -> tuple[list[tuple[tp.Any, tp.Any]], tp.Any]:
+    keys = sorted(gs._mapping, key=lambda k: (isinstance(k, str), k))
+    return [(jax.tree_util.DictKey(k), gs._mapping[k]) for k in keys], (tuple(keys), gs._graphdef)
+
+
+jax.tree_util.register_pytree_with_keys(
+    GraphState,
+    _graph_state_flatten,
+    lambda aux, children: GraphState(dict(zip(aux[0], children)), _copy=False, graphdef=aux[1]),
+)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class GraphDef(tp.Generic[A]):
+    """The structure of a graph (or tree): everything but its state leaves."""
+
+    root: RootDefinition
+    num_leaves: int
+
+    def __hash__(self) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.root, self.num_leaves))
+            object.__setattr__(self, "_hash", cached)
+        return cached  # type: ignore[no-any-return]
+
+    def apply(self, state: tp.Any, *states: tp.Any, graph: bool | None = None) -> ApplyCaller:
+        """An object whose method calls run on ``merge(self, state, ...)`` and return ``(out, (graphdef, state))``.
+
+        ``graph`` picks the mode of the split that follows the call (see :func:`split`).
+        """
+        return ApplyCaller(self, (state, *states), graph=graph)
+
+    def merge(self, state: tp.Any, /, *states: tp.Any) -> A:
+        return merge(self, state, *states)
+
+    @property
+    def type(self) -> type:
+        root = self.root
+        if isinstance(root, (NodeDef, NodeRef, VariableDef)):
+            return root.type
+        if isinstance(root, TreeDef):
+            return type(jax.tree_util.tree_unflatten(root.treedef, [None] * root.treedef.num_leaves))
+        return type(None)
+
+    def __repr__(self) -> str:
+        return f"GraphDef({def_repr(self.root)}, num_leaves={self.num_leaves})"
+
+
+jax.tree_util.register_pytree_node(GraphDef, lambda g: ((), g), lambda g, _: g)
+
+
+def flatten(
+    node: A,
+    /,
+    *,
+    with_paths: bool = True,
+    ref_index: RefMap | None = None,
+    ref_outer_index: RefMap | None = None,
+    graph: bool | None = None,
+) -> tuple[GraphDef[A], FlatState | list[tp.Any]]:
+    """Splits ``node`` into its GraphDef and its flat state (or plain leaves without paths).
+
+    The plain leaves come in flatten order (the order ``unflatten`` consumes a list in);
+    the flat state is sorted by path.
+    """
+    gdef, flat = flatten_for(node, graph, "flatten", ref_index, sort=with_paths)
+    if with_paths:
+        return gdef, flat
+    return gdef, list(flat.leaves)
+
+
+def unflatten(
+    graphdef: GraphDef[A],
+    state: tp.Any,
+    /,
+    *,
+    index_ref: dict[int, tp.Any] | None = None,
+    outer_index_outer_ref: dict[int, tp.Any] | None = None,
+    copy_variables: bool = False,
+    recreate_variables: bool = True,
+) -> A:
+    """Rebuilds an object from its GraphDef and state (State, FlatState, or leaves in order)."""
+    if isinstance(state, list):
+        if len(state) != graphdef.num_leaves:
+            _raise_leaf_count(graphdef, len(state))
+        return from_values(graphdef.root, state, index_ref, copy_variables)  # type: ignore[no-any-return]
+    return unflatten_leaves(graphdef, collect_leaves([state]), index_ref, copy_variables)
+
+
+def _raise_leaf_count(graphdef: GraphDef[tp.Any], got: int) -> tp.NoReturn:
+    raise ValueError(
+        f"Incorrect number of leaves, expected {graphdef.num_leaves} leaves, but got {got}."
+    )
+
+
+def unflatten_leaves(
+    graphdef: GraphDef[A], leaves: list[tuple[PathParts, tp.Any]], index_ref: dict[int, tp.Any] | None, copy: bool
+) -> A:
+    """Rebuilds the object of ``graphdef`` from ``(path, leaf)`` pairs, checking their number."""
+    if len(leaves) != graphdef.num_leaves:
+        _raise_leaf_count(graphdef, len(leaves))
+    return from_leaves(graphdef.root, leaves, index_ref, copy)  # type: ignore[no-any-return]
+
+
+def split(node: A, *filters: tp.Any, graph: bool | None = None) -> tuple[tp.Any, ...]:
+    """``(graphdef, state, ...)``: the structure, then one State per filter (each leaf to the first match)."""
+    gdef, flat = flatten_for(node, graph, "split")
+    filters = filters or (...,)
+    groups = split_flat(flat, filters, exhaustive=True)
+    return (gdef, *(_split_state(g) for g in groups))
+
+
+def _split_state(flat: FlatState) -> tp.Any:
+    """The State of one split group; a Variable split at the root is its own state."""
+    entries = list(flat)
+    if len(entries) == 1 and entries[0][0] == ():
+        return entries[0][1]
+    return from_flat_state(flat)
+
+
+def flatten_for(
+    node: tp.Any, graph: bool | None, api: str, ref_index: RefMap | None = None, *, sort: bool = True
+) -> tuple[GraphDef[tp.Any], FlatState]:
+    """Flattens ``node`` into its GraphDef and its ``(path, leaf)`` pairs: sorted by path,
+    or in flatten order (depth-first; not always path order, e.g. for namedtuples) when
+    ``sort`` is false. ``api`` names the caller in tree-mode errors; ``ref_index`` (graph
+    mode) is filled with object -> index."""
+    root, leaves = flatten_node(node, resolve_graph(graph), api, ref_index)
+    return GraphDef(root, len(leaves)), FlatState(leaves, sort=sort)
+
+
+def merge(graphdef: GraphDef[A], /, *states: tp.Any, copy: bool = False, recreate_variables: bool = True) -> A:
+    """Rebuilds the object described by ``graphdef`` from one or more States."""
+    if isinstance(graphdef, tuple) and len(graphdef) == 2 and isinstance(graphdef[0], GraphDef):
+        graphdef, first = graphdef
+        states = (first, *states)
+    if isinstance(graphdef, GraphState) and graphdef.graphdef is not None:
+        graphdef, states = graphdef.graphdef, (graphdef, *states)
+    if not isinstance(graphdef, GraphDef):
+        raise TypeError(f"Expected a GraphDef or GraphState object, got: {graphdef!r}")
+    return unflatten_leaves(graphdef, collect_leaves(states), None, copy)
+
+
+class ApplyCaller:
+    """``caller.method(*args)`` merges, calls, and returns ``(out, (graphdef, state))``."""
+
+    def __init__(
+        self,
+        graphdef: GraphDef[tp.Any],
+        states: tuple[tp.Any, ...],
+        path: tuple[tp.Any, ...] = (),
+        graph: bool | None = None,
+    ) -> None:
+        self._graphdef, self._states, self._path, self._graph = graphdef, states, path, graph
+
+    def __getattr__(self, name: str) -> ApplyCaller:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return ApplyCaller(self._graphdef, self._states, (*self._path, name), self._graph)
+
+    def __getitem__(self, key: tp.Any) -> ApplyCaller:
+        return ApplyCaller(self._graphdef, self._states, (*self._path, _Item(key)), self._graph)
+
+    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tuple[tp.Any, tuple[GraphDef[tp.Any], State]]:
+        node = merge(self._graphdef, *self._states)
+        method = node
+        for name in self._path:
+            method = method[name.key] if isinstance(name, _Item) else getattr(method, name)
+        out = method(*args, **kwargs)
+        gdef, new_state = split(node, graph=self._graph)
+        return out, (gdef, new_state)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Item:
+    """A ``[key]`` step in an :class:`ApplyCaller` path."""
+
+    key: tp.Any
+
+
+def call(graphdef_state: tuple[GraphDef[A], State], /) -> ApplyCaller:
+    """``call((graphdef, state)).method(*args)`` -> ``(out, (graphdef, state))``, functionally."""
+    graphdef, state = graphdef_state
+    return ApplyCaller(graphdef, (state,))
+
+
+def cached_partial(
+    f: tp.Callable[..., tp.Any], *cached_args: tp.Any, graph: bool | None = None, graph_updates: bool | None = None
+) -> tp.Callable[..., tp.Any]:
+    """``functools.partial(f, *cached_args)``; the graph structure of the arguments is computed once."""
+    return functools.partial(f, *cached_args)

@@ -1,0 +1,145 @@
+"""Operations on a graph's state: read it, write it, copy it, pop it, map it."""
+
+from __future__ import annotations
+
+import typing as tp
+
+import jax
+
+from .. import reprlib
+from ..pytreelib import Pytree
+from ..statelib import State, from_flat_state, split_flat
+from ..variablelib import Variable
+from ._nodes import PathParts, child
+from ._split_merge import (
+    GraphDef,
+    GraphState,
+    collect_leaves,
+    flatten_for,
+    split,
+    unflatten_leaves,
+)
+
+A = tp.TypeVar("A")
+
+
+PureState = State
+
+
+def _group(states: list[State], filters: tp.Sequence[tp.Any]) -> tp.Any:
+    return states[0] if len(filters) <= 1 else tuple(states)
+
+
+def state(node: tp.Any, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
+    """The State of ``node``'s Variables (and arrays); one State per filter when filters are given."""
+    _, flat = flatten_for(node, graph, "state")
+    if not filters:
+        return from_flat_state(flat)
+    groups = split_flat(flat, filters, exhaustive=False)
+    return _group([from_flat_state(g) for g in groups], filters)
+
+
+variables = state
+
+
+def graphdef(node: tp.Any, /, *, graph: bool | None = None) -> GraphDef[tp.Any]:
+    """The GraphDef of ``node``."""
+    return flatten_for(node, graph, "graphdef")[0]
+
+
+def update(node: tp.Any, state: tp.Any, /, *states: tp.Any) -> None:
+    """Writes the leaves of ``state`` (and ``states``) into ``node``'s Variables, in place."""
+    for path, leaf in collect_leaves((state, *states)):
+        _set_at_path(node, path, leaf)
+
+
+def _set_at_path(node: tp.Any, path: PathParts, leaf: tp.Any) -> None:
+    parent = node
+    for i, key in enumerate(path[:-1]):
+        try:
+            parent = child(parent, key)
+        except (KeyError, IndexError, TypeError) as e:
+            raise ValueError(
+                f"Cannot update {type(node).__name__}: no attribute at path {path[: i + 1]} "
+                f"(on the way to {path})."
+            ) from e
+    key = path[-1]
+    try:
+        current = child(parent, key)
+    except (KeyError, IndexError, TypeError):
+        current = None
+    if isinstance(current, Variable):
+        if isinstance(leaf, Variable):
+            current.update_from_state(leaf)
+        else:
+            current.set_raw_value(leaf)
+    elif isinstance(parent, Pytree):
+        parent._setattr(key, leaf)
+    elif isinstance(parent, (list, dict)):
+        parent[key] = leaf  # type: ignore[index]
+    else:
+        raise ValueError(
+            f"Cannot update the value at path {path} of {type(node).__name__}: "
+            f"its parent {type(parent).__name__} is immutable."
+        )
+
+
+def clone(node: A, variables: bool = True, *, arrays: bool = False, graph: bool | None = None) -> A:
+    """A copy of ``node`` with new Variables (and new arrays if ``arrays``), same structure."""
+    gdef, flat = flatten_for(node, graph, "clone")
+    leaves = []
+    for path, leaf in flat:
+        if isinstance(leaf, Variable) and (variables or arrays):
+            leaf = leaf.copy()  # keeps the Variable's type, metadata and hooks
+            if arrays:
+                leaf.set_raw_value(_copy_arrays(leaf.get_raw_value()))
+        elif arrays:
+            leaf = _copy_arrays(leaf)
+        leaves.append((path, leaf))
+    return unflatten_leaves(gdef, leaves, None, False)
+
+
+def _copy_arrays(tree: tp.Any) -> tp.Any:
+    """``tree`` with each array replaced by a copy (other leaves kept)."""
+    return jax.tree.map(lambda x: x.copy() if hasattr(x, "copy") and reprlib.is_array(x) else x, tree)
+
+
+def pop(node: tp.Any, *filters: tp.Any) -> tp.Any:
+    """Removes the Variables matching ``filters`` from ``node`` and returns them as States."""
+    if not filters:
+        raise ValueError("Expected at least one filter")
+    _, flat = flatten_for(node, True, "pop")
+    groups = split_flat(flat, filters, exhaustive=False)
+    for group in groups:
+        for path, _ in group:
+            parent = node
+            for key in path[:-1]:
+                parent = child(parent, key)
+            if isinstance(parent, Pytree):
+                delattr(parent, path[-1]) if isinstance(path[-1], str) else parent.__dict__.pop(path[-1])
+            else:
+                del parent[path[-1]]
+    return _group([from_flat_state(g) for g in groups], filters)
+
+
+def map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: A, /, *, graph: bool | None = None, recreate_variables: bool = True) -> A:
+    """A copy of ``node`` whose state leaves are ``f(path, leaf)``."""
+    gdef, flat = flatten_for(node, graph, "map")
+    return unflatten_leaves(gdef, [(p, f(p, v)) for p, v in flat], None, False)
+
+
+def unpack(node: A, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
+    """``split`` returning one :class:`GraphState` (state + graphdef) per filter, ready for ``merge``."""
+    gdef, *states = split(node, *(filters or (...,)), graph=graph)
+    graph_states = tuple(GraphState(s.raw_mapping, _copy=False, graphdef=gdef) for s in states)
+    return graph_states[0] if len(graph_states) == 1 else graph_states
+
+
+def pure(tree: A) -> A:
+    """``tree`` with every Variable replaced by its plain value."""
+    return jax.tree.map(
+        lambda x: x.get_value() if isinstance(x, Variable) else x, tree, is_leaf=lambda x: isinstance(x, Variable)
+    )
+
+
+as_pure = pure

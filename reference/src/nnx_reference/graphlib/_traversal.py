@@ -1,0 +1,186 @@
+"""Walking a graph: its nodes and leaves, children, duplicates; rebuilding it node by node."""
+
+from __future__ import annotations
+
+import typing as tp
+
+import jax
+
+from .._tracing import current_trace_state
+from .._variable_metadata import as_ref, wants_ref
+from ..filterlib import to_predicate
+from ..pytreelib import NODES, TRACE_STATE, HashableMapping, Pytree, PytreeState
+from ..variablelib import Variable
+from ._mode import resolve_graph
+from ._nodes import (
+    Key,
+    PathParts,
+    children_of,
+    is_container,
+    is_graph_node,
+    is_node,
+    jax_key,
+    one_level,
+    pytree_children,
+)
+from ._state_ops import map
+
+A = tp.TypeVar("A")
+
+
+def iter_graph(node: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[tuple[PathParts, tp.Any]]:
+    """Every node and leaf reachable from ``node`` (each once), children before parents."""
+    if resolve_graph(graph):
+        yield from _iter_graph(node, (), set())
+    else:
+        yield from _iter_tree(node, ())
+
+
+def _iter_items(node: tp.Any) -> list[tuple[Key, tp.Any, bool]]:
+    """``(key, value, walk_into)``: a Pytree's attributes (static ones too) or a container's children."""
+    if isinstance(node, Pytree):
+        internals = [(NODES, HashableMapping(node._pytree__nodes), False), ("_pytree__state", PytreeState(), False)]
+        return sorted(
+            [*internals, *pytree_children(node)], key=lambda item: (isinstance(item[0], str), item[0])
+        )
+    return [(k, v, True) for k, v in children_of(node)]
+
+
+def _iter_graph(node: tp.Any, path: PathParts, seen: set[int]) -> tp.Iterator[tuple[PathParts, tp.Any]]:
+    if isinstance(node, (Pytree, Variable)):
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+    for key, child, walk in _iter_items(node):
+        if walk:
+            yield from _iter_graph(child, (*path, key), seen)
+        else:
+            yield (*path, key), child
+    yield path, node
+
+
+def _iter_tree(node: tp.Any, path: PathParts) -> tp.Iterator[tuple[PathParts, tp.Any]]:
+    for key, child, walk in _iter_items(node):
+        if walk:
+            yield from _iter_tree(child, (*path, key))
+        else:
+            yield (*path, key), child
+    yield path, node
+
+
+def iter_children(node: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[tuple[Key, tp.Any]]:
+    """The immediate children of ``node`` that are graph nodes (Pytrees) or Variables, as ``(key, child)``."""
+    for key, child in children_of(node):
+        if isinstance(child, (Pytree, Variable)):
+            yield key, child
+
+
+def iter_module_children(node: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[tuple[Key, tp.Any]]:
+    """The immediate children of ``node`` that are graph nodes (Modules and other Pytrees), as
+    ``(key, child)``: :func:`iter_children` without the Variables."""
+    return ((k, c) for k, c in iter_children(node, graph=graph) if is_graph_node(c))
+
+
+def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, *, graph: bool | None = None) -> tp.Any:
+    """Rebuilds ``node`` bottom-up, replacing every node and leaf ``x`` at ``path`` by ``f(path, x)``."""
+    cache: dict[int, tp.Any] = {}
+    use_graph = resolve_graph(graph)
+
+    def visit(x: tp.Any, path: PathParts) -> tp.Any:
+        if use_graph and isinstance(x, (Pytree, Variable)) and id(x) in cache:
+            return cache[id(x)]
+        if isinstance(x, Pytree):
+            new = object.__new__(type(x))
+            if use_graph:
+                cache[id(x)] = new
+            object.__setattr__(new, NODES, dict(x._pytree__nodes))
+            object.__setattr__(new, TRACE_STATE, current_trace_state())
+            for key, value, data in pytree_children(x):
+                new.__dict__[key] = visit(value, (*path, key)) if data else f((*path, key), value)
+        elif is_container(x):
+            children, treedef = one_level(x)
+            new = jax.tree_util.tree_unflatten(treedef, [visit(c, (*path, k)) for k, c in children])
+        else:
+            new = x
+        result = f(path, new)
+        if use_graph and isinstance(x, (Pytree, Variable)):
+            cache[id(x)] = result
+        return result
+
+    return visit(node, ())
+
+
+def find_duplicates(node: tp.Any, /, *, only: tp.Any = ...) -> list[list[PathParts]]:
+    """Groups of paths that reach the same Pytree or Variable (matching ``only``)."""
+    predicate = to_predicate(only)
+    paths: dict[int, list[PathParts]] = {}
+
+    def visit(x: tp.Any, path: PathParts, stack: set[int]) -> None:
+        if isinstance(x, (Pytree, Variable)):
+            if predicate(path, x):
+                paths.setdefault(id(x), []).append(path)
+            if id(x) in stack or len(paths.get(id(x), ())) > 1:
+                return
+            stack = stack | {id(x)}
+        for key, child in children_of(x):
+            visit(child, (*path, key), stack)
+
+    visit(node, (), set())
+    return [p for p in paths.values() if len(p) > 1]
+
+
+def set_metadata(node: tp.Any, /, *, only: tp.Any = Variable, **metadata: tp.Any) -> None:
+    """Sets ``metadata`` on every Variable of ``node`` that matches ``only``."""
+    predicate = to_predicate(only)
+    for path, x in iter_graph(node):
+        if isinstance(x, Variable) and predicate(path, x):
+            x.set_metadata(**metadata)
+
+
+def with_vars(
+    node: A,
+    /,
+    *,
+    hijax: bool | None = None,
+    ref: bool | None = None,
+    mutable: bool | None = None,
+    only: tp.Any = ...,
+    allow_duplicates: bool = False,
+) -> A:
+    """A copy of ``node`` whose Variables (matching ``only``) have the given hijax/ref settings."""
+    predicate = to_predicate(only)
+    if not allow_duplicates:
+        duplicates = find_duplicates(node, only=Variable)
+        if duplicates:
+            raise ValueError(
+                f"Found duplicate Variables at paths {duplicates}; pass allow_duplicates=True to allow them."
+            )
+    updates = {k: v for k, v in (("hijax", hijax), ("ref", ref), ("mutable", mutable)) if v is not None}
+
+    def convert(path: PathParts, x: tp.Any) -> tp.Any:
+        if not isinstance(x, Variable) or not predicate(path, x):
+            return x
+        metadata = _with_mutability({**x.get_metadata(), **updates})
+        value = x.get_value()
+        return type(x)._new(as_ref(value) if wants_ref(metadata) else value, metadata)
+
+    if resolve_graph(None) and is_node(node):
+        return map(convert, node)
+    return jax.tree_util.tree_map_with_path(  # type: ignore[no-any-return]
+        lambda p, x: convert(tuple(jax_key(e) for e in p), x), node, is_leaf=lambda x: isinstance(x, Variable)
+    )
+
+
+vars_as = with_vars
+
+
+def _with_mutability(metadata: dict[str, tp.Any]) -> dict[str, tp.Any]:
+    """Applies a ``mutable`` request: an immutable Variable drops its Ref and remembers it
+    (``had_ref``); a mutable one gets it back, and ``mutable=True`` is the default, so it is not kept."""
+    if metadata.get("mutable") is False and metadata.get("ref"):
+        metadata.update(ref=False, had_ref=True)
+    elif metadata.get("mutable") is True:
+        del metadata["mutable"]
+        if metadata.pop("had_ref", False):
+            metadata["ref"] = True
+    return metadata

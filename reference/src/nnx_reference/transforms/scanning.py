@@ -1,0 +1,304 @@
+"""``scan``: a loop over an axis of its inputs, graph nodes included.
+
+The lifted inputs are planned (:class:`_ScanPlan`: each item carried, scanned
+along its axis, or closed over), the body is built around the user's function
+(:func:`_scan_body`), ``jax.lax.scan`` runs it, and its outputs are reassembled
+into one call's result (:func:`_reassemble`) that ``lift.apply`` writes back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing as tp
+
+import jax
+import jax.numpy as jnp
+
+from . import checks, lift, trees
+from .iteration import Carry, expand_axes, is_scanned, per_arg, reject_state_axes
+
+__all__ = ["scan"]
+
+
+def _move(tree: tp.Any, source: int, destination: int) -> tp.Any:
+    """``tree`` with the axis ``source`` of every array moved to ``destination``."""
+    if source == destination:
+        return tree
+    return jax.tree.map(lambda x: jnp.moveaxis(x, source, destination), tree)
+
+
+class ScanOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`scan`."""
+
+    length: int | None
+    reverse: bool
+    unroll: int | bool
+    in_axes: tp.Any
+    out_axes: tp.Any
+    transform_metadata: tp.Mapping[str, tp.Any]
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def scan(f: trees.Fn, /, **options: tp.Unpack[ScanOptions]) -> trees.Fn: ...
+@tp.overload
+def scan(**options: tp.Unpack[ScanOptions]) -> tp.Callable[[trees.Fn], trees.Fn]: ...
+def scan(
+    f: tp.Callable | trees.Missing = trees.MISSING,
+    *,
+    length: int | None = None,
+    reverse: bool = False,
+    unroll: int | bool = 1,
+    _split_transpose: bool = False,
+    in_axes: tp.Any = (Carry, 0),
+    out_axes: tp.Any = (Carry, 0),
+    transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
+    """Lifted ``jax.lax.scan``: arguments marked ``Carry`` are carried, ints are scanned.
+
+    Graph nodes scanned along an axis have their updated state stacked back on
+    it; carried or broadcast (``None``) graph node state is carried.
+    """
+
+    reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
+    tree_paths = not trees.resolve_mode(graph, graph_updates).graph
+    _check_single_carry(in_axes, "in_axes", tree_paths)
+    _check_single_carry(out_axes, "out_axes", tree_paths)
+
+    def make(fun: tp.Callable) -> tp.Callable:
+        @functools.wraps(fun)
+        def wrapper(*args: tp.Any) -> tp.Any:
+            mode = trees.resolve_mode(graph, graph_updates)
+            reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
+            arg_axes = per_arg(in_axes, args)
+            lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes)
+            carry_arg = next((i for i, p in enumerate(arg_axes) if p is Carry), None)
+            return _run_scan(
+                fun, lifted, carry_arg, out_axes, length, reverse, unroll, _split_transpose
+            )
+
+        return wrapper
+
+    return trees.decorator_or_call(f, make)
+
+
+def _check_single_carry(axes: tp.Any, argname: str, tree_mode: bool) -> None:
+    """At most one entry of ``in_axes``/``out_axes`` may be ``Carry``."""
+    paths = [p for p, leaf in jax.tree_util.tree_flatten_with_path(axes)[0] if leaf is Carry]
+    if len(paths) < 2:
+        return
+    if tree_mode:
+        raise ValueError(f"Found multiple Carry definitions in {argname}")
+    first, second = (argname + jax.tree_util.keystr(p) for p in paths[:2])
+    raise ValueError(f"Found multiple Carry definitions at {first} and {second}")
+
+
+def _out_carry_index(out: tp.Any, out_axes: tp.Any) -> int | None:
+    """Where the output carry is: ``-1`` for the whole output, else its position."""
+    if out_axes is Carry:
+        return -1
+    if type(out_axes) in (tuple, list) and type(out) in (tuple, list) and len(out) == len(out_axes):
+        return next((i for i, p in enumerate(out_axes) if p is Carry), None)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class _CarriedVariable:
+    """Tree-mode scan: one of the inputs' own Variables, returned in the carry (its index among them)."""
+
+    index: int
+
+
+jax.tree_util.register_static(_CarriedVariable)
+
+
+def _mark_carried_variables(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any, objs: list[tp.Any]) -> tp.Any:
+    """Tree mode: the carry's Variables returned as the carry become :class:`_CarriedVariable`.
+
+    They are the inputs' own Variables: scan carries their state and gives back
+    the caller's Variables in their place (see :func:`_restore_carried_variables`).
+    """
+    index = _out_carry_index(out, out_axes)
+    if index is None:
+        return out
+    carry_out = out if index == -1 else out[index]
+    positions = checks.check_carry_identity(carry_in, carry_out)
+    if not positions:
+        return out
+    obj_index = {id(obj): i for i, obj in enumerate(objs)}
+    leaves, treedef = jax.tree_util.tree_flatten(carry_out, is_leaf=trees.is_variable)
+    for position in positions:
+        leaves[position] = _CarriedVariable(obj_index[id(leaves[position])])
+    carry_out = jax.tree_util.tree_unflatten(treedef, leaves)
+    if index == -1:
+        return carry_out
+    return type(out)(carry_out if i == index else v for i, v in enumerate(out))
+
+
+def _restore_carried_variables(out: tp.Any, originals: list[tp.Any]) -> tp.Any:
+    return jax.tree_util.tree_map(
+        lambda x: originals[x.index] if isinstance(x, _CarriedVariable) else x,
+        out,
+        is_leaf=lambda x: isinstance(x, _CarriedVariable),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _ScanPlan:
+    """Where each item of a scan's lifted inputs goes: into the carry, scanned along
+    its axis, or closed over. Items are numbered through the Layout: the argument
+    leaves, then the states."""
+
+    values: list[tp.Any]
+    prefixes: list[tp.Any]
+    n_leaves: int
+    objects: tuple[int, ...]  # the items holding the input objects, in the order of ``Result.in_part``
+    carried: tuple[int, ...]
+    scanned: tuple[int, ...]
+
+    @classmethod
+    def of(cls, lifted: lift.Lifted) -> _ScanPlan:
+        values = [*lifted.pure.leaves, *lifted.pure.states]
+        prefixes = [*lifted.prefix.leaves, *lifted.prefix.states]
+        n_leaves = len(lifted.pure.leaves)
+        objects = tuple(range(n_leaves, len(values))) if lifted.static.graph else lifted.static.obj_slots
+        is_object = set(objects)
+        carried = tuple(i for i, p in enumerate(prefixes) if p is Carry or (p is None and i in is_object))
+        scanned = tuple(i for i, p in enumerate(prefixes) if is_scanned(p))
+        return cls(values, prefixes, n_leaves, objects, carried, scanned)
+
+    def carry_init(self) -> list[tp.Any]:
+        return [self.values[i] for i in self.carried]
+
+    def xs(self) -> list[tp.Any]:
+        """The scanned items, their axis moved to the front."""
+        return [_move(self.values[i], self.prefixes[i], 0) for i in self.scanned]
+
+    def pure(self, carry: list[tp.Any], x: list[tp.Any]) -> trees.Layout:
+        """The lifted inputs of one step: the closed-over items with this step's carry and slice."""
+        current = list(self.values)
+        for i, v in zip(self.carried, carry):
+            current[i] = v
+        for i, v in zip(self.scanned, x):
+            current[i] = v
+        return trees.Layout(current[: self.n_leaves], current[self.n_leaves :])
+
+
+@dataclasses.dataclass
+class _Traced:
+    """What tracing the body found out about its output, for the reassembly after the scan."""
+
+    static: lift.OutStatic = dataclasses.field(default_factory=lift.OutStatic)
+    out_treedef: jax.tree_util.PyTreeDef | None = None
+    out_prefixes: list[tp.Any] = dataclasses.field(default_factory=list)
+    restore: bool = False  # tree mode: the carry returned the inputs' own Variables
+
+
+_ScanBody = tp.Callable[[list[tp.Any], list[tp.Any]], tuple[list[tp.Any], tuple[list[tp.Any], list[tp.Any]]]]
+
+
+def _scan_body(
+    fun: tp.Callable[..., tp.Any],
+    lifted: lift.Lifted,
+    plan: _ScanPlan,
+    carry_arg: int | None,
+    out_axes: tp.Any,
+    traced: _Traced,
+) -> _ScanBody:
+    """The function ``jax.lax.scan`` runs: ``(carry, x) -> (carry, (user ys, input state ys))``."""
+    jax_out = trees.out_prefix_for_jax(out_axes, expand_axes)
+    tree_carry = carry_arg if not lifted.static.graph else None
+    is_object = set(plan.objects)
+
+    def body(carry: list[tp.Any], x: list[tp.Any]) -> tuple[list[tp.Any], tuple[list[tp.Any], list[tp.Any]]]:
+        entered = lift.enter(lifted.static, plan.pure(carry, x))
+        out = fun(*entered.args)
+        if tree_carry is not None:
+            marked = _mark_carried_variables(entered.args[tree_carry], out, out_axes, entered.objects)
+            traced.restore = marked is not out
+            out = marked
+        result = lift.exit("scan", lifted.static, entered, out, out_axes, expand_axes, carry_arg=tree_carry)
+        out_leaves, traced.out_treedef = jax.tree_util.tree_flatten(result.out_tree)
+        traced.out_prefixes = trees.broadcast_prefix(jax_out, result.out_tree, lambda _: False)
+        traced.static = result.static
+        in_group_out = dict(zip(plan.objects, result.in_part))
+        user_carry = [v for v, p in zip(out_leaves, traced.out_prefixes) if p is Carry]
+        user_ys = [v for v, p in zip(out_leaves, traced.out_prefixes) if is_scanned(p)]
+        state_ys = [in_group_out[i] for i in plan.scanned if i in is_object]
+        user_iter = iter(user_carry)
+        try:
+            new_carry = [in_group_out[i] if i in is_object else next(user_iter) for i in plan.carried]
+        except StopIteration:
+            new_carry = None
+        flat_new = None if new_carry is None else jax.tree.leaves(new_carry)
+        expected = len(jax.tree.leaves(carry))
+        if flat_new is None or len(flat_new) != expected or next(user_iter, None) is not None:
+            raise ValueError(
+                "nnx.scan: the carry returned by the function does not match the carry it "
+                f"received: expected {expected} arrays"
+            )
+        return _restructure(flat_new, [jax.tree.structure(c) for c in carry]), (user_ys, state_ys)
+
+    return body
+
+
+def _reassemble(
+    plan: _ScanPlan, traced: _Traced, final_carry: list[tp.Any], user_ys: list[tp.Any], state_ys: list[tp.Any]
+) -> lift.Result:
+    """The scan's outputs as one call's :class:`lift.Result`: the final carry and the
+    stacked slices put back where the plan took them from, scanned axes moved back."""
+    carry_by_index = dict(zip(plan.carried, final_carry))
+    scanned = set(plan.scanned)
+    state_ys_iter = iter(state_ys)
+    in_part = []
+    for i in plan.objects:
+        if i in carry_by_index:
+            in_part.append(carry_by_index[i])
+        else:
+            in_part.append(_move(next(state_ys_iter), 0, plan.prefixes[i]) if i in scanned else plan.values[i])
+    is_object = set(plan.objects)
+    carry_iter = iter([carry_by_index[i] for i in plan.carried if i not in is_object])
+    ys_iter = iter(user_ys)
+    out_leaves = [
+        next(carry_iter) if p is Carry else _move(next(ys_iter), 0, p) for p in traced.out_prefixes
+    ]
+    assert traced.out_treedef is not None, "the scan body was traced"
+    return lift.Result(traced.static, in_part, jax.tree_util.tree_unflatten(traced.out_treedef, out_leaves))
+
+
+def _run_scan(
+    fun: tp.Callable[..., tp.Any],
+    lifted: lift.Lifted,
+    carry_arg: int | None,
+    out_axes: tp.Any,
+    length: int | None,
+    reverse: bool,
+    unroll: int | bool,
+    split_transpose: bool,
+) -> tp.Any:
+    """Runs ``jax.lax.scan`` over the lifted inputs: plan, build the body, scan, reassemble, apply."""
+    plan = _ScanPlan.of(lifted)
+    traced = _Traced()
+    body = _scan_body(fun, lifted, plan, carry_arg, out_axes, traced)
+    final_carry, (user_ys, state_ys) = jax.lax.scan(
+        body, plan.carry_init(), plan.xs(), length=length, reverse=reverse, unroll=unroll,
+        _split_transpose=split_transpose,
+    )
+    out = lift.apply(lifted, _reassemble(plan, traced, final_carry, user_ys, state_ys))
+    if traced.restore:
+        out = _restore_carried_variables(out, lifted.originals)
+    return out
+
+
+def _restructure(flat: list[tp.Any], structures: list[jax.tree_util.PyTreeDef]) -> list[tp.Any]:
+    """Regroup a flat list of arrays into trees of the given structures."""
+    out, start = [], 0
+    for treedef in structures:
+        n = treedef.num_leaves
+        out.append(jax.tree_util.tree_unflatten(treedef, flat[start : start + n]))
+        start += n
+    return out
