@@ -3,6 +3,7 @@
     nox -s conformance [-- --impl MODULE ...pytest args]   the suite against one implementation
     nox -s tests                                           the harness's tests + both implementations
     nox -s extract [-- --check | --flax VERSION ...]       regenerate or check the spec pages
+    nox -s compare -- BEFORE.json AFTER.json               regressions and fixes between two reports
 
 JAX 0.12 and flax 0.12.12 need Python >= 3.12, which need not be the Python that runs
 nox: `find_python` looks for one on PATH, then in the usual install locations.
@@ -156,6 +157,15 @@ def conformance(session: nox.Session) -> None:
     """The suite against one implementation (default nnx_reference), ending with a per-area table."""
     impl, args = _split_impl(list(session.posargs))
     _run_suite(session, _venv_for(session, impl), impl, args or ["-q"])
+
+
+@nox.session(venv_backend="none")
+def compare(session: nox.Session) -> None:
+    """What regressed and what was fixed between two JSON reports, as Markdown; fails on a regression."""
+    if len(session.posargs) != 2:
+        session.error("Name the two reports: nox -s compare -- BEFORE.json AFTER.json")
+    python = _reference_venv(session)
+    session.run(str(python), "-m", "nnx_conformance.compare", *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none")

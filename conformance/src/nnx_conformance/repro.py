@@ -111,7 +111,7 @@ def replay_page(impl: str, page_kind: str, steps: list[Step], device: str | None
     return 0
 
 
-class _ReplayBlob:
+class ReplayBlob:
     """A pytest plugin that makes every collected hypothesis test replay one falsifying example."""
 
     def __init__(self, blob: Blob) -> None:
@@ -133,7 +133,7 @@ def rerun_test(impl: str, test_id: str, spec_dir: str | None, blob: Blob | None 
             "-p", "no:cacheprovider", "-q", "-W", "ignore::pytest.PytestAssertRewriteWarning", *options]
     if spec_dir is not None:
         args += ["--spec-dir", spec_dir]
-    return int(pytest.main(args, plugins=[_ReplayBlob(blob)] if blob is not None else []))
+    return int(pytest.main(args, plugins=[ReplayBlob(blob)] if blob is not None else []))
 
 
 def blob_of(longrepr: str) -> Blob | None:
