@@ -68,7 +68,7 @@ def test_a_run_stopped_from_outside_leaves_a_valid_report_marked_incomplete(
 @needs_repo_spec()
 def test_a_wrong_implementation_fails_with_a_reason_per_test(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     importable(monkeypatch, BROKEN)
-    run = run_suite(pytester, "nnx_bias_ones", REPO_SPEC, "-n", "2", "-k", "nn/linear/flax.nnx.Linear")
+    run = run_suite(pytester, "nnx_bias_ones", REPO_SPEC, "-n", "2", "-k", "training/optimizer/flax.nnx.optimizer.Optimizer")
     failed = [t for t in run.report["tests"] if t["outcome"] == "failed"]
     assert run.report["complete"] and failed, "a bias that starts at ones is caught"
     assert all("did not run as documented" in t["message"] for t in failed), "each failure says why"
