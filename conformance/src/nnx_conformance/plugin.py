@@ -53,7 +53,8 @@ class XdistController:
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         if self.suite.collected is None:
-            self.suite.collected = sum(in_suite_nodeid(nodeid) for nodeid in ids)
+            self.suite.collected = 0
+            self.suite.note_collected(list(ids))
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         return scheduling.PageScheduling(config, log)
@@ -90,6 +91,7 @@ class Termination:
 
 
 _TERMINATION = pytest.StashKey[Termination]()
+_XDIST_HOOKS = "nnx-conformance-xdist"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -115,7 +117,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if suite.error is not None and distributed:
         config.option.dist = "no"  # nothing will run: no workers to start
     elif distributed:
-        config.pluginmanager.register(XdistController(suite), "nnx-conformance-xdist")
+        config.pluginmanager.register(XdistController(suite), _XDIST_HOOKS)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         config.stash[_TERMINATION] = Termination(suite)
 
@@ -128,7 +130,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     suite = _suite(config)
     if suite is not None:
         suite.stop()
-        for name in ("nnx-conformance-outcomes", "nnx-conformance-collection", "nnx-conformance-xdist"):
+        for name in ("nnx-conformance-outcomes", "nnx-conformance-collection", _XDIST_HOOKS):
             plugin = config.pluginmanager.get_plugin(name)
             if plugin is not None:
                 config.pluginmanager.unregister(plugin)
@@ -258,8 +260,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if suite.error.kind == "implementation" and suite.impl.error is not None:
             for line in suite.impl.error.rstrip().splitlines():
                 write(line)
-    checked = [("unused expectations", suite.expectations)]
-    if suite.docs.collected:
+    # xdist's workers report what -k and -m left: patterns of deselected tests show as unused.
+    selected = config.option.keyword or config.option.markexpr
+    checked = [] if selected and config.pluginmanager.has_plugin(_XDIST_HOOKS) else [("unused expectations", suite.expectations)]
+    if checked and suite.docs.collected:
         checked.append(("unused spec defects", suite.docs.defects))
     for title, patterns in checked:
         unused = patterns.unused()

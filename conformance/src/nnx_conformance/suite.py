@@ -17,7 +17,7 @@ from . import devices, expectations, report
 from .docsuite import DocSuite, page_problems
 from .impl import FLAX_NNX, ImportAlias, Implementation, Yardstick
 from .isolation import RUN_DIR_KEY, PageClaims
-from .items import ItemInfo, describe, doc_case
+from .items import ItemInfo, describe, describe_nodeid, doc_case, in_suite_nodeid
 from .manifest import REGENERATE, Manifest
 from .patterns import PatternFileError, PatternList
 from .report import INFO_ATTRIBUTE, RunError
@@ -138,6 +138,17 @@ class Suite:
             item.add_marker(pytest.mark.timeout(self.settings.timeout, method="signal"))
         item.stash[_REPORT_INFO] = {"info": info.to_dict(), "spec_defect": skip is not None and skip.spec_defect}
         expectations.apply(item, info.id, self.expectations)
+
+    def note_collected(self, nodeids: list[str]) -> None:
+        """In xdist's controller, which collects nothing itself: count a worker's collection,
+        and mark the expectations and spec defects its test ids use."""
+        tests = [describe_nodeid(nodeid) for nodeid in nodeids if in_suite_nodeid(nodeid)]
+        self.collected = len(tests)
+        for info in tests:
+            self.expectations.match(info.id)
+            if info.kind == "doc":
+                self.docs.collected = True
+                self.docs.defects.match(info.id)
 
     def label(self, item: pytest.Item, test_report: pytest.TestReport) -> None:
         """Attach a suite test's info to its phase report, for the (possibly remote) report."""
