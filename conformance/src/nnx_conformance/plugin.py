@@ -52,11 +52,10 @@ class XdistController:
         node.workerinput[isolation.RUN_DIR_KEY] = str(self.suite.claims_folder())
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self.suite.collected is None:
-            self.suite.collected = 0
+        if self.suite.collected is None:  # every worker collects the same tests
             self.suite.note_collected(list(ids))
 
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> scheduling.PageScheduling:
         return scheduling.PageScheduling(config, log)
 
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
