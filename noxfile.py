@@ -3,6 +3,7 @@
     nox -s conformance [-- --impl MODULE ...pytest args]   the suite against one implementation
     nox -s tests                                           the harness's and reference's tests + both implementations
     nox -s extract [-- --check | --flax VERSION ...]       regenerate or check the spec pages
+    nox -s compare -- BEFORE.json AFTER.json               regressions and fixes between two reports
 
 JAX 0.12 and flax 0.12.12 need Python >= 3.12, which need not be the Python that runs
 nox: `find_python` looks for one on PATH, then in the usual install locations.
@@ -14,10 +15,12 @@ reference stands alone.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import nox
@@ -27,6 +30,10 @@ ROOT = Path(__file__).parent
 CONSTRAINTS = ROOT / "constraints.txt"
 REPORTS = ROOT / "reports"
 SPEC_PAGES = ROOT / "docs_extracted" / "pages"
+SPEC_MANIFEST = ROOT / "docs_extracted" / "manifest.json"
+PARALLEL = ["-n", "auto"]
+"""pytest-xdist on every core; the plugin gives each doc page to one worker."""
+SERIAL_FLAGS = ("-n", "--numprocesses", "no:xdist")
 
 nox.options.sessions = ["conformance"]
 
@@ -101,9 +108,27 @@ def _flax_venv(session: nox.Session, version: str = FLAX_PIN) -> Path:
 
 
 def _ensure_spec(session: nox.Session, python: Path) -> None:
-    """Generate the spec pages if they are missing; the plugin checks them against the manifest."""
-    if not SPEC_PAGES.is_dir():
-        session.run(str(python), str(ROOT / "tools" / "extract_docs.py"), external=True)
+    """Generate the spec pages if they are missing, without touching the committed manifest.
+
+    The pages are generated into a scratch folder; they are moved into docs_extracted/
+    only when the manifest generated with them equals the committed one (the plugin then
+    checks every page against it). `nox -s extract` is how the manifest changes.
+    """
+    if SPEC_PAGES.is_dir():
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="nnx-spec-"))
+    try:
+        session.run(str(python), str(ROOT / "tools" / "extract_docs.py"), "--out", str(scratch), external=True)
+        generated = json.loads((scratch / "manifest.json").read_text(encoding="utf-8"))
+        if generated != json.loads(SPEC_MANIFEST.read_text(encoding="utf-8")):
+            session.error(
+                f"The pages generated from flax {FLAX_PIN} do not match the committed {SPEC_MANIFEST.relative_to(ROOT)}"
+                f" (python tools/manifest_diff.py {SPEC_MANIFEST.relative_to(ROOT)} {scratch / 'manifest.json'} says how);"
+                " to regenerate the spec on purpose: nox -s extract"
+            )
+        shutil.move(str(scratch / "pages"), str(SPEC_PAGES))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _split_impl(args: list[str]) -> tuple[str, list[str]]:
@@ -142,20 +167,61 @@ def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str]) -
     """Run the conformance suite against `impl`, writing reports/<impl>/conformance.{json,md}."""
     _ensure_spec(session, python)
     report = REPORTS / impl / "conformance.json"
+    chosen = any(arg.startswith(SERIAL_FLAGS) for arg in args)
     session.run(
         str(python), "-m", "pytest", "--pyargs", "nnx_conformance",
         "--impl", impl, f"--spec-dir={ROOT / 'docs_extracted'}",
-        f"--conformance-report={report}", "-p", "no:cacheprovider", *args,
+        f"--conformance-report={report}", "-p", "no:cacheprovider", *([] if chosen else PARALLEL), *args,
         external=True,
     )
     session.log(f"report: {report} and {report.with_suffix('.md')}")
 
 
+def _jax_pin() -> str:
+    """The jax version constraints.txt pins."""
+    for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("jax=="):
+            return line.removeprefix("jax==")
+    raise ValueError(f"{CONSTRAINTS} pins no jax")
+
+
+def _wants_gpu(args: list[str]) -> bool:
+    return "--device=gpu" in args or any(a == "--device" and b == "gpu" for a, b in zip(args, args[1:]))
+
+
+def _gpu_venv(session: nox.Session, impl: str) -> Path:
+    """A copy of an implementation's venv set-up with jax's CUDA build of the pinned jax.
+
+    Stops with one sentence when the machine has no NVIDIA GPU.
+    """
+    if shutil.which("nvidia-smi") is None or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode != 0:
+        session.error("--device gpu needs an NVIDIA GPU with its driver (nvidia-smi), and this machine has none")
+    top = impl.split(".")[0]
+    requirements = {"flax": [f"flax=={FLAX_PIN}"], "nnx_reference": ["-e", str(ROOT / "reference")]}
+    extra = requirements.get(top) or shlex.split(os.environ.get("NNX_INSTALL", ""))
+    python = _impl_venv(session, f"{top}-gpu", [*extra, f"jax[cuda12]=={_jax_pin()}"])
+    session.run(str(python), "-c", "import jax; jax.devices('gpu')", external=True)
+    return python
+
+
 @nox.session(venv_backend="none")
 def conformance(session: nox.Session) -> None:
-    """The suite against one implementation (default nnx_reference), ending with a per-area table."""
+    """The suite against one implementation (default nnx_reference), ending with a per-area table.
+
+    `-- --device gpu` runs it on the GPU, in a venv with jax's CUDA build.
+    """
     impl, args = _split_impl(list(session.posargs))
-    _run_suite(session, _venv_for(session, impl), impl, args or ["-q"])
+    python = _gpu_venv(session, impl) if _wants_gpu(args) else _venv_for(session, impl)
+    _run_suite(session, python, impl, args or ["-q"])
+
+
+@nox.session(venv_backend="none")
+def compare(session: nox.Session) -> None:
+    """What regressed and what was fixed between two JSON reports, as Markdown; fails on a regression."""
+    if len(session.posargs) != 2:
+        session.error("Name the two reports: nox -s compare -- BEFORE.json AFTER.json")
+    python = _reference_venv(session)
+    session.run(str(python), "-m", "nnx_conformance.compare", *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none")
@@ -170,6 +236,7 @@ def tests(session: nox.Session) -> None:
     """The harness's and the reference's own tests, the spec check, then the suite against flax and the reference."""
     reference = _reference_venv(session)
     _install_mutation_tool(session, reference)  # the harness runs tools/mutation.py end to end
+    _ensure_spec(session, reference)  # some harness tests run the suite on the repository's pages
     session.run(str(reference), "-m", "pytest", str(ROOT / "conformance" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
     session.run(str(reference), "-m", "pytest", str(ROOT / "reference" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
     session.run(str(reference), str(ROOT / "tools" / "extract_docs.py"), "--check", external=True)

@@ -25,7 +25,7 @@ def test_the_json_report_counts_outcomes_by_area(pytester: pytest.Pytester, run_
     assert report["impl"] == "fakennx"
     assert set(report["versions"]) == {"python", "jax", "impl"} and report["versions"]["impl"] == "0.0.1"
     assert report["device"].startswith("cpu")
-    zero = dict.fromkeys(["passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects"], 0)
+    zero = dict.fromkeys(["passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects", "not_run"], 0)
     assert report["summary"] == {**zero, "passed": 2, "failed": 1, "skipped": 1}
     assert report["areas"] == {"graph": {**zero, "passed": 1, "failed": 1},
                                "guide:g": {**zero, "passed": 1, "skipped": 1}}
@@ -40,9 +40,9 @@ def test_the_markdown_report_has_the_area_table(pytester: pytest.Pytester, run_d
     run_docs("--conformance-report", "report.json")
     markdown = (pytester.path / "report.md").read_text()
     assert "# NNX conformance: fakennx" in markdown
-    assert "| area | passed | failed | xfailed | xpassed | skipped | spec_defects | total |" in markdown
-    assert "| graph | 1 | 1 | 0 | 0 | 0 | 0 | 2 |" in markdown
-    assert "| **total** | **2** | **1** | **0** | **0** | **1** | **0** | **4** |" in markdown
+    assert "| area | passed | failed | xfailed | xpassed | skipped | spec_defects | not_run | total |" in markdown
+    assert "| graph | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 2 |" in markdown
+    assert "| **total** | **2** | **1** | **0** | **0** | **1** | **0** | **0** | **4** |" in markdown
     assert "- `graph/flax.nnx.split:2` (failed)" in markdown
 
 
@@ -50,10 +50,10 @@ def test_the_terminal_always_shows_the_area_table(pytester: pytest.Pytester, run
     result = run_docs()
     result.stdout.fnmatch_lines([
         "*NNX conformance: fakennx on cpu (8 devices)*",
-        "area * passed * failed * xfailed * xpassed * skipped * spec_defects * total",
-        "graph * 1 * 1 * 0 * 0 * 0 * 0 * 2",
-        "guide:g * 1 * 0 * 0 * 0 * 1 * 0 * 2",
-        "total * 2 * 1 * 0 * 0 * 1 * 0 * 4",
+        "area * passed * failed * xfailed * xpassed * skipped * spec_defects * not_run * total",
+        "graph * 1 * 1 * 0 * 0 * 0 * 0 * 0 * 2",
+        "guide:g * 1 * 0 * 0 * 0 * 1 * 0 * 0 * 2",
+        "total * 2 * 1 * 0 * 0 * 1 * 0 * 0 * 4",
     ])
 
 

@@ -5,7 +5,8 @@ example ``n`` and earlier examples of its page have not run (deselected with ``-
 skipped as spec defects), they run first, silently, so that the page's state is what
 its text assumes. Excluded examples never run: their names block later examples
 like a failed example's do (see ``blocking``). Each page starts from the Variable
-defaults the run began with (see ``var_defaults``).
+defaults the run began with (see ``var_defaults``). A page that a crash took down in
+another worker process is not run again here (see ``isolation``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ from sybil import Document, Example
 from . import docpages
 from .blocking import Blockers
 from .impl import Implementation, missing_name
+from .isolation import PageClaims, blocked_by_crash
 from .manifest import REGENERATE, ExampleEntry, Manifest, PageEntry, example_digest
 from .patterns import PatternList
 from .var_defaults import VarDefaults
+
+_HARNESS_OUTCOMES = (pytest.fail.Exception, pytest.skip.Exception, pytest.exit.Exception)
+"""pytest outcomes raised inside an example: they decide its test, not its output."""
 
 SPEC_DEFECT = "spec defect: "
 EXCLUDED = "excluded from the spec: "
@@ -47,6 +52,8 @@ class DocSuite:
         self.defects = defects
         self.run_defects = run_defects
         self._runs: dict[str, _PageRun] = {}
+        self._crashed: dict[str, str] = {}  # page id -> the example that crashed it elsewhere
+        self.claims: PageClaims | None = None  # set in xdist workers
         self._var_defaults = VarDefaults.read(impl.module)
         self.collected = False  # whether the run collects the doc tests
 
@@ -86,6 +93,11 @@ class DocSuite:
 
     def run(self, page: PageEntry, index: int) -> None:
         """Run example ``index`` of ``page`` (and, silently, any earlier one not yet run)."""
+        if page.id not in self._runs and self.claims is not None:
+            culprit = self._crashed.get(page.id) or self.claims.claim(page.id)
+            if culprit is not None:
+                self._crashed[page.id] = culprit
+                pytest.skip(blocked_by_crash(culprit))
         state = self._page_run(page)
         for earlier in range(state.next_index, index):
             self._step(page, state, earlier, requested=False)
@@ -119,10 +131,14 @@ class DocSuite:
     def _evaluate(self, example: Example, source: str, state: _PageRun, entry: ExampleEntry,
                   page: PageEntry) -> str | None:
         """Run one example (``source`` is its source); the failure message, or None when it ran as documented."""
+        if self.claims is not None:
+            self.claims.starting(page.id, entry.id)
         result = example.region.evaluator(example)
         raised = docpages.last_exception(example)
         if raised is not None:
             state.blockers.block(source, entry.id, docpages.failed_line(example, raised))
+            if isinstance(raised[1], _HARNESS_OUTCOMES):  # e.g. the suite's timeout stopped the example
+                raise raised[1]
             missing = missing_name(raised[1], self.impl.name)
             if missing is not None:
                 return missing
@@ -131,6 +147,27 @@ class DocSuite:
         if not result:
             return None
         return f"{entry.id} ({page.path.name}:{entry.line}) did not run as documented:\n{result}"
+
+
+def page_problems(manifest: Manifest, impl_name: str) -> list[str]:
+    """Where the generated pages do not hold what the manifest pins: a missing page,
+    another number of examples, an example whose hash differs."""
+    problems = []
+    for page in manifest.pages:
+        if not page.path.is_file():
+            problems.append(f"page {page.id}: {page.path} is missing")
+            continue
+        _, examples = docpages.parse_page(page, impl_name)
+        if len(examples) != len(page.examples):
+            problems.append(f"page {page.id}: the manifest lists {len(page.examples)} examples, "
+                            f"{page.path} has {len(examples)}")
+            continue
+        problems += [
+            f"{entry.id}: the example at {page.path}:{example.line} does not match the manifest's hash"
+            for entry, example in zip(page.examples, examples)
+            if example_digest(*docpages.source_and_output(example)) != entry.sha256
+        ]
+    return problems
 
 
 @dataclass(frozen=True)

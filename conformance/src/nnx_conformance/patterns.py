@@ -5,7 +5,9 @@ Each non-blank line that is not a comment holds one ``fnmatch`` pattern and, aft
 
     guide:transforms/cell:12   # flax 0.12.12 error: ...; the guide mutates a Variable in place
 
-A line with a pattern but no reason is an error: every entry must say why.
+A line with a pattern but no reason is an error: every entry must say why. A reason
+that begins with :data:`PLACEHOLDER` (what ``--update-expectations`` writes for a new
+failure) is no reason yet, and is an error too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+PLACEHOLDER = "TODO"
+"""How a reason still to be written begins."""
 
 
 class PatternFileError(ValueError):
@@ -55,6 +61,11 @@ class PatternList:
                 raise PatternFileError(
                     f"{where}: the entry {pattern!r} has no reason; "
                     f"write '{pattern}  # why it is listed'"
+                )
+            if reason.startswith(PLACEHOLDER):
+                raise PatternFileError(
+                    f"{where}: the entry {pattern!r} has no reason yet ({reason!r}); "
+                    f"replace it with why it is listed"
                 )
             if len(pattern.split()) != 1:
                 raise PatternFileError(f"{where}: expected one test-id pattern, got {pattern!r}")

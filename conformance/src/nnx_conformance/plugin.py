@@ -7,16 +7,20 @@ markers, nothing else.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Generator
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
 
 from hypothesis import settings as hypothesis_settings
 
-from . import devices, hypothesis_profiles, report, settings
+from . import artifacts, devices, hypothesis_profiles, isolation, report, scheduling, settings
 from .impl import ImplProxy, MissingName, Yardstick
-from .items import in_suite
+from .items import DOCS_MODULE, in_suite, in_suite_nodeid
+from .report import RunError
 from .suite import KEY, Suite
 
 MARKERS = (
@@ -39,27 +43,112 @@ def _suite(config: pytest.Config) -> Suite | None:
     return config.stash.get(KEY, None)
 
 
+class XdistController:
+    """The suite's hooks in pytest-xdist's controller process."""
+
+    def __init__(self, suite: Suite) -> None:
+        self.suite = suite
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[isolation.RUN_DIR_KEY] = str(self.suite.claims_folder())
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self.suite.collected is None:  # every worker collects the same tests
+            self.suite.note_collected(list(ids))
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> scheduling.PageScheduling:
+        return scheduling.PageScheduling(config, log)
+
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        isolation.settle_crash(crashitem, report, sched)
+
+
+class CollectionErrors:
+    """Turns a suite module that cannot be collected into a harness error."""
+
+    def __init__(self, suite: Suite) -> None:
+        self.suite = suite
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and in_suite_nodeid(report.nodeid) and self.suite.error is None:
+            last = (str(report.longrepr).strip().splitlines() or ["?"])[-1]
+            self.suite.error = RunError("harness", f"the suite cannot collect {report.nodeid}: {last}")
+
+
+class Termination:
+    """Writes the report when the run is stopped with SIGTERM, then interrupts the run."""
+
+    def __init__(self, suite: Suite) -> None:
+        self.suite = suite
+        self.previous = signal.signal(signal.SIGTERM, self)
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.suite.write_report(final=False)
+        raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+    def restore(self) -> None:
+        signal.signal(signal.SIGTERM, self.previous)
+
+
+_TERMINATION = pytest.StashKey[Termination]()
+_XDIST_HOOKS = "nnx-conformance-xdist"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     settings.add_options(parser)
+    artifacts.add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's pytest_configure reads the distribution mode
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
-    if settings.suite_requested(config):
-        if not config.getoption("--hypothesis-profile", None):
-            hypothesis_settings.load_profile(hypothesis_profiles.DEFAULT_PROFILE)
-        suite = Suite.start(config)
-        config.stash[KEY] = suite
-        config.pluginmanager.register(suite.outcomes, "nnx-conformance-outcomes")
+    if not settings.suite_requested(config):
+        return
+    if not config.getoption("--hypothesis-profile", None):
+        hypothesis_settings.load_profile(hypothesis_profiles.DEFAULT_PROFILE)
+    suite = Suite.start(config)
+    config.stash[KEY] = suite
+    config.pluginmanager.register(suite.outcomes, "nnx-conformance-outcomes")
+    if hasattr(config, "workerinput"):
+        return
+    config.pluginmanager.register(CollectionErrors(suite), "nnx-conformance-collection")
+    distributed = getattr(config.option, "dist", "no") != "no"
+    if suite.error is not None and distributed:
+        config.option.dist = "no"  # nothing will run: no workers to start
+    elif distributed:
+        config.pluginmanager.register(XdistController(suite), _XDIST_HOOKS)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        config.stash[_TERMINATION] = Termination(suite)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    termination = config.stash.get(_TERMINATION, None)
+    if termination is not None:
+        termination.restore()
+        del config.stash[_TERMINATION]
     suite = _suite(config)
     if suite is not None:
         suite.stop()
-        config.pluginmanager.unregister(suite.outcomes)
+        for name in ("nnx-conformance-outcomes", "nnx-conformance-collection", _XDIST_HOOKS):
+            plugin = config.pluginmanager.get_plugin(name)
+            if plugin is not None:
+                config.pluginmanager.unregister(plugin)
         del config.stash[KEY]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """A run-level error, in one line, before anything runs."""
+    suite = _suite(config)
+    if suite is None or suite.error is None:
+        return None
+    return f"error: {suite.error.message}; no test of the suite runs"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    suite = _suite(session.config)
+    if suite is not None and not hasattr(session.config, "workerinput"):
+        suite.write_report(final=False)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -70,6 +159,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("doc_example", cases, ids=[case.param_id for case in cases])
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k and -m deselect: the doc count is the manifest's
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     suite = _suite(config)
     if suite is None:
@@ -77,13 +167,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if in_suite(item):
             suite.adopt(item)
+    manifest = suite.docs.manifest
+    docs = sum(Path(item.path) == DOCS_MODULE for item in items)
+    if suite.error is None and manifest is not None and docs:
+        promised = sum(len(page.examples) for page in manifest.pages)
+        if docs != promised:
+            suite.error = RunError("harness", f"the suite collected {docs} doc examples, the manifest promises {promised}")
 
 
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    for item in items:
-        suite = _suite(item.config)
-        if suite is not None:
-            suite.outcomes.forget(item.nodeid)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Count the suite's tests; after a run-level error, record them as not run, and run none."""
+    suite = _suite(session.config)
+    if suite is None or hasattr(session.config, "workerinput"):
+        return
+    tests = [item for item in session.items if in_suite(item)]
+    suite.collected = len(tests)
+    if suite.error is not None:
+        for item in tests:
+            suite.outcomes.not_run(suite.infos[item.nodeid], suite.error.message)
+        session.items[:] = [item for item in session.items if not in_suite(item)]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    suite = _suite(session.config)
+    if suite is not None and suite.exit_status is not None:
+        session.exitstatus = suite.exit_status
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -96,22 +204,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(unmet)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item: pytest.Item) -> None:
-    suite = _suite(item.config)
-    if suite is not None and item.nodeid in suite.infos and suite.impl.module is None:
-        pytest.fail(suite.impl.import_failure_line, pytrace=False)
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A missing nnx name fails its test with one line naming it, not a traceback."""
+    """Label a suite test's report; a missing nnx name or a timeout fails it with one line."""
     test_report = yield
-    missing = call.excinfo is not None and isinstance(call.excinfo.value, MissingName)
-    if missing and test_report.failed:
-        test_report.longrepr = str(call.excinfo.value)  # type: ignore[union-attr]
+    suite = _suite(item.config)
+    if suite is None:
+        return test_report
+    suite.label(item, test_report)
+    if test_report.failed and call.excinfo is not None:
+        if isinstance(call.excinfo.value, MissingName):
+            test_report.longrepr = str(call.excinfo.value)
+        elif isolation.is_timeout(call.excinfo):
+            marker = item.get_closest_marker("timeout")
+            limit = float(marker.args[0]) if marker is not None and marker.args else suite.settings.timeout
+            test_report.longrepr = isolation.timeout_message(limit)
     return test_report
 
 
@@ -145,12 +254,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if suite is None:
         return
     write = terminalreporter.write_line
-    if suite.impl.error is not None:
-        terminalreporter.section(suite.impl.import_failure, red=True)
-        for line in suite.impl.error.rstrip().splitlines():
-            write(line)
-    checked = [("unused expectations", suite.expectations)]
-    if suite.docs.collected:
+    if suite.error is not None:
+        terminalreporter.section(f"run-level error ({suite.error.kind}): no test of the suite ran", red=True)
+        write(suite.error.message)
+        if suite.error.kind == "implementation" and suite.impl.error is not None:
+            for line in suite.impl.error.rstrip().splitlines():
+                write(line)
+    # xdist's workers report what -k and -m left: patterns of deselected tests show as unused.
+    selected = config.option.keyword or config.option.markexpr
+    checked = [] if selected and config.pluginmanager.has_plugin(_XDIST_HOOKS) else [("unused expectations", suite.expectations)]
+    if checked and suite.docs.collected:
         checked.append(("unused spec defects", suite.docs.defects))
     for title, patterns in checked:
         unused = patterns.unused()
@@ -164,6 +277,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section(f"NNX conformance: {suite.impl.name} on {built['device']}")
     for line in report.render_text(built):
         write(line)
+    artifacts.finish(suite, built, terminalreporter)
     if suite.settings.report is not None:
         markdown = report.write(built, suite.settings.report)
         write(f"report: {suite.settings.report} and {markdown}")

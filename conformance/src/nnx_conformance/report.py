@@ -8,17 +8,33 @@ on a stored JSON report.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .items import ItemInfo
+from .items import ItemInfo, describe_nodeid, in_suite_nodeid
 
-COUNTS = ("passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects")
+COUNTS = ("passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects", "not_run")
 """A test's possible outcomes, each counted under its own name; ``spec_defects`` is a doc
-example skipped as a spec defect (``Suite.adopt`` marks it so)."""
+example skipped as a spec defect (``Suite.adopt`` marks it so); ``not_run`` is a test the
+run could not start, for the run-level error the report gives."""
+
+INFO_ATTRIBUTE = "nnx_conformance"
+"""The attribute of a suite test's phase reports that carries its :class:`ItemInfo` (as a
+dict, so that it travels from xdist workers to the controller)."""
+
+
+@dataclass(frozen=True)
+class RunError:
+    """Why a run as a whole could not test the implementation: ``kind`` is ``implementation``
+    (it does not import) or ``harness`` (the spec or the suite is broken)."""
+
+    kind: str
+    message: str
 
 
 def outcome_of(report: pytest.TestReport) -> str | None:
@@ -29,7 +45,7 @@ def outcome_of(report: pytest.TestReport) -> str | None:
         if report.passed:
             return "xpassed" if hasattr(report, "wasxfail") else "passed"
         return "xpassed" if str(report.longrepr).startswith("[XPASS(strict)]") else "failed"
-    if report.when == "teardown" and report.failed:
+    if report.when not in ("setup", "call") and report.failed:  # teardown, or a crashed worker's "???"
         return "failed"
     return None
 
@@ -53,25 +69,38 @@ class ItemResult:
     outcome: str | None = None  # None until a phase decides it (never, if the run stops early)
     duration: float = 0.0
     message: str = ""
+    crashed: bool = False  # its process died: later reports of it (a re-run) do not count
 
 
 @dataclass(eq=False)
 class Outcomes:
-    """One outcome per suite test, from pytest's phase reports."""
+    """One outcome per suite test, from pytest's phase reports (in xdist's controller, the
+    workers' reports): each carries its test's info (:data:`INFO_ATTRIBUTE`)."""
 
     results: dict[str, ItemResult] = field(default_factory=dict)
+    progress: Callable[[], None] | None = None  # called after each change
 
-    def expect(self, info: ItemInfo, spec_defect: bool = False) -> None:
-        self.results[info.nodeid] = ItemResult(info, spec_defect)
+    def not_run(self, info: ItemInfo, reason: str) -> None:
+        """Record a test that the run does not start."""
+        self.results[info.nodeid] = ItemResult(info, outcome="not_run", message=reason)
 
-    def forget(self, nodeid: str) -> None:
-        """Leave a deselected test out of the report."""
-        self.results.pop(nodeid, None)
+    def _result(self, report: pytest.TestReport) -> ItemResult | None:
+        result = self.results.get(report.nodeid)
+        if result is None:
+            data = getattr(report, INFO_ATTRIBUTE, None)
+            if data is not None:
+                result = ItemResult(ItemInfo.from_dict(data["info"]), spec_defect=data["spec_defect"])
+            elif report.when not in ("setup", "call", "teardown") and in_suite_nodeid(report.nodeid):
+                result = ItemResult(describe_nodeid(report.nodeid))  # crashed before its setup reported
+            else:
+                return None
+            self.results[report.nodeid] = result
+        return result
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Take a phase's report into account (this object is registered as a plugin)."""
-        result = self.results.get(report.nodeid)
-        if result is None:
+        result = self._result(report)
+        if result is None or result.crashed:
             return
         result.duration += report.duration
         outcome = outcome_of(report)
@@ -81,6 +110,13 @@ class Outcomes:
             outcome = "spec_defects"
         result.outcome = outcome
         result.message = "" if outcome == "passed" else _message(report)
+        result.crashed = report.when not in ("setup", "call", "teardown")
+        if self.progress is not None:
+            self.progress()
+
+    def finished(self) -> int:
+        """How many tests have an outcome."""
+        return sum(result.outcome is not None for result in self.results.values())
 
 
 def _count(results: list[ItemResult]) -> dict[str, int]:
@@ -91,8 +127,13 @@ def _count(results: list[ItemResult]) -> dict[str, int]:
     return counts
 
 
-def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device: str) -> dict[str, Any]:
-    """The report dictionary that is written as JSON."""
+def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device: str, *,
+          complete: bool, collected: int | None, error: RunError | None = None) -> dict[str, Any]:
+    """The report dictionary that is written as JSON.
+
+    ``complete`` is false for a report written while the run goes, or for a run that
+    stopped before every collected test (``collected``, when known) had an outcome.
+    """
     results = [result for result in outcomes.results.values() if result.outcome is not None]
     areas: dict[str, list[ItemResult]] = {}
     for result in results:
@@ -101,6 +142,9 @@ def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device
         "impl": impl,
         "versions": versions,
         "device": device,
+        "complete": complete,
+        "collected": collected,
+        "error": None if error is None else {"kind": error.kind, "message": error.message},
         "summary": _count(results),
         "areas": {area: _count(areas[area]) for area in sorted(areas)},
         "tests": [
@@ -150,6 +194,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"Versions: {versions}. Device: {report['device']}.",
         "",
+        *status_lines(report),
         "| " + " | ".join(rows[0]) + " |",
         "| " + " | ".join(["---"] + ["---:"] * (len(rows[0]) - 1)) + " |",
     ]
@@ -163,10 +208,30 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def status_lines(report: dict[str, Any]) -> list[str]:
+    """What keeps the report from being a whole run's verdict: a run-level error, an early stop."""
+    lines = []
+    error = report.get("error")
+    if error:
+        lines.append(f"Run-level error ({error['kind']}): {error['message']}")
+    if not report.get("complete", True):
+        finished = sum(report["summary"].values())
+        collected = report.get("collected")
+        lines.append(f"Incomplete run: {finished} of {collected if collected is not None else '?'} tests finished.")
+    return [*lines, ""] if lines else []
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` at once: a reader sees the old file or the new, never a part."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
 def write(report: dict[str, Any], path: Path) -> Path:
     """Write the JSON report to ``path`` and its Markdown next to it; return the Markdown path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    _replace(path, json.dumps(report, indent=2) + "\n")
     markdown = path.with_suffix(".md")
-    markdown.write_text(render_markdown(report), encoding="utf-8")
+    _replace(markdown, render_markdown(report))
     return markdown

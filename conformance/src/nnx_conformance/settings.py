@@ -11,10 +11,12 @@ import pytest
 
 from . import expectations
 from .devices import PLATFORMS
-from .items import SPEC_ROOT
+from .items import DOCS_MODULE, SPEC_ROOT
 from .manifest import MANIFEST
 
 DEFAULT_IMPL = "nnx_reference"
+DEFAULT_TIMEOUT = 120.0
+"""Seconds a suite test may take: the slowest honest test takes about 18 s on 2 shared cores."""
 PACKAGE_DIR = SPEC_ROOT.parent
 
 
@@ -31,6 +33,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--device", choices=PLATFORMS, default=None, help="the JAX platform to run on")
     group.addoption("--conformance-report", metavar="PATH", default=None,
                     help="write a JSON report there, and its Markdown rendering next to it (.md)")
+    group.addoption("--conformance-timeout", metavar="SECONDS", type=float, default=DEFAULT_TIMEOUT,
+                    help=f"fail a suite test that runs longer (default {DEFAULT_TIMEOUT:g}; 0: no limit)")
 
 
 def _search_roots(config: pytest.Config) -> list[Path]:
@@ -51,13 +55,22 @@ def _arg_path(config: pytest.Config, arg: str) -> Path | None:
     return path.resolve() if path.exists() else None
 
 
-def suite_requested(config: pytest.Config) -> bool:
-    """Whether the run collects (part of) the suite in ``nnx_conformance/spec``."""
+def _requested(config: pytest.Config, target: Path) -> bool:
     for arg in config.args:
         path = _arg_path(config, arg)
-        if path is not None and (path.is_relative_to(SPEC_ROOT) or SPEC_ROOT.is_relative_to(path)):
+        if path is not None and (path.is_relative_to(target) or target.is_relative_to(path)):
             return True
     return False
+
+
+def suite_requested(config: pytest.Config) -> bool:
+    """Whether the run collects (part of) the suite in ``nnx_conformance/spec``."""
+    return _requested(config, SPEC_ROOT)
+
+
+def docs_requested(config: pytest.Config) -> bool:
+    """Whether the run collects the doc examples (``spec/test_docs.py``)."""
+    return _requested(config, DOCS_MODULE)
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,7 @@ class Settings:
     run_defects: bool
     device: str | None
     report: Path | None
+    timeout: float
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -90,6 +104,7 @@ class Settings:
             run_defects=option.spec_defects == "run",
             device=option.device,
             report=Path(option.conformance_report) if option.conformance_report else None,
+            timeout=option.conformance_timeout,
         )
 
 

@@ -3,21 +3,49 @@
 from __future__ import annotations
 
 import platform
+import shutil
 import sys
+import tempfile
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import devices, expectations, report
-from .docsuite import DocSuite
+from .docsuite import DocSuite, page_problems
 from .impl import FLAX_NNX, ImportAlias, Implementation, Yardstick
-from .items import ItemInfo, describe, doc_case
+from .isolation import RUN_DIR_KEY, PageClaims
+from .items import ItemInfo, describe, describe_nodeid, doc_case, in_suite_nodeid
 from .manifest import REGENERATE, Manifest
 from .patterns import PatternFileError, PatternList
-from .settings import Settings
+from .report import INFO_ATTRIBUTE, RunError
+from .settings import Settings, docs_requested
 
 KEY = pytest.StashKey["Suite"]()
+_REPORT_INFO = pytest.StashKey[dict[str, Any]]()
+
+IMPL_UNAVAILABLE = 10
+"""Exit status of a run whose implementation does not import (no test ran)."""
+HARNESS_ERROR = 11
+"""Exit status of a run stopped by a broken spec or suite: no verdict on the implementation."""
+
+PROGRESS_INTERVAL = 1.0
+"""Seconds between two writes of the report while the run goes."""
+_SHOWN_PROBLEMS = 5
+
+
+def _spec_error(manifest: Manifest | None, problem: str | None, impl_name: str) -> RunError | None:
+    """The harness error of a spec that cannot be run as the manifest pins it, if any."""
+    if manifest is None:
+        return RunError("harness", problem or f"no spec; {REGENERATE}")
+    problems = page_problems(manifest, impl_name)
+    if not problems:
+        return None
+    more = len(problems) - _SHOWN_PROBLEMS
+    shown = "; ".join(problems[:_SHOWN_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
+    return RunError("harness", f"the spec pages do not match the manifest ({shown}); the pages are stale: {REGENERATE}")
 
 
 @dataclass
@@ -32,7 +60,11 @@ class Suite:
     docs: DocSuite
     infos: dict[str, ItemInfo] = field(default_factory=dict)
     outcomes: report.Outcomes = field(default_factory=report.Outcomes)
+    error: RunError | None = None  # a run-level error: no test runs
+    collected: int | None = None  # tests the run collected (None until known)
+    run_dir: Path | None = None  # the xdist controller's folder for its workers' page claims
     _yardstick: Yardstick | str | None = None
+    _written: float = 0.0  # when the report was last written while the run goes
 
     @classmethod
     def start(cls, config: pytest.Config) -> Suite:
@@ -59,12 +91,40 @@ class Suite:
             except (OSError, ValueError, KeyError) as exc:
                 problem = f"cannot read the spec in {settings.spec_dir}: {exc!r}; {REGENERATE}"
         docs = DocSuite(manifest, problem, impl, defects, settings.run_defects)
-        return cls(settings, impl, jax_env, alias, expected, docs)
+        suite = cls(settings, impl, jax_env, alias, expected, docs)
+        worker_input = getattr(config, "workerinput", None)
+        if worker_input is not None:
+            if RUN_DIR_KEY in worker_input:
+                docs.claims = PageClaims(Path(worker_input[RUN_DIR_KEY]))
+            return suite
+        if docs_requested(config):
+            suite.error = _spec_error(manifest, problem, impl.name)
+        if suite.error is None and impl.module is None:
+            suite.error = RunError("implementation", impl.import_failure_line)
+        suite.outcomes.progress = suite.write_progress
+        return suite
 
     def stop(self) -> None:
         if self.alias is not None:
             self.alias.uninstall()
         self.jax_env.restore()
+        if self.docs.claims is not None:
+            self.docs.claims.close()
+        if self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def claims_folder(self) -> Path:
+        """The folder where this run's xdist workers claim pages (made on first use)."""
+        if self.run_dir is None:
+            self.run_dir = Path(tempfile.mkdtemp(prefix="nnx-conformance-"))
+        return self.run_dir
+
+    @property
+    def exit_status(self) -> int | None:
+        """The run's exit status when a run-level error decides it."""
+        if self.error is None:
+            return None
+        return IMPL_UNAVAILABLE if self.error.kind == "implementation" else HARNESS_ERROR
 
     def adopt(self, item: pytest.Item) -> None:
         """Describe a collected suite test; apply its skip for a spec defect and its expectation."""
@@ -74,8 +134,27 @@ class Suite:
         skip = case.skip() if case is not None else None
         if skip is not None:
             item.add_marker(pytest.mark.skip(reason=skip.reason))
-        self.outcomes.expect(info, spec_defect=skip is not None and skip.spec_defect)
+        if self.settings.timeout:
+            item.add_marker(pytest.mark.timeout(self.settings.timeout, method="signal"))
+        item.stash[_REPORT_INFO] = {"info": info.to_dict(), "spec_defect": skip is not None and skip.spec_defect}
         expectations.apply(item, info.id, self.expectations)
+
+    def note_collected(self, nodeids: list[str]) -> None:
+        """In xdist's controller, which collects nothing itself: count a worker's collection,
+        and mark the expectations and spec defects its test ids use."""
+        tests = [describe_nodeid(nodeid) for nodeid in nodeids if in_suite_nodeid(nodeid)]
+        self.collected = len(tests)
+        for info in tests:
+            self.expectations.match(info.id)
+            if info.kind == "doc":
+                self.docs.collected = True
+                self.docs.defects.match(info.id)
+
+    def label(self, item: pytest.Item, test_report: pytest.TestReport) -> None:
+        """Attach a suite test's info to its phase report, for the (possibly remote) report."""
+        data = item.stash.get(_REPORT_INFO, None)
+        if data is not None:
+            setattr(test_report, INFO_ATTRIBUTE, data)
 
     def yardstick(self) -> Yardstick | str:
         """The real flax.nnx for parity tests (imported on first use), or why there is none."""
@@ -91,9 +170,25 @@ class Suite:
             "impl": self.impl.version(),
         }
 
-    def build_report(self) -> dict[str, Any]:
+    def build_report(self, final: bool = True) -> dict[str, Any]:
+        """The report; complete when ``final`` and every collected test has an outcome."""
         try:
             device = devices.describe()
         except Exception as exc:  # JAX itself may be what is broken
             device = f"unknown ({exc!r})"
-        return report.build(self.outcomes, self.impl.name, self.versions(), device)
+        finished = self.outcomes.finished()
+        complete = final and (self.error is not None or (self.collected is not None and finished >= self.collected))
+        return report.build(self.outcomes, self.impl.name, self.versions(), device,
+                            complete=complete, collected=self.collected, error=self.error)
+
+    def write_report(self, final: bool) -> Path | None:
+        """Write the JSON and Markdown reports if asked for; the Markdown path."""
+        if self.settings.report is None:
+            return None
+        self._written = time.monotonic()
+        return report.write(self.build_report(final), self.settings.report)
+
+    def write_progress(self) -> None:
+        """Write the report marked incomplete, at most every :data:`PROGRESS_INTERVAL` seconds."""
+        if time.monotonic() - self._written >= PROGRESS_INTERVAL:
+            self.write_report(final=False)

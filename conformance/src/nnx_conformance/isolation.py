@@ -1,0 +1,112 @@
+"""Tests that kill their process or never return: crash and timeout reports, page claims.
+
+The suite runs in pytest-xdist workers that are replaced when they die. A doc page
+runs in one worker (see ``scheduling``); when that worker dies,
+xdist hands the page's unfinished examples to a fresh worker, whose namespace lacks
+what the page had built. :class:`PageClaims` lets the fresh worker see this: the
+first worker to start a page claims it and logs each example it starts, so a second
+worker finds the claim and reports the rest of the page as blocked by the crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RUN_DIR_KEY = "nnx_conformance_run_dir"
+"""The ``workerinput`` entry naming the folder where the workers of a run keep page claims."""
+
+_TIMEOUT_PREFIX = "Timeout (>"  # how pytest-timeout's failure message begins
+
+
+def crash_message(returncode: int | None) -> str:
+    """The failure message of a test whose process died with ``returncode``."""
+    if returncode is None:
+        return "the implementation crashed the test process"
+    if returncode < 0:
+        name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else "unknown"
+        return f"the implementation crashed the test process (signal {-returncode}, {name})"
+    return f"the implementation crashed the test process (exit status {returncode})"
+
+
+def blocked_by_crash(culprit: str) -> str:
+    """The skip reason of a doc example whose page was taken down by ``culprit``."""
+    return f"blocked by {culprit}, which crashed the test process"
+
+
+def timeout_message(limit: float) -> str:
+    return f"timed out after {limit:g} s"
+
+
+def is_timeout(excinfo: pytest.ExceptionInfo[BaseException] | None) -> bool:
+    """Whether a phase failed because pytest-timeout stopped it."""
+    return (
+        excinfo is not None
+        and isinstance(excinfo.value, pytest.fail.Exception)
+        and str(excinfo.value).startswith(_TIMEOUT_PREFIX)
+    )
+
+
+def worker_returncode(node: Any) -> int | None:
+    """The exit status of a dead xdist worker (negative: the signal), if it can be read.
+
+    execnet keeps the worker's ``subprocess.Popen`` on its gateway's io object.
+    """
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    if not isinstance(popen, subprocess.Popen):
+        return None
+    try:
+        return popen.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def settle_crash(crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+    """Word a crashed test's report, and keep xdist from running that test again.
+
+    xdist's group scheduler puts the crashed test back in the queue with the rest of
+    its group; marking it done there leaves only the group's remaining tests.
+    """
+    report.longrepr = crash_message(worker_returncode(getattr(report, "node", None)))
+    for units in (getattr(sched, "workqueue", {}), *getattr(sched, "assigned_work", {}).values()):
+        for unit in units.values():
+            if crashitem in unit:
+                unit[crashitem] = True
+
+
+class PageClaims:
+    """Which worker process started which page, and the last example each one started."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._mine: dict[str, int] = {}  # page id -> open claim file of this process
+
+    def _path(self, page_id: str) -> Path:
+        return self.folder / hashlib.sha256(page_id.encode()).hexdigest()[:32]
+
+    def claim(self, page_id: str) -> str | None:
+        """Claim a page for this process; if another process had it, the example it crashed on."""
+        path = self._path(page_id)
+        try:
+            self._mine[page_id] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
+        except FileExistsError:
+            lines = path.read_text(encoding="utf-8").splitlines()
+            return lines[-1] if lines else page_id
+        return None
+
+    def starting(self, page_id: str, example_id: str) -> None:
+        """Log that this process starts an example of a page it claimed."""
+        descriptor = self._mine.get(page_id)
+        if descriptor is not None:
+            os.write(descriptor, f"{example_id}\n".encode())
+
+    def close(self) -> None:
+        for descriptor in self._mine.values():
+            os.close(descriptor)
+        self._mine.clear()
