@@ -7,14 +7,16 @@ Internals other modules may rely on:
   context managers or decorators; start values from ``NNX_GRAPH_MODE`` /
   ``NNX_GRAPH_UPDATES``, default true). ``resolve_graph(graph)`` turns an optional
   ``graph=`` argument into a bool, ``resolve_mode(graph, graph_updates)`` both.
-* Graph mode walks objects by identity: each Pytree and Variable gets an integer
-  index in first-visit order (root = 0, attributes visited in sorted key order), a
-  second visit yields a ``NodeRef`` / ``VariableRef``, so shared references and
-  cycles survive ``split``/``merge``. Arrays are state leaves; other non-node
-  values are static. Containers (lists, tuples, dicts, any JAX pytree) are walked
+* Graph mode walks objects by identity: each Pytree, Variable and array Ref gets an
+  integer index in first-visit order (root = 0, attributes visited in sorted key
+  order), a second visit yields a ``NodeRef`` / ``VariableRef``, so shared references
+  and cycles survive ``split``/``merge``. Arrays are state leaves, and so is any other
+  non-None value held directly in a Pytree's data attribute (``nnx.data(3)``); other
+  non-node values are static. Containers (lists, tuples, dicts, any JAX pytree) are walked
   one level at a time and rebuilt from their ``PyTreeDef``.
 * Tree mode (``graph=False``) is plain ``jax.tree`` flattening with Variables as
-  leaves; a Variable reached twice raises ``ValueError`` naming both paths.
+  leaves; a Variable or Ref reached twice, or a Pytree reached again inside itself
+  (a cycle), raises ``ValueError`` naming the paths.
 * :class:`GraphDef` is immutable, hashable and compared by structure (types,
   static attribute values, metadata, indices), so it can key caches and be a
   static argument of ``jax.jit``.

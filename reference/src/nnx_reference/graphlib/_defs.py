@@ -75,8 +75,15 @@ class VariableDef:
 
 
 @dataclasses.dataclass(frozen=True)
+class ArrayRefDef:
+    """An array Ref (``jax.new_ref``) seen for the first time: a state leaf with an identity."""
+
+    index: int
+
+
+@dataclasses.dataclass(frozen=True)
 class VariableRef:
-    """A Variable already seen at ``index``."""
+    """A Variable or array Ref already seen at ``index``."""
 
     index: int
 
@@ -114,7 +121,7 @@ class TreeDef:
     paths: tuple[PathParts, ...]
 
 
-Definition = StaticDef | LeafDef | VariableDef | VariableRef | NodeRef | NodeDef | ContainerDef
+Definition = StaticDef | LeafDef | ArrayRefDef | VariableDef | VariableRef | NodeRef | NodeDef | ContainerDef
 """The definition of one position of a graph (graph mode)."""
 RootDefinition = Definition | TreeDef
 """What a GraphDef holds at its root: a graph's definition, or a tree's."""

@@ -12,6 +12,7 @@ from ..pytreelib import Pytree
 from ..variablelib import Variable
 from ._defs import (
     LEAF,
+    ArrayRefDef,
     ContainerDef,
     Definition,
     NodeDef,
@@ -24,6 +25,7 @@ from ._defs import (
     VariableRef,
 )
 from ._nodes import PathParts, is_container, jax_key, one_level, pytree_children
+from ._tree_check import check_tree
 
 
 class Flattened(NamedTuple):
@@ -70,10 +72,15 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Defin
             return NodeRef(type(node), ctx.ref_index[node])
         index = ctx.new_index(node)
         attributes = tuple(
-            (key, True, _graph_flatten(value, (*path, key), ctx)) if data else (key, False, StaticDef(value))
+            (key, True, _data_attribute(value, (*path, key), ctx)) if data else (key, False, StaticDef(value))
             for key, value, data in pytree_children(node)
         )
         return NodeDef(type(node), index, attributes)
+    if reprlib.is_ref(node):
+        if ctx.seen(node):
+            return VariableRef(ctx.ref_index[node])
+        ctx.leaves.append((path, node))
+        return ArrayRefDef(ctx.new_index(node))
     if reprlib.is_array(node):
         ctx.leaves.append((path, node))
         return LEAF
@@ -85,34 +92,21 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Defin
     return StaticDef(node)
 
 
+def _data_attribute(value: tp.Any, path: PathParts, ctx: _FlattenContext) -> Definition:
+    """A Pytree's data attribute: a scalar (any value that is not None, an array, a node
+    or a container) is a state leaf of its own; anything else flattens as usual."""
+    if value is None or isinstance(value, (Variable, Pytree)) or reprlib.is_array(value) or is_container(value):
+        return _graph_flatten(value, path, ctx)
+    ctx.leaves.append((path, value))
+    return LEAF
+
+
 def _tree_flatten(node: tp.Any, api: str) -> Flattened:
     """Tree mode: ``jax.tree`` flattening with Variables as leaves, none of them reached twice."""
+    check_tree(node, api, "keystr")
     pairs, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x: isinstance(x, Variable))
     leaves = [(tuple(jax_key(e) for e in path), leaf) for path, leaf in pairs]
-    _check_no_shared_variables(leaves, pairs, api)
     return Flattened(TreeDef(treedef, tuple(p for p, _ in leaves)), leaves)
-
-
-def _check_no_shared_variables(
-    leaves: list[tuple[PathParts, tp.Any]], pairs: list[tuple[tp.Any, tp.Any]], api: str
-) -> None:
-    seen: dict[int, list[str]] = {}
-    for (_, leaf), (jax_path, _) in zip(leaves, pairs):
-        if isinstance(leaf, Variable):
-            seen.setdefault(id(leaf), []).append(jax.tree_util.keystr(tuple(jax_path)))
-    for id_, paths in seen.items():
-        if len(paths) > 1:
-            variable = next(leaf for _, leaf in leaves if id(leaf) == id_)
-            listing = "\n".join(f"  - {p}" for p in paths)
-            raise ValueError(
-                f"Duplicate {variable!r}\nfound at paths:\n\n{listing}\n\n"
-                f"Variable at {paths[1]} was already seen at {paths[0]}. "
-                "Tree mode (graph=False) does not support shared references. Consider the following "
-                "options:\n\n1. Remove the duplicates and guarantee a tree structure.\n"
-                f"2. Enable graph mode by passing graph=True to {api} e.g.\n\n"
-                f"  nnx.{api}(..., graph=True)\n\n3. Use nnx.compat.{api} instead e.g.\n\n"
-                f"  nnx.compat.{api}(...)"
-            )
 
 
 def flatten_node(node: tp.Any, graph: bool, api: str, ref_index: RefMap | None = None) -> Flattened:

@@ -24,6 +24,7 @@ from ._nodes import (
     pytree_children,
 )
 from ._state_ops import map
+from ._tree_check import check_tree
 
 A = tp.TypeVar("A")
 
@@ -33,6 +34,7 @@ def iter_graph(node: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[tup
     if resolve_graph(graph):
         yield from _iter_graph(node, (), set())
     else:
+        check_tree(node, "iter_graph", "slashes")
         yield from _iter_tree(node, ())
 
 
@@ -60,11 +62,13 @@ def _iter_graph(node: tp.Any, path: PathParts, seen: set[int]) -> tp.Iterator[tu
 
 
 def _iter_tree(node: tp.Any, path: PathParts) -> tp.Iterator[tuple[PathParts, tp.Any]]:
-    for key, child, walk in _iter_items(node):
-        if walk:
-            yield from _iter_tree(child, (*path, key))
-        else:
-            yield (*path, key), child
+    """Tree mode: what ``jax.tree`` flattens, a Pytree's internal state and data attributes
+    (not its static ones)."""
+    children = children_of(node)
+    if isinstance(node, Pytree):
+        children = sorted([("_pytree__state", PytreeState()), *children], key=lambda item: (isinstance(item[0], str), item[0]))
+    for key, child in children:
+        yield from _iter_tree(child, (*path, key))
     yield path, node
 
 
@@ -85,6 +89,8 @@ def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, 
     """Rebuilds ``node`` bottom-up, replacing every node and leaf ``x`` at ``path`` by ``f(path, x)``."""
     cache: dict[int, tp.Any] = {}
     use_graph = resolve_graph(graph)
+    if not use_graph:
+        check_tree(node, "recursive_map", "slashes")
 
     def visit(x: tp.Any, path: PathParts) -> tp.Any:
         if use_graph and isinstance(x, (Pytree, Variable)) and id(x) in cache:
@@ -96,7 +102,10 @@ def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, 
             object.__setattr__(new, NODES, dict(x._pytree__nodes))
             object.__setattr__(new, TRACE_STATE, current_trace_state())
             for key, value, data in pytree_children(x):
-                new.__dict__[key] = visit(value, (*path, key)) if data else f((*path, key), value)
+                if data:
+                    new.__dict__[key] = visit(value, (*path, key))
+                else:
+                    new.__dict__[key] = f((*path, key), value) if use_graph else value
         elif is_container(x):
             children, treedef = one_level(x)
             new = jax.tree_util.tree_unflatten(treedef, [visit(c, (*path, k)) for k, c in children])

@@ -11,6 +11,7 @@ from ..pytreelib import NODES, TRACE_STATE
 from ..statelib import FlatState, iter_flat_state
 from ..variablelib import Variable
 from ._defs import (
+    ArrayRefDef,
     ContainerDef,
     Definition,
     LeafDef,
@@ -86,6 +87,9 @@ def _graph_unflatten(d: Definition, path: PathParts, ctx: _UnflattenContext) -> 
     if isinstance(d, ContainerDef):
         children = [_graph_unflatten(child, (*path, key), ctx) for key, child in d.children]
         return jax.tree_util.tree_unflatten(d.treedef, children)
+    if isinstance(d, ArrayRefDef):
+        ctx.index_ref[d.index] = ctx.leaf(path)
+        return ctx.index_ref[d.index]
     if isinstance(d, LeafDef):
         return ctx.leaf(path)
     if isinstance(d, StaticDef):

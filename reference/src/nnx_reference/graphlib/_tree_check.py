@@ -1,0 +1,73 @@
+"""Tree mode's precondition: no shared Variables or array Refs, no cycles."""
+
+from __future__ import annotations
+
+import typing as tp
+
+from .. import reprlib
+from ..pytreelib import Pytree
+from ..variablelib import Variable
+from ._nodes import PathParts, children_of
+
+
+class _Reached(tp.NamedTuple):
+    """Where the walk reached an object: its NNX path and that path as ``jax.tree_util.keystr`` writes it."""
+
+    path: PathParts
+    keystr: str
+
+
+PathStyle = tp.Literal["keystr", "slashes"]
+"""How an error lists paths: ``.child.bias`` (as split and state do) or ``child/bias``."""
+
+
+def check_tree(node: tp.Any, api: str, style: PathStyle) -> None:
+    """Raises ``ValueError`` where tree mode (``graph=False``) cannot take ``node`` apart:
+    a Variable or array Ref reached twice, or a Pytree reached again inside itself."""
+    shared: dict[int, _Reached] = {}
+
+    def visit(x: tp.Any, here: _Reached, ancestors: dict[int, _Reached]) -> None:
+        if isinstance(x, Variable) or reprlib.is_ref(x):
+            if id(x) in shared:
+                raise ValueError(_duplicate_message(x, (shared[id(x)], here), api, style))
+            shared[id(x)] = here
+            return
+        if isinstance(x, Pytree):
+            if id(x) in ancestors:
+                raise ValueError(_cycle_message(x, (ancestors[id(x)], here), api, style))
+            ancestors = {**ancestors, id(x): here}
+        for key, child in children_of(x):
+            step = f".{key}" if isinstance(x, Pytree) else f"[{key!r}]"
+            visit(child, _Reached((*here.path, key), here.keystr + step), ancestors)
+
+    visit(node, _Reached((), ""), {})
+
+
+def _listing(reached: tuple[_Reached, _Reached], style: PathStyle) -> str:
+    shown = [r.keystr if style == "keystr" else "/".join(map(str, r.path)) for r in reached]
+    return "\n".join(f"  - {p}" for p in shown)
+
+
+def _options(api: str) -> str:
+    return (
+        "Consider the following options:\n\n1. Remove the duplicates and guarantee a tree structure.\n"
+        f"2. Enable graph mode by passing graph=True to {api} e.g.\n\n  nnx.{api}(..., graph=True)\n\n"
+        f"3. Use nnx.compat.{api} instead e.g.\n\n  nnx.compat.{api}(...)"
+    )
+
+
+def _duplicate_message(x: tp.Any, reached: tuple[_Reached, _Reached], api: str, style: PathStyle) -> str:
+    kind = "Variable" if isinstance(x, Variable) else "Ref"
+    first, second = (r.keystr for r in reached)
+    return (
+        f"Duplicate {x!r}\nfound at paths:\n\n{_listing(reached, style)}\n\n"
+        f"{kind} at {second} was already seen at {first}. "
+        f"Tree mode (graph=False) does not support shared references. {_options(api)}"
+    )
+
+
+def _cycle_message(x: Pytree, reached: tuple[_Reached, _Reached], api: str, style: PathStyle) -> str:
+    return (
+        f"Cycle detected for {type(x).__name__}\nfound at paths:\n\n{_listing(reached, style)}\n\n"
+        f"Cycles are not supported with graph=False. {_options(api)}"
+    )
