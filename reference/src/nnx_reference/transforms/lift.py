@@ -25,7 +25,7 @@ import typing as tp
 
 import jax
 
-from .. import filterlib, graphlib, variablelib
+from .. import filterlib, graphlib, statelib, variablelib
 from . import refs
 from .checks import (
     check_consistent_aliasing,
@@ -86,16 +86,32 @@ class _Split(tp.NamedTuple):
 
 
 def _split_groups(
-    in_objs: list[tp.Any], out_objs: list[tp.Any], in_groups: list[Group], out_groups: list[Group]
+    in_objs: list[tp.Any],
+    out_objs: list[tp.Any],
+    in_groups: list[Group],
+    out_groups: list[Group],
+    ref_index: graphlib.RefMap,
 ) -> _Split:
-    """Split ``[in_objs, out_objs]`` jointly into one State per group."""
+    """Split ``[in_objs, out_objs]`` jointly into one State per group; objects already
+    in ``ref_index`` keep their index, the others are added to it."""
     filters = [_in_group(0, g.obj, g.filter) for g in in_groups]
     filters += [_in_group(1, g.obj, g.filter) for g in out_groups]
-    if not filters:
-        graphdef, _ = graphlib.split([in_objs, out_objs], graph=True)
-        return _Split(graphdef, [])
-    graphdef, *states = graphlib.split([in_objs, out_objs], *filters, graph=True)
-    return _Split(graphdef, states)
+    graphdef, flat = graphlib.flatten([in_objs, out_objs], ref_index=ref_index, graph=True)
+    groups = statelib.split_flat(flat, filters, exhaustive=True) if filters else []
+    return _Split(graphdef, [statelib.from_flat_state(g) for g in groups])
+
+
+def _ref_index(index_ref: dict[int, tp.Any]) -> graphlib.RefMap:
+    """The inverse of ``index_ref``: each object to its index."""
+    ref_index = graphlib.RefMap()
+    for index, obj in index_ref.items():
+        ref_index[obj] = index
+    return ref_index
+
+
+def _index_ref(ref_index: graphlib.RefMap) -> dict[int, tp.Any]:
+    """The inverse of ``ref_index``: each index to its object."""
+    return {index: ref_index.objects[key] for key, index in dict.items(ref_index)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +159,7 @@ class Lifted:
     prefix: Layout  # the prefix entry of each item of ``pure``
     originals: list[tp.Any]  # the caller's objects (graph mode) or Variables (tree mode), in slot order
     variables: list[variablelib.Variable[tp.Any]] | None = None  # flat layout: the caller's Variable of each value, if all are
+    outer_index: graphlib.RefMap | None = None  # graph mode: each of the caller's graph objects to its index
 
     def unwritten(self) -> Lifted:
         """This call as :func:`apply` must treat it when nothing may be written back (eval_shape)."""
@@ -190,10 +207,12 @@ def lift(
     obj_prefixes = tuple(prefixes[i] for i in slots)
     check_consistent_aliasing(zip(objs, obj_prefixes))
     groups = _groups_for(objs, obj_prefixes, expand)
-    graphdef, states = _split_groups(objs, [], groups, [])
+    outer_index = graphlib.RefMap()
+    graphdef, states = _split_groups(objs, [], groups, [], outer_index)
     static = InStatic(True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes)
     arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
-    return Lifted(static, Layout(arg_leaves, states), Layout(arg_prefixes, [g.prefix for g in groups]), objs)
+    pure, prefix = Layout(arg_leaves, states), Layout(arg_prefixes, [g.prefix for g in groups])
+    return Lifted(static, pure, prefix, objs, outer_index=outer_index)
 
 
 def _lift_flat(
@@ -204,13 +223,14 @@ def _lift_flat(
     objs: list[tp.Any],
 ) -> Lifted:
     """Graph mode, one group: the objects' Variables travel as a flat list of values."""
-    graphdef, variables = graphlib.flatten([objs, []], with_paths=False)
+    outer_index = graphlib.RefMap()
+    graphdef, variables = graphlib.flatten([objs, []], with_paths=False, ref_index=outer_index, graph=True)
     static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,))
     pure = Layout(arg_leaves, [_raw(v) for v in variables])
     prefix = Layout([None] * len(arg_leaves), [None] * len(variables))
     # leaves are Variables, or arrays held directly by a Pytree attribute
     all_variables = variables if all(map(is_variable, variables)) else None
-    return Lifted(static, pure, prefix, objs, all_variables)
+    return Lifted(static, pure, prefix, objs, all_variables, outer_index)
 
 
 class Entered(tp.NamedTuple):
@@ -219,26 +239,29 @@ class Entered(tp.NamedTuple):
     args: tp.Any  # the arguments, with fresh copies of the objects
     objects: list[tp.Any]  # those copies, in slot order
     pure: Layout  # the pure inputs they came from (where exit looks up the input Refs)
+    index_ref: dict[int, tp.Any]  # graph mode: each copy by the index its original has outside
 
 
 def enter(static: InStatic, pure: Layout) -> Entered:
     """Inside a transform: rebuild the arguments and their objects."""
+    index_ref: dict[int, tp.Any] = {}
     if static.groups == (FLAT,):
         leaves = list(pure.leaves)
-        objs, _ = graphlib.unflatten(static.graphdef, list(pure.states))
+        objs, _ = graphlib.unflatten(static.graphdef, list(pure.states), index_ref=index_ref)
     else:
         # rebuilding the Variables here gives them the current trace level (JAX passes
         # non-differentiated inputs through untouched)
         copied = jax.tree_util.tree_map(lambda x: x, pure, is_leaf=lambda x: x is None)
         leaves = list(copied.leaves)
         if static.graph:
-            objs, _ = graphlib.merge(static.graphdef, *copied.states)
+            state = statelib.merge_state(*copied.states) if copied.states else statelib.State({})
+            objs, _ = graphlib.unflatten(static.graphdef, state, index_ref=index_ref)
         else:
             objs = [leaves[i] for i in static.obj_slots]
     if static.graph:
         for slot, obj in zip(static.obj_slots, objs):
             leaves[slot] = obj
-    return Entered(jax.tree_util.tree_unflatten(static.treedef, leaves), objs, pure)
+    return Entered(jax.tree_util.tree_unflatten(static.treedef, leaves), objs, pure, index_ref)
 
 
 def exit(
@@ -263,7 +286,8 @@ def exit(
     applies). Input Refs in either are swapped for ``refs.Hole``s (JAX returns no Refs).
     """
     objs = list(entered.objects)
-    result = _exit(name, static, objs, out, out_prefix, expand, same_prefixes, carry_arg)
+    ref_index = _ref_index(entered.index_ref)
+    result = _exit(name, static, objs, ref_index, out, out_prefix, expand, same_prefixes, carry_arg)
     (in_part, out_tree), holes = refs.to_holes((result.in_part, result.out_tree), entered.pure)
     out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
     return Result(out_static, in_part, out_tree)
@@ -273,19 +297,21 @@ def _exit(
     name: str,
     static: InStatic,
     objs: list[tp.Any],
+    ref_index: graphlib.RefMap,
     out: tp.Any,
     out_prefix: tp.Any,
     expand: Expand,
     same_prefixes: bool,
     carry_arg: int | None,
 ) -> Result:
+    """The result of a traced call; graph objects keep the indices ``ref_index`` gives them."""
     if not static.graph:
         check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg)
         return Result(OutStatic(), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
         check_no_aliasing(name, static.treedef, static.obj_slots, objs, out)
     if static.groups == (FLAT,):
-        return _exit_flat(static, objs, out)
+        return _exit_flat(static, objs, ref_index, out)
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)
     out_prefixes = broadcast_prefix(out_prefix, out, is_node_leaf)
     slots = tuple(i for i, leaf in enumerate(out_leaves) if is_node_leaf(leaf))
@@ -296,7 +322,7 @@ def _exit(
             [*zip(objs, static.obj_prefixes), *zip(out_objs, out_obj_prefixes)]
         )
     out_groups = _groups_for(out_objs, out_obj_prefixes, expand)
-    graphdef, states = _split_groups(objs, out_objs, list(static.groups), out_groups)
+    graphdef, states = _split_groups(objs, out_objs, list(static.groups), out_groups, ref_index)
     n_in = len(static.groups)
     per_obj: list[list[tp.Any]] = [[] for _ in slots]
     for group, state in zip(out_groups, states[n_in:]):
@@ -307,11 +333,11 @@ def _exit(
     return Result(out_static, states[:n_in], jax.tree_util.tree_unflatten(out_treedef, out_leaves))
 
 
-def _exit_flat(static: InStatic, objs: list[tp.Any], out: tp.Any) -> Result:
+def _exit_flat(static: InStatic, objs: list[tp.Any], ref_index: graphlib.RefMap, out: tp.Any) -> Result:
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)
     slots = tuple(i for i, leaf in enumerate(out_leaves) if is_node_leaf(leaf))
     out_objs = [out_leaves[i] for i in slots]
-    graphdef, variables = graphlib.flatten([objs, out_objs], with_paths=False)
+    graphdef, variables = graphlib.flatten([objs, out_objs], with_paths=False, ref_index=ref_index, graph=True)
     # whether the inputs kept their structure: then values map 1:1 onto the caller's Variables
     unchanged = not out_objs and graphdef == static.graphdef
     for slot in slots:
@@ -340,21 +366,26 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
         out_tree, is_leaf=lambda x: isinstance(x, ObjectStates)
     )
     slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, ObjectStates)]
+    structural = lifted.static.graph_updates and lifted.outer_index is not None
+    # with graph updates the caller's objects are rebuilt in place from the new structure
+    index_ref = _index_ref(lifted.outer_index) if structural else None
     if lifted.static.groups == (FLAT,):
-        in_copies, out_objs = graphlib.unflatten(out_static.graphdef, list(in_part))
+        in_copies, out_objs = graphlib.unflatten(out_static.graphdef, list(in_part), index_ref=index_ref)
     else:
-        out_states = [s for i in slots for s in leaves[i].states]
-        in_copies, out_objs = graphlib.merge(out_static.graphdef, *in_part, *out_states)
-    structural = lifted.static.graph_updates
-    mapping = _write_back(lifted.originals, in_copies, structural, mapped=structural and bool(slots))
+        states = [*in_part, *(s for i in slots for s in leaves[i].states)]
+        state = statelib.merge_state(*states) if states else statelib.State({})
+        in_copies, out_objs = graphlib.unflatten(out_static.graphdef, state, index_ref=index_ref)
+    if not structural:
+        mapping = _write_back(lifted.originals, in_copies, structural=False)
+        out_objs = [mapping.get(id(obj), obj) for obj in out_objs]
     for slot, obj in zip(slots, out_objs):
-        leaves[slot] = mapping.get(id(obj), obj) if structural else obj
+        leaves[slot] = obj
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 def apply_same(lifted: Lifted, pure: Layout) -> tp.Any:
     """Outside: the result has the inputs' own structure (loops); rebuild and write back."""
-    value, copies, _ = enter(lifted.static, pure)
+    value, copies, _, _ = enter(lifted.static, pure)
     if not lifted.static.graph:
         for original, new in zip(lifted.originals, copies):
             _assign(original, new)
@@ -378,15 +409,11 @@ def _assign(original: variablelib.Variable[tp.Any], new: tp.Any) -> None:
     original.set_raw_value(new.get_raw_value() if is_variable(new) else new)
 
 
-def _write_back(
-    originals: list[tp.Any], copies: list[tp.Any], structural: bool, mapped: bool = True
-) -> dict[int, tp.Any]:
-    """Update the caller's objects from their copies; map copy ids to originals
-    (only when ``mapped``: pairing them walks both graphs)."""
+def _write_back(originals: list[tp.Any], copies: list[tp.Any], structural: bool) -> dict[int, tp.Any]:
+    """Update the caller's objects from their copies of the same structure (by path when
+    ``structural``, else Variable by Variable); map copy ids to originals."""
     if structural:
         graphlib.update(originals, graphlib.state(copies, graph=True))
-        if not mapped:
-            return {}
     orig_items = dict(_iter_objects(originals))
     mapping: dict[int, tp.Any] = {}
     for path, copy in _iter_objects(copies):
