@@ -14,6 +14,7 @@ from . import checks, lift, trees
 from .general import eval_shape
 from .prefix import PrefixMapping
 from .statics import Statics, insert_statics, remove_statics
+from .tree_jit import TreeJit
 
 __all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
 
@@ -152,6 +153,7 @@ class JitWrapped:
         )
         self._jit_kwargs = dict(keep_unused=keep_unused, device=device, backend=backend, inline=inline)
         self.jitted_fn = jax.jit(self._pure_fn, static_argnums=(0,), **self._jit_kwargs)
+        self._tree_jit = TreeJit("jit", fun, self._jit_kwargs)
         self._jitted_by_layout: dict[_Frozen, jax.stages.Wrapped] = {}
         self._specs_by_positions: dict[tuple[int, tuple[int, ...]], tuple[tp.Any, ...]] = {}
 
@@ -227,6 +229,11 @@ class JitWrapped:
         return jitted
 
     def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        if self.plain and not trees.resolve_mode(self.graph, self.graph_updates).graph:
+            dynamic = remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
+            handled, out = self._tree_jit.call(*dynamic)
+            if handled:
+                return out
         lifted, jitted, call_args = self._prepare(args, kwargs)
         return lift.apply(lifted, jitted(*call_args))
 
