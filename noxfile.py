@@ -4,6 +4,7 @@
     nox -s tests                                           the harness's and reference's tests + both implementations
     nox -s extract [-- --check | --flax VERSION ...]       regenerate or check the spec pages
     nox -s compare -- BEFORE.json AFTER.json               regressions and fixes between two reports
+    nox -s releases [-- VERSION ...]                       the pinned spec against several flax releases
 
 JAX 0.12 and flax 0.12.12 need Python >= 3.12, which need not be the Python that runs
 nox: `find_python` looks for one on PATH, then in the usual install locations.
@@ -21,6 +22,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import urllib.request
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import nox
@@ -163,10 +166,10 @@ def _venv_for(session: nox.Session, impl: str) -> Path:
     return _impl_venv(session, top, shlex.split(install))
 
 
-def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str]) -> None:
-    """Run the conformance suite against `impl`, writing reports/<impl>/conformance.{json,md}."""
+def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str], label: str | None = None) -> None:
+    """Run the conformance suite against `impl`, writing reports/<label or impl>/conformance.{json,md}."""
     _ensure_spec(session, python)
-    report = REPORTS / impl / "conformance.json"
+    report = REPORTS / (label or impl) / "conformance.json"
     chosen = any(arg.startswith(SERIAL_FLAGS) for arg in args)
     session.run(
         str(python), "-m", "pytest", "--pyargs", "nnx_conformance",
@@ -224,6 +227,81 @@ def compare(session: nox.Session) -> None:
     session.run(str(python), "-m", "nnx_conformance.compare", *session.posargs, external=True)
 
 
+FIRST_RELEASE = (0, 12, 8)
+"""The oldest flax release the release matrix runs by default: the pin's series from the first with jax >= 0.10."""
+RELEASES = REPORTS / "releases"
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _flax_releases(session: nox.Session) -> list[str]:
+    """The flax releases of the pin's series from FIRST_RELEASE on that pip offers this Python."""
+    out = session.run(PYTHON, "-m", "pip", "index", "versions", "flax", external=True, silent=True) or ""
+    listed = [v.strip() for v in out.split("Available versions:", 1)[-1].split(",")]
+    pinned_series = _release_key(FLAX_PIN)[:2]
+    found = [v for v in listed if v.replace(".", "").isdigit() and _release_key(v)[:2] == pinned_series]
+    return sorted((v for v in found if _release_key(v) >= FIRST_RELEASE), key=_release_key)
+
+
+def _uploaded_by(version: str) -> str:
+    """A day after flax `version` reached PyPI (ISO 8601): its dependencies are taken as of then."""
+    request = urllib.request.Request(
+        "https://pypi.org/simple/flax/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        files = json.load(response)["files"]
+    prefixes = (f"flax-{version}-", f"flax-{version}.tar.gz")
+    uploaded = min(f["upload-time"] for f in files if f["filename"].startswith(prefixes))
+    return (datetime.fromisoformat(uploaded) + timedelta(days=1)).isoformat()
+
+
+def _release_venv(session: nox.Session, version: str) -> Path:
+    """A venv with flax `version` and the packages of its time; the suite installed without its dependencies."""
+    venv = ROOT / ".nox" / f"release-{version}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        session.run(PYTHON, "-m", "venv", str(venv), external=True)
+        session.run(str(python), "-m", "pip", "install", "-q", "--upgrade", "pip", external=True)
+    session.run(
+        str(python), "-m", "pip", "install", "-q", "--uploaded-prior-to", _uploaded_by(version),
+        f"flax=={version}", "pytest", "hypothesis", "sybil", "rich", "pytest-xdist", "pytest-timeout",
+        "orbax-checkpoint", "treescope", external=True,
+    )
+    session.run(str(python), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT / "conformance"), external=True)
+    return python
+
+
+@nox.session(venv_backend="none")
+def releases(session: nox.Session) -> None:
+    """The pinned spec's examples against several flax releases: a release x area matrix.
+
+    `nox -s releases -- 0.12.8 0.12.10 0.12.12`; by default, every release of the pin's
+    series from 0.12.8 on that pip offers this Python. Each runs in a venv of its own with
+    the packages of its time; a release that does not install gets a note in the matrix.
+    """
+    versions = list(session.posargs) or _flax_releases(session)
+    spec_python = _reference_venv(session)
+    _ensure_spec(session, spec_python)
+    for version in versions:
+        folder = RELEASES / version
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        try:
+            python = _release_venv(session, version)
+        except nox.command.CommandFailed as failure:
+            (folder / "install-failure.txt").write_text(f"flax {version} does not install here: {failure.reason}\n")
+            continue
+        session.run(
+            str(python), "-m", "pytest", "--pyargs", "nnx_conformance.spec.test_docs", "--impl", "flax.nnx",
+            f"--spec-dir={ROOT / 'docs_extracted'}", "--expectations=/dev/null",
+            f"--conformance-report={folder / 'conformance.json'}", "-p", "no:cacheprovider", "-q", *PARALLEL,
+            external=True, success_codes=[0, 1],
+        )
+    session.run(str(spec_python), "-m", "nnx_conformance.release_matrix", str(RELEASES), external=True)
+
+
 @nox.session(venv_backend="none")
 def extract(session: nox.Session) -> None:
     """Generate the spec pages from the pinned flax sdist, or `-- --check` them against the manifest."""
@@ -233,7 +311,8 @@ def extract(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """The harness's and the reference's own tests, the spec check, then the suite against flax and the reference."""
+    """The harness's and the reference's own tests, the spec check, the suite against flax and the reference,
+    then the differential tests in the venv that holds both."""
     reference = _reference_venv(session)
     _install_mutation_tool(session, reference)  # the harness runs tools/mutation.py end to end
     _ensure_spec(session, reference)  # some harness tests run the suite on the repository's pages
@@ -242,6 +321,7 @@ def tests(session: nox.Session) -> None:
     session.run(str(reference), str(ROOT / "tools" / "extract_docs.py"), "--check", external=True)
     _run_suite(session, _flax_venv(session), "flax.nnx", ["-q", *session.posargs])
     _run_suite(session, reference, "nnx_reference", ["-q", *session.posargs])
+    _run_differential(session, ["-q", *session.posargs])
 
 
 def _both_venv(session: nox.Session) -> Path:
@@ -249,16 +329,15 @@ def _both_venv(session: nox.Session) -> Path:
     return _impl_venv(session, "both", [f"flax=={FLAX_PIN}", "-e", str(ROOT / "reference")])
 
 
+def _run_differential(session: nox.Session, args: list[str]) -> None:
+    """The differential tests: the reference against flax.nnx, side by side in one venv."""
+    _run_suite(session, _both_venv(session), "nnx_reference", ["-k", "differential", *args], label="differential")
+
+
 @nox.session(venv_backend="none")
 def parity(session: nox.Session) -> None:
-    """Same seed, same arguments: the reference's layers against flax's, side by side.
-
-    Runs the suite's differential tests (spec/differential, skipped where flax is absent)
-    and the fixed cases of tools/parity_layers.py.
-    """
-    python = _both_venv(session)
-    _run_suite(session, python, "nnx_reference", ["-q", "-k", "differential", *session.posargs])
-    session.run(str(python), str(ROOT / "tools" / "parity_layers.py"), external=True)
+    """The differential tests alone: the reference against flax.nnx, same calls, in one venv with both."""
+    _run_differential(session, list(session.posargs) or ["-q"])
 
 
 @nox.session(venv_backend="none")

@@ -7,11 +7,15 @@ import types
 
 import pytest
 
-from nnx_conformance.impl import FLAX_UNDER_TEST, NO_FLAX, ImportAlias, Implementation, Yardstick
+from nnx_conformance.impl import NO_FLAX, ImportAlias, Implementation, Yardstick
 
 
-def test_parity_is_trivial_when_flax_nnx_is_the_implementation_under_test() -> None:
-    assert Yardstick.load(Implementation("flax.nnx", None), None) == FLAX_UNDER_TEST
+def test_flax_under_test_is_its_own_yardstick() -> None:
+    flax_nnx = types.ModuleType("flax.nnx")
+    yardstick = Yardstick.load(Implementation("flax.nnx", flax_nnx), None)
+    assert isinstance(yardstick, Yardstick) and yardstick.nnx is flax_nnx, "flax.nnx under test is compared with itself"
+    with yardstick.active() as active:
+        assert active is flax_nnx, "with no import alias, the yardstick is active as it is"
 
 
 def test_parity_needs_flax_installed_beside_the_implementation(monkeypatch: pytest.MonkeyPatch) -> None:

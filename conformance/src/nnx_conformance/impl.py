@@ -23,8 +23,10 @@ from types import ModuleType
 from typing import Any
 
 FLAX_NNX = "flax.nnx"
-NO_FLAX = "numerical parity needs the real flax.nnx installed beside the implementation: nox -s parity"
-FLAX_UNDER_TEST = "the implementation under test is flax.nnx: parity is trivial"
+NO_FLAX = (
+    "differential tests need the real flax.nnx (flax==0.12.12) installed beside the implementation:"
+    " add it to NNX_INSTALL (NNX_INSTALL='-e path/to/mylib flax==0.12.12'), or run nox -s parity for the reference"
+)
 IMPORT_FAILURE = "cannot import the implementation"
 """How the suite's messages about an implementation that does not import begin."""
 
@@ -218,26 +220,28 @@ class ImportAlias(importlib.abc.MetaPathFinder):
 
 @dataclass(frozen=True)
 class Yardstick:
-    """The real ``flax.nnx`` beside another implementation: what parity tests compare with.
+    """The real ``flax.nnx`` beside the implementation under test: what differential tests compare with.
 
     While another implementation is under test, ``flax`` imports resolve to it, and
     flax's own code imports some of its modules at call time: every use of the real
     flax must therefore run inside :meth:`active`, which puts the real modules back.
+    When flax.nnx itself is under test there is no alias, and flax is compared with
+    itself: the tests' own claims about flax's behaviour are still checked.
     """
 
     nnx: ModuleType
-    alias: ImportAlias
+    alias: ImportAlias | None
 
     @contextlib.contextmanager
     def active(self) -> Iterator[ModuleType]:
-        with self.alias.suspended():
+        with self.alias.suspended() if self.alias is not None else contextlib.nullcontext():
             yield self.nnx
 
     @classmethod
     def load(cls, impl: Implementation, alias: ImportAlias | None) -> Yardstick | str:
         """The real flax.nnx, imported with the alias suspended, or why there is none."""
-        if impl.name == FLAX_NNX:
-            return FLAX_UNDER_TEST
+        if impl.name == FLAX_NNX and impl.module is not None:
+            return cls(impl.module, None)
         # PathFinder looks at sys.path only: the alias' ``flax`` in sys.modules does not count.
         if alias is None or importlib.machinery.PathFinder.find_spec("flax") is None:
             return NO_FLAX
