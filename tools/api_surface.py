@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nnx_conformance.spec.signatures.surface import EXCLUDED, dump, problems
+from nnx_conformance.surface import EXCLUDED, dump, problems
 from rst_pages import parse_directives
 
 #: An auto* directive's argument that sphinx documents: a bare dotted name.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from nnx_conformance.spec.signatures.surface import EXCLUDED, describe, problems
+from nnx_conformance.surface import EXCLUDED, describe, problems
 
 SPEC: dict[str, Any] = json.loads(resources.files("nnx_conformance").joinpath("data", "flax_api.json").read_text())[
     "names"
