@@ -8,7 +8,7 @@ import typing as tp
 import jax
 from jax.experimental import checkify as checkify_lib
 
-from . import lift, trees
+from . import lift, traced, trees
 from .statics import insert_statics, remove_statics
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
@@ -21,13 +21,17 @@ def _lift_call(name: str, args: tp.Any, graph: bool | None, graph_updates: bool 
 
 def _pure(name: str, lifted: lift.Lifted, fun: tp.Callable) -> tp.Callable:
     """``fun(*args, **kwargs)`` as a function of the pure inputs, returning the pure result."""
+    static = lifted.static
 
-    def pure_fn(pure: tp.Any) -> tp.Any:
-        entered = lift.enter(lifted.static, pure)
-        args, kwargs = entered.args
-        return lift.exit(name, lifted.static, entered, fun(*args, **kwargs))
+    def build(call: tp.Callable) -> tp.Callable:
+        def pure_fn(pure: tp.Any) -> tp.Any:
+            entered = lift.enter(static, pure)
+            args, kwargs = entered.args
+            return lift.exit(name, static, entered, call(*args, **kwargs))
 
-    return pure_fn
+        return pure_fn
+
+    return traced.pure_function(fun, (name, static), build)
 
 
 def cond(

@@ -10,7 +10,7 @@ import jax
 
 from .._sharding import PARTITION_NAME
 from ..graphlib import Mode
-from . import checks, lift, trees
+from . import checks, lift, traced, trees
 from .prefix import PrefixMapping
 
 __all__ = [
@@ -126,7 +126,8 @@ def _mapped(
     reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
 
     @functools.wraps(fun)
-    def wrapper(*args: tp.Any) -> tp.Any:
+    def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        args = trees.positional(fun, args, kwargs)
         mode = trees.resolve_mode(graph, graph_updates)
         reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
         lifted = lift.lift(name, args, per_arg(in_axes, args), mode, expand=expand_axes)
@@ -270,14 +271,14 @@ def transform_metadata(
 # --------------------------------------------------------------------------- loops
 
 
-def _loop_body(name: str, lifted: lift.Lifted, step: tp.Callable[[tp.Any], tp.Any]) -> tp.Callable:
+def _loop_body(name: str, static: lift.InStatic, step: tp.Callable[[tp.Any], tp.Any]) -> tp.Callable:
     """Wrap ``step`` (value -> value) as a pure carry function checking the structure."""
 
     def body(pure: tp.Any) -> tp.Any:
-        new_value = step(lift.enter(lifted.static, pure).args)
-        mode = Mode(lifted.static.graph, lifted.static.graph_updates)
+        new_value = step(lift.enter(static, pure).args)
+        mode = Mode(static.graph, static.graph_updates)
         relifted = lift.lift(name, new_value, None, mode, coalesce=True)
-        if not _same_structure(relifted, lifted, pure):
+        if not _same_structure(relifted, static, pure):
             raise ValueError(
                 f"nnx.{name} requires body function's input and output to have the same "
                 "reference and pytree structure, but they differ: the body changed the "
@@ -288,10 +289,10 @@ def _loop_body(name: str, lifted: lift.Lifted, step: tp.Callable[[tp.Any], tp.An
     return body
 
 
-def _same_structure(new: lift.Lifted, old: lift.Lifted, old_pure: tp.Any) -> bool:
+def _same_structure(new: lift.Lifted, old: lift.InStatic, old_pure: tp.Any) -> bool:
     """The body kept the carry's structure: same containers, graph (Variable types
     included) and state layout."""
-    return new.static == old.static and jax.tree.structure(new.pure) == jax.tree.structure(old_pure)
+    return new.static == old and jax.tree.structure(new.pure) == jax.tree.structure(old_pure)
 
 
 def _match_types(new: tp.Any, old: tp.Any) -> tp.Any:
@@ -315,10 +316,14 @@ def while_loop(
     mode = trees.resolve_mode(graph, graph_updates)
     lifted = lift.lift("while_loop", init_val, None, mode, coalesce=True)
 
-    def cond(pure: tp.Any) -> tp.Any:
-        return cond_fun(lift.enter(lifted.static, pure).args)
+    static = lifted.static
 
-    result = jax.lax.while_loop(cond, _loop_body("while_loop", lifted, body_fun), lifted.pure)
+    def build_cond(call: tp.Callable) -> tp.Callable:
+        return lambda pure: call(lift.enter(static, pure).args)
+
+    cond = traced.pure_function(cond_fun, ("while_loop cond", static), build_cond)
+    body = traced.pure_function(body_fun, ("while_loop body", static), lambda call: _loop_body("while_loop", static, call))
+    result = jax.lax.while_loop(cond, body, lifted.pure)
     return lift.apply_same(lifted, result)
 
 
@@ -336,8 +341,14 @@ def fori_loop(
     mode = trees.resolve_mode(graph, graph_updates)
     lifted = lift.lift("fori_loop", init_val, None, mode, coalesce=True)
 
-    def body(i: tp.Any, pure: tp.Any) -> tp.Any:
-        return _loop_body("fori_loop", lifted, lambda value: body_fun(i, value))(pure)
+    static = lifted.static
 
+    def build(call: tp.Callable) -> tp.Callable:
+        def body(i: tp.Any, pure: tp.Any) -> tp.Any:
+            return _loop_body("fori_loop", static, lambda value: call(i, value))(pure)
+
+        return body
+
+    body = traced.pure_function(body_fun, ("fori_loop", static), build)
     result = jax.lax.fori_loop(lower, upper, body, lifted.pure, unroll=unroll)
     return lift.apply_same(lifted, result)
