@@ -78,7 +78,8 @@ def cases() -> list[Case]:
     ]:
         kw = dict(kw)
         nf = kw.pop("nf", 4)
-        out.append(Case(f"{name} {kw}", lambda n, r, name=name, nf=nf, kw=kw: getattr(n, name)(nf, rngs=r, **kw), x4d, calls=2))
+        label = {key: "normal()" if value is normal else value for key, value in kw.items()}  # ids stable across processes
+        out.append(Case(f"{name} {label}", lambda n, r, name=name, nf=nf, kw=kw: getattr(n, name)(nf, rngs=r, **kw), x4d, calls=2))
     out += [
         Case("SpectralNorm(Linear)", lambda n, r: n.SpectralNorm(n.Linear(3, 4, rngs=r), rngs=r), x3, calls=2),
         Case("SpectralNorm(Conv) 3 steps", lambda n, r: n.SpectralNorm(n.Conv(3, 4, (3,), rngs=r), n_steps=3, rngs=r), x3, calls=2),
