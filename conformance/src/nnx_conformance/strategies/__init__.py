@@ -1,5 +1,6 @@
 """Hypothesis strategies of the suite, by area: Module graphs and Variables (nodes),
-filters and Rngs seeds (selections), stateful programs (stateful), nn layer arguments (layers) and optax transforms (training).
+filters and Rngs seeds (selections), stateful programs (stateful), nn layer arguments
+(layers) and optax transforms (training).
 
 Tests use them as ``strategies.NAME``; the submodules hold them by area.
 """
