@@ -98,3 +98,31 @@ class BoolFlag(ConfigContext):
 def env_flag(name: str) -> bool:
     """The boolean the environment variable ``name`` holds (true when unset)."""
     return os.environ.get(name, "true").strip().lower() not in ("0", "false", "no", "off")
+
+
+class Config:
+    """The named options ``flax.config`` holds for NNX, read as attributes and set with
+    :meth:`update` (for the whole process)."""
+
+    def __init__(self, **options: Setting) -> None:
+        self._options = options
+
+    def __getattr__(self, name: str) -> tp.Any:
+        options = self.__dict__.get("_options", {})
+        if name not in options:
+            raise AttributeError(f"Unknown config option: {name}")
+        return options[name].value
+
+    def update(self, name: str, value: tp.Any, /) -> None:
+        """Sets the option ``name`` to ``value``."""
+        if name not in self._options:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        self._options[name].value = value
+
+
+SOW_CAPTURE_NOOP = Setting(False)
+"""Whether ``Module.sow`` and ``Module.perturb`` store nothing outside ``nnx.capture``
+when not told (their ``capture_noop=None``)."""
+
+config = Config(nnx_sow_capture_noop=SOW_CAPTURE_NOOP)
+"""The NNX options of ``flax.config``."""

@@ -1,8 +1,9 @@
 """Module: the base class of layers, with sow/perturb, train/eval and views.
 
 ``Module.sow`` and ``Module.perturb`` store intermediate values. Outside
-:func:`capture` they become Variables attributes of the module; inside, they go to
-the State the capture returns (only for the Variable types it asked for).
+:func:`capture` they become Variables attributes of the module (deprecated: they warn),
+or nothing with ``capture_noop``; inside, they go to the State the capture returns
+(only for the Variable types it asked for).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import warnings
 import jax.numpy as jnp
 
 from . import graphlib
+from ._config import SOW_CAPTURE_NOOP
 from .filterlib import to_predicate
 from .pytreelib import Pytree, data
 from .statelib import FlatState, State, from_flat_state, to_flat_state
@@ -56,7 +58,8 @@ class Module(Pytree):
         """Stores ``reduce_fn(previous or init_fn(), value)`` under ``name``; returns whether it stored.
 
         Inside :func:`capture` the value goes to the capture of ``variable_type`` (a no-op
-        returning False if that type is not captured); outside, to a Variable attribute.
+        returning False if that type is not captured); outside, to a Variable attribute, or
+        nowhere when ``capture_noop`` (None: the ``nnx_sow_capture_noop`` config value).
         """
         variable_type = _as_variable_type(variable_type)
         captures = vars(self).get(CAPTURES)
@@ -68,6 +71,8 @@ class Module(Pytree):
             stored[name] = reduce_fn(stored[name] if name in stored else init_fn(), value)
             slot.set_value(stored)
             return True
+        if _outside_capture("sow", capture_noop):
+            return False
         if name in vars(self):
             existing = vars(self)[name]
             if not isinstance(existing, variable_type):
@@ -87,7 +92,8 @@ class Module(Pytree):
         variable_type: type[Variable[tp.Any]] | str = Perturbation,
         capture_noop: bool | None = None,
     ) -> tp.Any:
-        """Returns ``value`` plus the perturbation stored under ``name`` (zeros at first)."""
+        """Returns ``value`` plus the perturbation stored under ``name`` (zeros at first);
+        outside :func:`capture` with ``capture_noop``, just ``value``."""
         variable_type = _as_variable_type(variable_type)
         captures = vars(self).get(CAPTURES)
         if captures is not None:
@@ -99,6 +105,8 @@ class Module(Pytree):
                 stored[name] = jnp.zeros_like(value)
                 slot.set_value(stored)
             return value + stored[name]
+        if _outside_capture("perturb", capture_noop):
+            return value
         if name not in vars(self):
             setattr(self, name, variable_type(jnp.zeros_like(value)))
         return value + vars(self)[name].get_value()
@@ -128,6 +136,21 @@ class Module(Pytree):
     def eval(self, **attributes: tp.Any) -> None:
         """Sets ``deterministic=True`` and ``use_running_average=True`` where those attributes exist."""
         self.set_attributes(deterministic=True, use_running_average=True, **attributes, raise_if_not_found=False)
+
+
+def _outside_capture(method: str, capture_noop: bool | None) -> bool:
+    """Whether ``method`` called outside :func:`capture` does nothing; if it does something,
+    that use is deprecated and warns."""
+    if SOW_CAPTURE_NOOP.value if capture_noop is None else capture_noop:
+        return True
+    warnings.warn(
+        f"Using 'Module.{method}()' outside of 'nnx.capture()' is deprecated; see\n"
+        "        https://flax.readthedocs.io/en/latest/guides/extracting_intermediates.html for more information.\n"
+        "        ",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return False
 
 
 def _warn_deprecated_method(name: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import typing as tp
+import warnings
 
 import jax
 import numpy as np
@@ -174,6 +175,20 @@ def _annotation_status(annotation: tp.Any) -> bool | None:
     return None
 
 
+def _warn_deprecated_annotations(cls: type) -> None:
+    """``nnx.Data[...]`` / ``nnx.Static[...]`` annotations are deprecated for ``nnx.data()`` / ``nnx.static()``."""
+    for annotation in cls.__dict__.get("__annotations__", {}).values():
+        status = _annotation_status(annotation)
+        if status is not None:
+            name = "Data" if status else "Static"
+            warnings.warn(
+                f"'{name}' is deprecated, please replace:\n\n  some_field: nnx.{name}[SomeType]\n\n"
+                f"with:\n\n  some_field: SomeType = nnx.{name.lower()}()\n\n",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+
+
 class HashableMapping(tp.Mapping[tp.Any, tp.Any]):
     """A read-only, hashable copy of a mapping, for mappings that live in static structure
     (how ``iter_graph`` shows a Pytree's attribute statuses, ``LinearGeneral.batch_axis``)."""
@@ -223,6 +238,7 @@ class Pytree:
         super().__init_subclass__(**kwargs)
         if pytree is not None:
             cls._pytree__is_pytree = pytree
+        _warn_deprecated_annotations(cls)
         status: dict[str, bool] = {}
         for klass in reversed(cls.__mro__):
             for name, annotation in klass.__dict__.get("__annotations__", {}).items():

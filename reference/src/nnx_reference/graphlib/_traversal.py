@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing as tp
+import warnings
 
 import jax
 
@@ -180,7 +181,19 @@ def with_vars(
     )
 
 
-vars_as = with_vars
+def vars_as(
+    node: A,
+    /,
+    *,
+    hijax: bool | None = None,
+    ref: bool | None = None,
+    mutable: bool | None = None,
+    only: tp.Any = ...,
+    allow_duplicates: bool = False,
+) -> A:
+    """Deprecated name of :func:`with_vars` (warns)."""
+    warnings.warn("This function is deprecated. Use with_vars instead.", DeprecationWarning, stacklevel=2)
+    return with_vars(node, hijax=hijax, ref=ref, mutable=mutable, only=only, allow_duplicates=allow_duplicates)
 
 
 def _with_mutability(metadata: dict[str, tp.Any]) -> dict[str, tp.Any]:
