@@ -17,6 +17,12 @@ from nnx_conformance.strategies import RECURRENT_CELLS
 pytestmark = pytest.mark.area("nn")
 
 
+def _label(keywords: dict[str, Any]) -> str:
+    """Keywords as a test id: functions by qualified name, so every worker collects the same ids."""
+    shown = (f"{key!r}: {v.__qualname__ if callable(v) and not isinstance(v, type) else repr(v)}" for key, v in keywords.items())
+    return "{" + ", ".join(shown) + "}"
+
+
 def cases() -> list[Case]:
     """Every fixed case: named layer configurations, error probes and call keywords."""
     key = jax.random.key
@@ -78,8 +84,7 @@ def cases() -> list[Case]:
     ]:
         kw = dict(kw)
         nf = kw.pop("nf", 4)
-        label = {key: "normal()" if value is normal else value for key, value in kw.items()}  # ids stable across processes
-        out.append(Case(f"{name} {label}", lambda n, r, name=name, nf=nf, kw=kw: getattr(n, name)(nf, rngs=r, **kw), x4d, calls=2))
+        out.append(Case(f"{name} {_label(kw)}", lambda n, r, name=name, nf=nf, kw=kw: getattr(n, name)(nf, rngs=r, **kw), x4d, calls=2))
     out += [
         Case("SpectralNorm(Linear)", lambda n, r: n.SpectralNorm(n.Linear(3, 4, rngs=r), rngs=r), x3, calls=2),
         Case("SpectralNorm(Conv) 3 steps", lambda n, r: n.SpectralNorm(n.Conv(3, 4, (3,), rngs=r), n_steps=3, rngs=r), x3, calls=2),
@@ -99,7 +104,7 @@ def cases() -> list[Case]:
                {"decode": False, "kernel_init": normal, "out_bias_init": normal},
                {"decode": False, "normalize_qk": True, "kernel_metadata": {"k": 1}, "out_bias_metadata": {"o": 2},
                 "query_ln_scale_metadata": {"q": 3}}, {}]:
-        out.append(Case(f"MultiHeadAttention {kw}", lambda n, r, kw=kw: n.MultiHeadAttention(2, 8, rngs=r, **kw), x8, calls=2))
+        out.append(Case(f"MultiHeadAttention {_label(kw)}", lambda n, r, kw=kw: n.MultiHeadAttention(2, 8, rngs=r, **kw), x8, calls=2))
     out += [
         Case("MultiHeadAttention causal", lambda n, r: n.MultiHeadAttention(2, 8, decode=False, rngs=r), x8,
              call=lambda n, m, x: m(x, is_causal=True)),
