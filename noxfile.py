@@ -81,6 +81,15 @@ def find_python() -> str | None:
 PYTHON = os.environ.get("NNX_PYTHON") or find_python()
 
 
+def _venv(session: nox.Session, venv: Path) -> Path:
+    """The python of the venv at `venv`, made from PYTHON with a current pip if it is not there yet."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        session.run(PYTHON, "-m", "venv", str(venv), external=True)
+        session.run(str(python), "-m", "pip", "install", "-q", "--upgrade", "pip", external=True)
+    return python
+
+
 def _impl_venv(session: nox.Session, name: str, requirements: list[str]) -> Path:
     """A venv under .nox/impl-<name> with the suite and `requirements` installed."""
     if PYTHON is None:
@@ -88,11 +97,7 @@ def _impl_venv(session: nox.Session, name: str, requirements: list[str]) -> Path
             "No Python >= 3.12 was found on PATH or under ~/.pyenv/versions, uv, /opt/python,"
             " /usr/local/bin or /usr/bin; install one, or point NNX_PYTHON at it."
         )
-    venv = ROOT / ".nox" / f"impl-{name}"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        session.run(PYTHON, "-m", "venv", str(venv), external=True)
-        session.run(str(python), "-m", "pip", "install", "-q", "--upgrade", "pip", external=True)
+    python = _venv(session, ROOT / ".nox" / f"impl-{name}")
     session.run(
         str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS),
         "-e", str(ROOT / "conformance"), *requirements, external=True,
@@ -259,11 +264,7 @@ def _uploaded_by(version: str) -> str:
 
 def _release_venv(session: nox.Session, version: str) -> Path:
     """A venv with flax `version` and the packages of its time; the suite installed without its dependencies."""
-    venv = ROOT / ".nox" / f"release-{version}"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        session.run(PYTHON, "-m", "venv", str(venv), external=True)
-        session.run(str(python), "-m", "pip", "install", "-q", "--upgrade", "pip", external=True)
+    python = _venv(session, ROOT / ".nox" / f"release-{version}")
     session.run(
         str(python), "-m", "pip", "install", "-q", "--uploaded-prior-to", _uploaded_by(version),
         f"flax=={version}", "pytest", "hypothesis", "sybil", "rich", "pytest-xdist", "pytest-timeout",
