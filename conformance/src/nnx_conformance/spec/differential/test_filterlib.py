@@ -49,3 +49,22 @@ def test_split_by_drawn_filters_gives_flax_partitions(
         return states
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("PathContains", "OfType", "WithTag", "Any", "All", "Not", "filterlib.PathIn")
+@pytest.mark.documented(None)
+@given(first=gs.filter_recipes, second=gs.filter_recipes)
+def test_filters_compare_equal_as_flax_filters_do(nnx: Any, flax_nnx: Any, first: gs.FilterRecipe, second: gs.FilterRecipe) -> None:
+    """Two filters built alike are equal, and hash alike, where flax's are; others differ as flax's do."""
+
+    def scenario(nnx: Any) -> Any:
+        a, b, again = gs.build_filter(nnx, first), gs.build_filter(nnx, second), gs.build_filter(nnx, first)
+        path_in = nnx.filterlib.PathIn(("a", 0), ("b",))
+        return {
+            "built alike": (a == again, a != again, hash(a) == hash(again)),
+            "drawn pair": (a == b, a != b),
+            "compositions": (nnx.Any(a, b) == nnx.Any(again, b), nnx.All(a, b) == nnx.All(again, b), nnx.Not(a) == nnx.Not(again)),
+            "PathIn": (path_in == nnx.filterlib.PathIn(("a", 0), ("b",)), path_in == nnx.filterlib.PathIn(("a", 0))),
+        }
+
+    assert_same(flax_nnx, nnx, scenario)
