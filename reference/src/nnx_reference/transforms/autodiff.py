@@ -8,6 +8,7 @@ import typing as tp
 
 import jax
 
+from .. import graphlib
 from ..filterlib import to_predicate
 from ..graphlib import Mode
 from ..statelib import State, merge_state, to_flat_state
@@ -82,7 +83,15 @@ def _per_arg_grads(lifted: lift.Lifted, grads: tp.Any, argnums: tuple) -> tuple:
     for t in arg_treedefs:
         starts.append(starts[-1] + t.num_leaves)
     node_grads: dict[int, tp.Any] = {}
-    if static.graph:
+    if static.graph and not static.graph_updates:
+        # shared Variables without graph updates: gradients are copies of the objects,
+        # each Variable holding its gradient (the other groups are never returned)
+        full = [g if _is_diff(group.prefix) else s for group, g, s in zip(static.groups, states, lifted.pure.states)]
+        objs, _ = graphlib.merge(static.graphdef, *full)
+        for group in static.groups:
+            if _is_diff(group.prefix):
+                node_grads[static.obj_slots[group.obj]] = objs[group.obj]
+    elif static.graph:
         for group, state in zip(static.groups, states):
             if _is_diff(group.prefix):
                 node_grads[static.obj_slots[group.obj]] = _substate(state, (0, group.obj))
@@ -119,7 +128,7 @@ def _grad_call(
     mode = trees.resolve_mode(graph, graph_updates)
     _check_tree_mode_argnums(name, nums, mode)
     prefixes = _arg_prefixes(nums, len(args))
-    if not mode.graph:
+    if not mode.graph_updates:  # the whole argument is differentiated, as a tree
         prefixes = tuple(_Diff(... if p.filter is not None else None) for p in prefixes)
     lifted = lift.lift(name, (args, {}), (prefixes, {}), mode, expand=_expand_diff)
     diff, rest = trees.partition(lifted.pure, lifted.prefix, _is_diff)
@@ -172,9 +181,10 @@ def grad(
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
-        def wrapper(*args: tp.Any) -> tp.Any:
+        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
             value, grads = _grad_call(
-                "grad", fun, argnums, has_aux, holomorphic, allow_int, graph, graph_updates, args
+                "grad", fun, argnums, has_aux, holomorphic, allow_int, graph, graph_updates,
+                trees.positional(fun, args, kwargs),
             )
             return (grads, value[1]) if has_aux else grads
 
@@ -205,10 +215,10 @@ def value_and_grad(
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
-        def wrapper(*args: tp.Any) -> tp.Any:
+        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
             return _grad_call(
                 "value_and_grad", fun, argnums, has_aux, holomorphic, allow_int, graph,
-                graph_updates, args,
+                graph_updates, trees.positional(fun, args, kwargs),
             )
 
         return wrapper
@@ -318,8 +328,8 @@ def remat(
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
-        def wrapper(*args: tp.Any) -> tp.Any:
-            dynamic, _, statics = remove_statics(args, {}, nums, ())
+        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+            dynamic, _, statics = remove_statics(trees.positional(fun, args, kwargs), {}, nums, ())
             mode = trees.resolve_mode(graph, graph_updates)
             lifted = lift.lift("remat", dynamic, None, mode, coalesce=True)
 

@@ -71,7 +71,8 @@ def scan(
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
-        def wrapper(*args: tp.Any) -> tp.Any:
+        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+            args = trees.positional(fun, args, kwargs)
             mode = trees.resolve_mode(graph, graph_updates)
             reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
             arg_axes = per_arg(in_axes, args)

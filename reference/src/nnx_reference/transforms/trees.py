@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import typing as tp
 
 import jax
@@ -28,6 +29,17 @@ def decorator_or_call(f: Fn | Missing, make: tp.Callable[[Fn], R]) -> R | tp.Cal
     if isinstance(f, Missing):
         return make
     return make(f)
+
+
+def positional(fun: Fn, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> tuple[tp.Any, ...]:
+    """``args`` with ``kwargs`` moved to the positions of ``fun``'s parameters they name
+    (the transforms map, carry and differentiate arguments by position)."""
+    if not kwargs:
+        return args
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    if bound.kwargs:
+        raise TypeError("keyword arguments could not be resolved to positions")
+    return bound.args
 
 
 def is_variable(x: tp.Any) -> bool:
