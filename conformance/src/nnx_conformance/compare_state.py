@@ -41,6 +41,14 @@ class Outcome:
     warnings: tuple[WarningSeen, ...]
 
 
+@dataclass(frozen=True)
+class Described:
+    """A description made earlier by :func:`describe` (a snapshot of objects that change
+    later): described again, it stays as it is."""
+
+    description: Any
+
+
 def _array(value: Any) -> tuple[Any, ...]:
     if isinstance(value, jax.core.Tracer):
         return ("tracer", str(value.aval))
@@ -65,6 +73,8 @@ class _Describer:
             return (type(obj).__name__, obj)
         if isinstance(obj, (jax.Array, np.ndarray, np.generic)):
             return _array(obj)
+        if isinstance(obj, Described):
+            return obj.description
         if id(obj) in self.seen:
             return ("ref", self.seen[id(obj)])
         self.seen[id(obj)] = len(self.seen)

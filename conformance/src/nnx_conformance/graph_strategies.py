@@ -230,8 +230,6 @@ def graph_recipes(
     return GraphRecipe(root, tuple(aliases))
 
 
-
-
 @dataclass(frozen=True)
 class Mode:
     """How a call picks graph or tree mode and graph updates: by its own ``graph=`` and

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from nnx_conformance.compare_state import assert_same
 
-pytestmark = pytest.mark.area("training")
+pytestmark = pytest.mark.area("training/metrics")
 
 updates = st.lists(
     st.tuples(
