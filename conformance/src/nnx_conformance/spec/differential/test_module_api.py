@@ -1,5 +1,5 @@
 """Parity of the Module API with flax.nnx: sow and perturb inside nnx.capture (drawn
-Variable types, reductions and method outputs), the ``nnx_sow_capture_noop`` flag,
+Variable types and reductions, init perturbations), the ``nnx_sow_capture_noop`` flag,
 train / eval / set_attributes, view / with_attributes / view_info and
 iter_modules / iter_children, in graph and tree mode where they take one."""
 
@@ -101,16 +101,6 @@ def test_capture_with_init_perturbations_gives_flax_gradients(nnx: Any, flax_nnx
             return (y**2).sum()
 
         return jax.grad(loss)(perturbations), block
-
-    assert_same(flax_nnx, nnx, scenario)
-
-
-@pytest.mark.apis("capture")
-@pytest.mark.documented("api module page: capture with method_outputs sows each method's output")
-def test_capture_method_outputs_as_in_flax(nnx: Any, flax_nnx: Any) -> None:
-    def scenario(nnx: Any) -> Any:
-        block = _block(nnx)
-        return nnx.capture(block, nnx.Intermediate, method_outputs=nnx.Intermediate)(X)
 
     assert_same(flax_nnx, nnx, scenario)
 
