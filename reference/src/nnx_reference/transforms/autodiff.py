@@ -177,6 +177,7 @@ def grad(
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.grad``: gradients of graph nodes are States of their Params
     (or of the ``DiffState`` filter); in tree mode they have the argument's type."""
+    trees.reject_bound_method("grad", f)
     _check_tree_mode_argnums("grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates))
 
     def make(fun: tp.Callable) -> tp.Callable:
@@ -209,6 +210,7 @@ def value_and_grad(
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Like :func:`grad`, returning ``(value, grads)`` (``((value, aux), grads)`` with aux)."""
+    trees.reject_bound_method("value_and_grad", f)
     _check_tree_mode_argnums(
         "value_and_grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates)
     )
@@ -324,6 +326,7 @@ def remat(
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.checkpoint``: recompute ``f``'s intermediates in the backward pass."""
+    trees.reject_bound_method("remat", f)
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     def make(fun: tp.Callable) -> tp.Callable:
@@ -481,6 +484,7 @@ def custom_vjp(
     graph_updates: bool | None = None,
 ) -> tp.Any:
     """Lifted ``jax.custom_vjp``: Modules as arguments; define the rule with ``defvjp``."""
+    trees.reject_bound_method("custom_vjp", fun)
     checks.reject_prefix_objects(
         "custom_vjp", nondiff_argnums, DiffState, trees.resolve_mode(graph, graph_updates),
         "nondiff_argnums",

@@ -307,11 +307,7 @@ def jit(
     graph_updates: bool | None = None,
 ) -> JitWrapped | tp.Callable[[trees.Fn], JitWrapped]:
     """Lifted ``jax.jit``: Modules and Variables as arguments, their updates propagated."""
-    if inspect.ismethod(fun):
-        raise ValueError(
-            "nnx.jit does not support bound methods. Use the decorator form @nnx.jit or call "
-            "nnx.jit(MyClass.method)(instance, ...) with the unbound method."
-        )
+    trees.reject_bound_method("jit", fun)
     return trees.decorator_or_call(
         fun,
         lambda f: JitWrapped(
@@ -403,6 +399,7 @@ def shard_map(
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.shard_map``: specs may be ``StateSharding`` for graph nodes."""
+    trees.reject_bound_method("shard_map", f)
     _reject_state_sharding(in_specs, out_specs, graph, graph_updates)
 
     def make(fun: tp.Callable) -> tp.Callable:

@@ -69,6 +69,7 @@ def eval_shape(
     **kwargs: tp.Any,
 ) -> tp.Any:
     """Lifted ``jax.eval_shape``: the output with ``ShapeDtypeStruct`` values; inputs untouched."""
+    trees.reject_bound_method("eval_shape", f)
     lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
     result = jax.eval_shape(_pure("eval_shape", lifted, f), lifted.pure)
     return lift.apply(lifted, result, write=False)
@@ -81,6 +82,7 @@ def checkify(
     graph_updates: bool | None = None,
 ) -> tp.Callable[..., tuple[tp.Any, tp.Any]]:
     """Lifted ``jax.experimental.checkify.checkify``: returns ``(error, output)``."""
+    trees.reject_bound_method("checkify", f)
 
     @functools.wraps(f)
     def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tuple[tp.Any, tp.Any]:

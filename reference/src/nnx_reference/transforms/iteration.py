@@ -123,6 +123,7 @@ def _mapped(
     graph_updates: bool | None,
 ) -> tp.Callable:
     """The shared body of vmap and pmap: lift, map the pure function, apply."""
+    trees.reject_bound_method(name, fun)
     reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
 
     @functools.wraps(fun)

@@ -63,16 +63,21 @@ def scan(
     Graph nodes scanned along an axis have their updated state stacked back on
     it; carried or broadcast (``None``) graph node state is carried.
     """
-
+    trees.reject_bound_method("scan", f)
     reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
     tree_paths = not trees.resolve_mode(graph, graph_updates).graph
     _check_single_carry(in_axes, "in_axes", tree_paths)
     _check_single_carry(out_axes, "out_axes", tree_paths)
+    _check_axes_pair(in_axes, out_axes)
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
             args = trees.positional(fun, args, kwargs)
+            if in_axes is Carry and len(args) != 1:
+                raise ValueError(
+                    f"When in_axes=Carry, the function must take exactly one argument, got {len(args)} arguments."
+                )
             mode = trees.resolve_mode(graph, graph_updates)
             reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
             arg_axes = per_arg(in_axes, args)
@@ -96,6 +101,21 @@ def _check_single_carry(axes: tp.Any, argname: str, tree_mode: bool) -> None:
         raise ValueError(f"Found multiple Carry definitions in {argname}")
     first, second = (argname + jax.tree_util.keystr(p) for p in paths[:2])
     raise ValueError(f"Found multiple Carry definitions at {first} and {second}")
+
+
+def _check_axes_pair(in_axes: tp.Any, out_axes: tp.Any) -> None:
+    """Outputs are never broadcast, and ``Carry`` is on both sides or neither."""
+    for path, leaf in jax.tree_util.tree_flatten_with_path(out_axes, is_leaf=lambda x: x is None)[0]:
+        if leaf is None:
+            raise ValueError(
+                f"Cannot broadcast output state. Got out_axes=None at: out_axes{jax.tree_util.keystr(path)}"
+            )
+    has_carry = [Carry in jax.tree_util.tree_leaves(axes) for axes in (in_axes, out_axes)]
+    if has_carry[0] != has_carry[1]:
+        raise ValueError(
+            "If one of in_axes or out_axes has Carry, the other must also have Carry. "
+            f"Got in_axes={in_axes!r} and out_axes={out_axes!r}"
+        )
 
 
 def _out_carry_index(out: tp.Any, out_axes: tp.Any) -> int | None:

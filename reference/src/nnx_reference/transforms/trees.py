@@ -9,6 +9,7 @@ import jax
 
 from .. import graphlib, variablelib
 from ..filterlib import Filter
+from ..module import Module
 from ..graphlib import resolve_mode  # noqa: F401 (the transforms call it as trees.resolve_mode)
 
 
@@ -29,6 +30,15 @@ def decorator_or_call(f: Fn | Missing, make: tp.Callable[[Fn], R]) -> R | tp.Cal
     if isinstance(f, Missing):
         return make
     return make(f)
+
+
+def reject_bound_method(name: str, fun: tp.Any) -> None:
+    """Raises for a Module's bound method: its Module would escape the transform's lifting."""
+    if inspect.ismethod(fun) and isinstance(fun.__self__, Module):
+        raise ValueError(
+            f"nnx.{name} does not support bound methods. Use the decorator form @nnx.{name} or call "
+            f"nnx.{name}(MyClass.method)(instance, ...) with the unbound method."
+        )
 
 
 def positional(fun: Fn, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> tuple[tp.Any, ...]:
