@@ -377,6 +377,7 @@ class CustomVjp:
 
     def _call_tree(self, args: tuple) -> tp.Any:
         """Without graph updates: ``jax.custom_vjp`` over the arguments as pytrees."""
+        checks.check_no_sharing("custom_vjp", args)
         nums = tuple(a for a in self.nondiff_argnums if isinstance(a, int))
         inner = jax.custom_vjp(self.fun, nondiff_argnums=nums)
         inner.defvjp(self.fwd, self.bwd)

@@ -8,7 +8,7 @@ import typing as tp
 import jax
 from jax.experimental import checkify as checkify_lib
 
-from . import lift, traced, trees
+from . import checks, lift, traced, trees
 from .statics import insert_statics, remove_statics
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
@@ -70,6 +70,8 @@ def eval_shape(
 ) -> tp.Any:
     """Lifted ``jax.eval_shape``: the output with ``ShapeDtypeStruct`` values; inputs untouched."""
     trees.reject_bound_method("eval_shape", f)
+    if not trees.resolve_mode(graph, graph_updates).graph_updates:
+        checks.check_no_sharing("eval_shape", (args, kwargs))
     lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
     result = jax.eval_shape(_pure("eval_shape", lifted, f), lifted.pure)
     return lift.apply(lifted, result, write=False)
