@@ -76,7 +76,10 @@ def partition_spec(names: tp.Any) -> PartitionSpec:
 
 def shard_value(value: tp.Any, out_sharding: tp.Any, mesh: jax.sharding.Mesh | None) -> tp.Any:
     """Places ``value`` according to ``out_sharding`` (Variable creation with eager
-    sharding): on ``mesh`` if given, else on the mesh of the current ``jax.set_mesh``."""
+    sharding): on the mesh of a NamedSharding, on ``mesh`` if given, else on the mesh of
+    the current ``jax.set_mesh``."""
+    if isinstance(out_sharding, NamedSharding):
+        return _place(value, out_sharding, out_sharding.mesh, out_sharding.spec)
     spec = partition_spec(out_sharding)
     target = mesh if mesh is not None else jax.sharding.get_abstract_mesh()
     if target.empty:
@@ -86,8 +89,12 @@ def shard_value(value: tp.Any, out_sharding: tp.Any, mesh: jax.sharding.Mesh | N
             "mesh=... metadata, or turn eager sharding off with "
             "nnx.use_eager_sharding(False)."
         )
-    sharding = NamedSharding(target, spec) if mesh is not None else spec
-    if _all_explicit(target, spec):
+    return _place(value, NamedSharding(target, spec) if mesh is not None else spec, target, spec)
+
+
+def _place(value: tp.Any, sharding: NamedSharding | PartitionSpec, mesh: tp.Any, spec: PartitionSpec) -> tp.Any:
+    """``value`` resharded (Explicit mesh axes) or constrained (Auto ones) to ``sharding``."""
+    if _all_explicit(mesh, spec):
         return jax.sharding.reshard(value, sharding)
     return jax.lax.with_sharding_constraint(value, sharding)
 

@@ -326,10 +326,20 @@ def capture(
             items = _remove_captures(modules)
         if not collected:
             return result
-        states = [from_flat_state(FlatState((p, v) for p, v in items if type(v) is t)) for t in collected]
-        return (result, *states)
+        return (result, *_sort_captured(items, collected))
 
     return wrapper
+
+
+def _sort_captured(items: list[tuple[PathParts, Variable[tp.Any]]], collected: tuple[type, ...]) -> list[State]:
+    """One State per captured type. Values of a captured type (not those only seeded by
+    ``init``) go to the first type they are an instance of, as filters match: a
+    Perturbation lands with Intermediate when that comes first."""
+    groups: list[list[tuple[PathParts, Variable[tp.Any]]]] = [[] for _ in collected]
+    for path, value in items:
+        if type(value) in collected:
+            groups[next(i for i, t in enumerate(collected) if isinstance(value, t))].append((path, value))
+    return [from_flat_state(FlatState(group)) for group in groups]
 
 
 def _install_captures(

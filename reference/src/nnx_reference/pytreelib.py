@@ -110,17 +110,19 @@ def has_data(value: tp.Any, /) -> list[tp.Any]:
 
 
 def check_pytree(pytree: tp.Any) -> None:
-    """Checks that every Pytree in ``pytree`` keeps data out of its static attributes."""
-    for node in jax.tree.leaves(pytree, is_leaf=lambda x: isinstance(x, Pytree)):
-        if not isinstance(node, Pytree):
+    """Checks that ``pytree`` is a Pytree (``TypeError``) and that every Pytree in it keeps
+    data out of its static attributes (``ValueError``)."""
+    if not isinstance(pytree, Pytree):
+        raise TypeError(f"Expected a Pytree, got {type(pytree)}.")
+    for name, value in vars(pytree).items():
+        if name == NODES or pytree._pytree__nodes.get(name, True):
             continue
-        for name, value in vars(node).items():
-            if name == NODES or node._pytree__nodes.get(name, True):
-                continue
-            found = has_data(value)
-            if found and type(node)._pytree__is_pytree:
-                raise ValueError(_static_with_data_message(node, name, value, found))
-            check_pytree(value)
+        found = has_data(value)
+        if found and type(pytree)._pytree__is_pytree:
+            raise ValueError(_static_with_data_message(pytree, name, value, found))
+    for node in jax.tree.leaves(pytree, is_leaf=lambda x: isinstance(x, Pytree) and x is not pytree):
+        if isinstance(node, Pytree) and node is not pytree:
+            check_pytree(node)
 
 
 def _sort_key(key: tp.Any) -> tuple[bool, tp.Any]:

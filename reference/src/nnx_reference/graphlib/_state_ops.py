@@ -116,7 +116,7 @@ def pop(node: tp.Any, *filters: tp.Any) -> tp.Any:
             for key in path[:-1]:
                 parent = child(parent, key)
             if isinstance(parent, Pytree):
-                delattr(parent, path[-1]) if isinstance(path[-1], str) else parent.__dict__.pop(path[-1])
+                delattr(parent, str(path[-1]))  # an nnx.List's items are not attributes: AttributeError
             else:
                 del parent[path[-1]]
     return _group([from_flat_state(g) for g in groups], filters)
