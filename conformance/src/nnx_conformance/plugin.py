@@ -279,5 +279,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         write(line)
     artifacts.finish(suite, built, terminalreporter)
     if suite.settings.report is not None:
-        markdown = report.write(built, suite.settings.report)
+        markdown = suite.write_report(final=True, built=built)
         write(f"report: {suite.settings.report} and {markdown}")

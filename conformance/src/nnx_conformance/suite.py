@@ -6,6 +6,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,9 @@ class Suite:
     run_dir: Path | None = None  # the xdist controller's folder for its workers' page claims
     _yardstick: Yardstick | str | None = None
     _written: float = 0.0  # when the report was last written while the run goes
+    _pending: threading.Timer | None = None  # a progress write put off until the interval has passed
+    _writing: threading.RLock = field(default_factory=threading.RLock)  # re-entered by the SIGTERM handler
+    _final: bool = False  # the final report is written: no progress write may replace it
 
     @classmethod
     def start(cls, config: pytest.Config) -> Suite:
@@ -181,14 +185,28 @@ class Suite:
         return report.build(self.outcomes, self.impl.name, self.versions(), device,
                             complete=complete, collected=self.collected, error=self.error)
 
-    def write_report(self, final: bool) -> Path | None:
-        """Write the JSON and Markdown reports if asked for; the Markdown path."""
+    def write_report(self, final: bool, built: dict[str, Any] | None = None) -> Path | None:
+        """Write the JSON and Markdown reports if asked for (``built``, or the report as it stands);
+        the Markdown path. Once the final report is written, progress writes do nothing."""
         if self.settings.report is None:
             return None
-        self._written = time.monotonic()
-        return report.write(self.build_report(final), self.settings.report)
+        with self._writing:
+            if self._final:
+                return None
+            if final and self._pending is not None:
+                self._pending.cancel()
+            self._final = final
+            self._written = time.monotonic()
+            return report.write(built if built is not None else self.build_report(final), self.settings.report)
 
     def write_progress(self) -> None:
-        """Write the report marked incomplete, at most every :data:`PROGRESS_INTERVAL` seconds."""
-        if time.monotonic() - self._written >= PROGRESS_INTERVAL:
+        """Write the report marked incomplete: now, or once :data:`PROGRESS_INTERVAL` seconds have
+        passed since the last write, so that a test that then runs for long leaves its predecessors
+        on disk."""
+        wait = PROGRESS_INTERVAL - (time.monotonic() - self._written)
+        if wait <= 0:
             self.write_report(final=False)
+        elif self._pending is None or not self._pending.is_alive():
+            self._pending = threading.Timer(wait, self.write_report, kwargs={"final": False})
+            self._pending.daemon = True
+            self._pending.start()
