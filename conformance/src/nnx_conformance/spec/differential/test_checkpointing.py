@@ -107,17 +107,6 @@ WRITER_READER = pytest.mark.parametrize(
 )
 
 
-@pytest.mark.apis("eval_shape", "split", "merge", "State")
-@pytest.mark.parametrize("model", sorted(MODELS))
-@WRITER_READER
-def test_a_checkpoint_restores_into_an_abstract_model_bit_for_bit(
-    nnx: Any, flax_nnx: Any, tmp_path: Path, model: str, writer: str, reader: str
-) -> None:
-    sides = _sides(nnx, flax_nnx)
-    written = sides[writer].run(_standard_write, MODELS[model], tmp_path / "state", catch=False)
-    restored = sides[reader].run(_restore_into_eval_shape, MODELS[model], tmp_path / "state", catch=False)
-    difference = _difference(written, restored)
-    assert difference is None, f"{model} written by {writer}, restored by {reader}: {difference}"
 
 
 def _on_disk(nnx: Any, build: Build, directory: Path) -> list[tuple[str, str, np.ndarray]]:
@@ -159,17 +148,26 @@ def _pure_dict_restore(nnx: Any, build: Build, directory: Path) -> Saved:
     return _saved(nnx, nnx.state(nnx.merge(graphdef, abstract_state)))
 
 
-@pytest.mark.apis("to_pure_dict", "restore_int_paths", "replace_by_pure_dict")
+ROUTES = {
+    "a State restored into an eval_shape model": (_standard_write, _restore_into_eval_shape),
+    "a pure dict restored through replace_by_pure_dict": (_pure_dict_write, _pure_dict_restore),
+}
+"""The ways the checkpointing guide saves a model and restores it: (write, restore)."""
+
+
+@pytest.mark.apis("eval_shape", "split", "merge", "State", "to_pure_dict", "restore_int_paths", "replace_by_pure_dict")
+@pytest.mark.parametrize("route", sorted(ROUTES))
 @pytest.mark.parametrize("model", sorted(MODELS))
 @WRITER_READER
-def test_a_pure_dict_checkpoint_restores_through_replace_by_pure_dict(
-    nnx: Any, flax_nnx: Any, tmp_path: Path, model: str, writer: str, reader: str
+def test_a_checkpoint_restores_bit_for_bit_across_implementations(
+    nnx: Any, flax_nnx: Any, tmp_path: Path, route: str, model: str, writer: str, reader: str
 ) -> None:
     sides = _sides(nnx, flax_nnx)
-    written = sides[writer].run(_pure_dict_write, MODELS[model], tmp_path / "pure_dict", catch=False)
-    restored = sides[reader].run(_pure_dict_restore, MODELS[model], tmp_path / "pure_dict", catch=False)
+    write, restore = ROUTES[route]
+    written = sides[writer].run(write, MODELS[model], tmp_path / "checkpoint", catch=False)
+    restored = sides[reader].run(restore, MODELS[model], tmp_path / "checkpoint", catch=False)
     difference = _difference(written, restored)
-    assert difference is None, f"{model} as a pure dict written by {writer}, restored by {reader}: {difference}"
+    assert difference is None, f"{model} as {route}, written by {writer}, restored by {reader}: {difference}"
 
 
 def _mesh() -> jax.sharding.Mesh:
