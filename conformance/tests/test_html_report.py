@@ -80,3 +80,5 @@ def test_the_page_loads_without_console_errors_and_shows_the_json_counts(page: t
     assert "3 of 4 tests shown" in run.stdout, "passed tests are hidden at first"
     assert "&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;" in run.stdout, "a failure's message is shown as text"
     assert "repro/guide_g_cell_1" in run.stdout, "a failure names its reproduction"
+    names = len(report["coverage"]["names"])
+    assert f"1 of {names} public names have a passing behavioural test" in run.stdout, "the page shows API coverage"

@@ -17,7 +17,7 @@ import pytest
 
 from hypothesis import settings as hypothesis_settings
 
-from . import artifacts, devices, hypothesis_profiles, isolation, report, scheduling, settings
+from . import artifacts, coverage, coverage_summary, devices, hypothesis_profiles, isolation, report, scheduling, settings
 from .impl import ImplProxy, MissingName, Yardstick
 from .items import DOCS_MODULE, in_suite, in_suite_nodeid
 from .report import RunError
@@ -97,6 +97,7 @@ _XDIST_HOOKS = "nnx-conformance-xdist"
 def pytest_addoption(parser: pytest.Parser) -> None:
     settings.add_options(parser)
     artifacts.add_options(parser)
+    coverage.add_options(parser)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's pytest_configure reads the distribution mode
@@ -110,6 +111,8 @@ def pytest_configure(config: pytest.Config) -> None:
     suite = Suite.start(config)
     config.stash[KEY] = suite
     config.pluginmanager.register(suite.outcomes, "nnx-conformance-outcomes")
+    if suite.impl.module is not None:
+        suite.recorder, suite.api_coverage = coverage.start(config, suite.impl.module)
     if hasattr(config, "workerinput"):
         return
     config.pluginmanager.register(CollectionErrors(suite), "nnx-conformance-collection")
@@ -130,6 +133,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     suite = _suite(config)
     if suite is not None:
         suite.stop()
+        coverage.stop(config, suite.recorder)
         for name in ("nnx-conformance-outcomes", "nnx-conformance-collection", _XDIST_HOOKS):
             plugin = config.pluginmanager.get_plugin(name)
             if plugin is not None:
@@ -275,7 +279,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     built = suite.build_report()
     terminalreporter.section(f"NNX conformance: {suite.impl.name} on {built['device']}")
-    for line in report.render_text(built):
+    for line in [*report.render_text(built), *coverage_summary.text_lines(built)]:
         write(line)
     artifacts.finish(suite, built, terminalreporter)
     if suite.settings.report is not None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from .coverage_summary import markdown_lines as coverage_markdown_lines
 from .items import ItemInfo, describe_nodeid, in_suite_nodeid
 
 COUNTS = ("passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects", "not_run")
@@ -128,11 +129,13 @@ def _count(results: list[ItemResult]) -> dict[str, int]:
 
 
 def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device: str, *,
-          complete: bool, collected: int | None, error: RunError | None = None) -> dict[str, Any]:
+          complete: bool, collected: int | None, error: RunError | None = None,
+          coverage: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report dictionary that is written as JSON.
 
     ``complete`` is false for a report written while the run goes, or for a run that
     stopped before every collected test (``collected``, when known) had an outcome.
+    ``coverage`` is the API coverage section (see ``coverage_summary``), when recorded.
     """
     results = [result for result in outcomes.results.values() if result.outcome is not None]
     areas: dict[str, list[ItemResult]] = {}
@@ -161,6 +164,7 @@ def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device
             }
             for r in results
         ],
+        **({} if coverage is None else {"coverage": coverage}),
     }
 
 
@@ -205,6 +209,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if failed:
         lines += ["", "## Failures", ""]
         lines += [f"- `{t['id']}` ({t['outcome']}): {t['message'].splitlines()[0] if t['message'] else ''}" for t in failed]
+    lines += coverage_markdown_lines(report)
     return "\n".join(lines) + "\n"
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from . import devices, expectations, report
+from . import coverage, coverage_summary, devices, expectations, report
 from .docsuite import DocSuite, page_problems
 from .impl import FLAX_NNX, ImportAlias, Implementation, Yardstick
 from .isolation import RUN_DIR_KEY, PageClaims
@@ -64,6 +64,8 @@ class Suite:
     error: RunError | None = None  # a run-level error: no test runs
     collected: int | None = None  # tests the run collected (None until known)
     run_dir: Path | None = None  # the xdist controller's folder for its workers' page claims
+    recorder: coverage.Recorder | None = None  # watches the public API where tests run
+    api_coverage: coverage.Collected | None = None  # what the tests exercised, where the report is built
     _yardstick: Yardstick | str | None = None
     _written: float = 0.0  # when the report was last written while the run goes
     _pending: threading.Timer | None = None  # a progress write put off until the interval has passed
@@ -182,8 +184,9 @@ class Suite:
             device = f"unknown ({exc!r})"
         finished = self.outcomes.finished()
         complete = final and (self.error is not None or (self.collected is not None and finished >= self.collected))
+        covered = None if self.api_coverage is None else coverage_summary.summarize(self.api_coverage, self.outcomes.results)
         return report.build(self.outcomes, self.impl.name, self.versions(), device,
-                            complete=complete, collected=self.collected, error=self.error)
+                            complete=complete, collected=self.collected, error=self.error, coverage=covered)
 
     def write_report(self, final: bool, built: dict[str, Any] | None = None) -> Path | None:
         """Write the JSON and Markdown reports if asked for (``built``, or the report as it stands);
