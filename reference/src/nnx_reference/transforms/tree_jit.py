@@ -88,12 +88,15 @@ def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
 
 def _guarded_recorder(nodes: list[tp.Any]) -> tp.Callable[[tp.Any], None]:
     """An ``is_leaf`` that appends each node to ``nodes`` and stops at a Pytree seen before."""
-    pytrees: dict[int, Pytree] = {}
+    pytrees: set[int] = set()
 
     def record(x: tp.Any) -> None:
         nodes.append(x)
-        if isinstance(x, Pytree) and (pytrees.setdefault(id(x), x) is not x or not x._pytree__is_pytree):
-            raise NotHandled
+        if isinstance(x, Pytree):
+            seen = len(pytrees)
+            pytrees.add(id(x))
+            if len(pytrees) == seen or not x._pytree__is_pytree:
+                raise NotHandled
 
     return record
 

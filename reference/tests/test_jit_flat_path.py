@@ -1,8 +1,9 @@
-"""``nnx.jit`` keeps what it caches bounded: one compiled plan per argument structure,
-keyed by structure alone, never holding the objects it was called with.
+"""The flat-leaf path of ``nnx.jit`` (``transforms/tree_jit.py``): bounded caches, one
+trace per structure, and the graphs it must leave to the general path.
 
 Counts, never timings: after many calls the caches hold as many entries as there
-were structures, and the models called are freed once the caller drops them.
+were structures (one compiled plan per argument structure, keyed by structure alone),
+and the models called are freed once the caller drops them.
 """
 
 from __future__ import annotations
@@ -72,3 +73,16 @@ def test_a_structure_change_inside_graph_mode_is_traced_once() -> None:
         jitted(model)
         assert isinstance(model.extra, nnx.Param), "the attribute added inside nnx.jit did not reach the caller"
     assert len(traces) == 1, f"a function that adds an attribute was traced {len(traces)} times in 3 calls"
+
+
+def test_a_graph_with_a_cycle_goes_to_the_general_path() -> None:
+    class Node(nnx.Module):
+        def __init__(self) -> None:
+            self.w = nnx.Param(jnp.ones(2))
+
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    jitted = nnx.jit(lambda node: node.other.w[...] + node.other.other.w[...])
+    total = jitted(first)
+    assert total.tolist() == [2.0, 2.0], f"a cyclic graph through nnx.jit gave {total}, expected [2.0, 2.0]"
+    assert jitted.jitted_fn._cache_size() == 1, "the cyclic graph did not go to the general path"
