@@ -15,12 +15,13 @@ over a list of dicts of arrays. Cases:
 * an ``nnx.Optimizer`` (adam) step under ``nnx.jit`` on a small MLP;
 * ``nnx.scan`` over 12 stacked layers: a call, and how often the body is traced per call.
 
-    JAX_PLATFORMS=cpu python tools/bench.py [--rounds 100]
+    JAX_PLATFORMS=cpu python tools/bench.py [--rounds 50]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import statistics
 import time
@@ -252,15 +253,28 @@ def collect() -> tuple[Cases, list[str]]:
 
 
 def medians_interleaved(calls: dict[tuple[Row, str], Call], rounds: int) -> dict[tuple[Row, str], float]:
-    """Median seconds per call of each case, every case called once per round, in turn."""
+    """Median seconds per call of each case, every case called once per round, in turn.
+
+    The garbage collector runs between rounds, not while a case is timed: the large
+    graphs would otherwise make it charge the same cases with long pauses every round.
+    Each round starts one case further on, so that no case is always the first after
+    a collection.
+    """
     for call in calls.values():
         jax.block_until_ready(call())  # compile
     samples: dict[tuple[Row, str], list[float]] = {key: [] for key in calls}
-    for _ in range(rounds):
-        for key, call in calls.items():
-            start = time.perf_counter()
-            jax.block_until_ready(call())
-            samples[key].append(time.perf_counter() - start)
+    order = list(calls.items())
+    gc.disable()
+    try:
+        for round_ in range(rounds):
+            shift = round_ % len(order)
+            for key, call in order[shift:] + order[:shift]:
+                start = time.perf_counter()
+                jax.block_until_ready(call())
+                samples[key].append(time.perf_counter() - start)
+            gc.collect()
+    finally:
+        gc.enable()
     return {key: statistics.median(times) for key, times in samples.items()}
 
 
@@ -298,7 +312,7 @@ def table(cases: Cases, cells: dict[tuple[Row, str], float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=50)
     args = parser.parse_args()
     cases, notes = collect()
     medians = medians_interleaved(cases.calls, args.rounds)
