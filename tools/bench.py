@@ -1,10 +1,13 @@
 """Overhead of NNX next to raw ``jax.jit``: both implementations and Equinox, one interleaved run.
 
-Every timed case is a call of no arguments; each round calls every case once, in
-turn, so that a slow spell of a shared machine falls on every case alike, and the
-median over the rounds is kept. Every figure is a ratio to the median of one unit
-case: ``jax.jit`` of a pure-JAX MLP of 100 ``x @ kernel + bias`` layers (4 x 4)
-over a list of dicts of arrays. Cases:
+Every timed case is a call of no arguments, timed until everything it returns is
+ready (a call that updates a model returns the model too, so that the writes it left
+running are not charged to the next case); each round calls every case in turn
+(twice, timing the second call: see :func:`medians_interleaved`), so that a slow
+spell of a shared machine falls on every case alike, and the median over the rounds
+is kept. Every figure is a ratio to the median of one unit case: ``jax.jit`` of a
+pure-JAX MLP of 100 ``x @ kernel + bias`` layers (4 x 4) over a list of dicts of
+arrays. Cases:
 
 * per call: the same 100-layer MLP as ``nnx.Linear`` layers through ``jax.jit``
   over ``nnx.split``'s state, ``nnx.jit`` in graph mode (with graph updates, the
@@ -15,7 +18,7 @@ over a list of dicts of arrays. Cases:
 * an ``nnx.Optimizer`` (adam) step under ``nnx.jit`` on a small MLP;
 * ``nnx.scan`` over 12 stacked layers: a call, and how often the body is traced per call.
 
-    JAX_PLATFORMS=cpu python tools/bench.py [--rounds 50]
+    JAX_PLATFORMS=cpu python tools/bench.py [--rounds 30]
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ Call = tp.Callable[[], tp.Any]
 
 
 class Row(tp.NamedTuple):
-    """One line of the table: a section, a label, and each column's case (or figure)."""
+    """One line of the table: its section and its label."""
 
     section: str
     label: str
@@ -174,7 +177,7 @@ def _optimizer(cases: Cases, name: str, nnx: types.ModuleType) -> None:
         optimizer.update(model, grads)
         return value
 
-    cases.add(OPTIMIZER, name, lambda: step(model, optimizer, x))
+    cases.add(OPTIMIZER, name, lambda: (step(model, optimizer, x), model, optimizer))
 
 
 def _scan(cases: Cases, name: str, nnx: types.ModuleType) -> None:
@@ -197,7 +200,7 @@ def _scan(cases: Cases, name: str, nnx: types.ModuleType) -> None:
     for _ in range(calls):
         jax.block_until_ready(forward(x, layers))
     cases.count(SCAN_TRACES, name, len(traces) / calls)
-    cases.add(SCAN_CALL, name, lambda: forward(x, layers))
+    cases.add(SCAN_CALL, name, lambda: (forward(x, layers), layers))
 
 
 def _equinox(cases: Cases) -> None:
@@ -258,7 +261,9 @@ def medians_interleaved(calls: dict[tuple[Row, str], Call], rounds: int) -> dict
     The garbage collector runs between rounds, not while a case is timed: the large
     graphs would otherwise make it charge the same cases with long pauses every round.
     Each round starts one case further on, so that no case is always the first after
-    a collection.
+    a collection, and calls each case twice, timing the second call: the first call
+    after a case that handled a large graph is slowed by its aftermath (in JAX's
+    dispatch, whichever the case), and what is measured is a call in steady state.
     """
     for call in calls.values():
         jax.block_until_ready(call())  # compile
@@ -269,6 +274,7 @@ def medians_interleaved(calls: dict[tuple[Row, str], Call], rounds: int) -> dict
         for round_ in range(rounds):
             shift = round_ % len(order)
             for key, call in order[shift:] + order[:shift]:
+                jax.block_until_ready(call())  # the first call after another case pays for its aftermath
                 start = time.perf_counter()
                 jax.block_until_ready(call())
                 samples[key].append(time.perf_counter() - start)
@@ -312,7 +318,7 @@ def table(cases: Cases, cells: dict[tuple[Row, str], float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     cases, notes = collect()
     medians = medians_interleaved(cases.calls, args.rounds)
