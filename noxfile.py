@@ -343,9 +343,10 @@ def parity(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def bench(session: nox.Session) -> None:
-    """Per-call overhead of nnx.jit against raw jax.jit, for both implementations in one run."""
+    """Overhead of both implementations (and of Equinox, installed for this alone) next to raw jax.jit, one run."""
     python = _both_venv(session)
-    session.run(str(python), str(ROOT / "tools" / "bench_jit.py"), *session.posargs,
+    session.run(str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), "equinox", external=True)
+    session.run(str(python), str(ROOT / "tools" / "bench.py"), *session.posargs,
                 external=True, env={"JAX_PLATFORMS": "cpu"})
 
 

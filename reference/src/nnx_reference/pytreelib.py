@@ -15,6 +15,7 @@ keys first, as ``nnx.List`` uses them), each under ``GetAttrKey(name)`` (or
 from __future__ import annotations
 
 import dataclasses
+import operator
 import threading
 import typing as tp
 import warnings
@@ -397,42 +398,59 @@ def _variables_comment(node: Pytree) -> str:
     return ", ".join(parts)
 
 
-@dataclasses.dataclass(frozen=True)
+def _getter(keys: tuple[tp.Any, ...]) -> tp.Callable[[dict[tp.Any, tp.Any]], tuple[tp.Any, ...]]:
+    """A function of a dict returning the values at ``keys`` as a tuple (one C call)."""
+    if not keys:
+        return lambda values: ()
+    if len(keys) == 1:
+        key = keys[0]
+        return lambda values: (values[key],)
+    return operator.itemgetter(*keys)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class _Layout:
-    """An attribute layout: the keys sorted as flax orders them, with whether each is data."""
+    """An attribute layout: the keys sorted as flax orders them, with whether each is data,
+    and getters of the data and static values (flattening runs on every transform call)."""
 
     data_keys: tuple[tp.Any, ...]
     static_keys: tuple[tp.Any, ...]
     keys: tuple[tuple[tp.Any, bool], ...]
+    data_values: tp.Callable[[dict[tp.Any, tp.Any]], tuple[tp.Any, ...]]
+    static_values: tp.Callable[[dict[tp.Any, tp.Any]], tuple[tp.Any, ...]]
 
 
-_LAYOUTS: dict[tuple[tp.Any, ...], _Layout] = {}
-"""The layout of each combination of attribute names and data flags seen (flattening runs
-on every transform call, and the Modules of a model share a few layouts)."""
+_LAYOUTS: dict[tuple[tp.Any, ...], list[tuple[dict[tp.Any, bool], _Layout]]] = {}
+"""The layouts seen, by the attribute names of an instance dict, each with the data flags
+it was made for (the Modules of a model share a few layouts)."""
 
 
 def attribute_layout(node: Pytree) -> _Layout:
     """The sorted data and static attribute keys of ``node`` (internal ones left out)."""
     values = node.__dict__
     nodes = node._pytree__nodes
-    signature = (tuple(values), tuple(nodes.items()))
-    found = _LAYOUTS.get(signature)
-    if found is None:
+    names = tuple(values)
+    known = _LAYOUTS.get(names)
+    if known is None:
         if len(_LAYOUTS) > 4096:
             _LAYOUTS.clear()
-        keys = sorted((k for k in values if not _is_internal(k)), key=_sort_key)
-        flagged = tuple((k, nodes.get(k, False)) for k in keys)
-        found = _LAYOUTS[signature] = _Layout(
-            tuple(k for k, data in flagged if data), tuple(k for k, data in flagged if not data), flagged
-        )
+        known = _LAYOUTS[names] = []
+    for flags, found in known:
+        if flags == nodes:
+            return found
+    keys = sorted((k for k in values if not _is_internal(k)), key=_sort_key)
+    flagged = tuple((k, nodes.get(k, False)) for k in keys)
+    data_keys = tuple(k for k, data in flagged if data)
+    static_keys = tuple(k for k, data in flagged if not data)
+    found = _Layout(data_keys, static_keys, flagged, _getter(data_keys), _getter(static_keys))
+    known.append((dict(nodes), found))
     return found
 
 
 def _partition(node: Pytree) -> tuple[tuple[tp.Any, ...], tuple[tuple[tp.Any, tp.Any], ...]]:
     """The keys of the data attributes and the static ``(key, value)`` pairs, each sorted."""
     found = attribute_layout(node)
-    values = node.__dict__
-    return found.data_keys, tuple([(key, values[key]) for key in found.static_keys])
+    return found.data_keys, tuple(zip(found.static_keys, found.static_values(node.__dict__)))
 
 
 def _flatten_with_keys(node: Pytree) -> tuple[list[tuple[tp.Any, tp.Any]], tp.Any]:
@@ -441,10 +459,11 @@ def _flatten_with_keys(node: Pytree) -> tuple[list[tuple[tp.Any, tp.Any]], tp.An
     return [(_jax_key(k), values[k]) for k in keys], (keys, statics)
 
 
-def _flatten(node: Pytree) -> tuple[list[tp.Any], tp.Any]:
-    keys, statics = _partition(node)
+def _flatten(node: Pytree) -> tuple[tuple[tp.Any, ...], tp.Any]:
+    found = attribute_layout(node)
     values = node.__dict__
-    return [values[k] for k in keys], (keys, statics)
+    statics = tuple(zip(found.static_keys, found.static_values(values)))
+    return found.data_values(values), (found.data_keys, statics)
 
 
 def _unflatten(cls: type[Pytree], aux: tp.Any, children: tp.Iterable[tp.Any]) -> Pytree:

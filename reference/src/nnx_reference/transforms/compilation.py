@@ -229,9 +229,10 @@ class JitWrapped:
         return jitted
 
     def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        if self.plain and not trees.resolve_mode(self.graph, self.graph_updates).graph:
+        if self.plain:
+            mode = trees.resolve_mode(self.graph, self.graph_updates)
             dynamic = remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
-            handled, out = self._tree_jit.call(*dynamic)
+            handled, out = self._tree_jit.call(*dynamic, mode)
             if handled:
                 return out
         lifted, jitted, call_args = self._prepare(args, kwargs)

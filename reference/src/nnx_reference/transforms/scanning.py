@@ -14,9 +14,12 @@ import typing as tp
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from .. import reprlib
 from . import checks, lift, trees
 from .iteration import Carry, expand_axes, is_scanned, per_arg, reject_state_axes
+from .traced import pure_function
 
 __all__ = ["scan"]
 
@@ -209,14 +212,32 @@ class _ScanPlan:
         return trees.Layout(current[: self.n_leaves], current[self.n_leaves :])
 
 
+@dataclasses.dataclass(frozen=True)
+class _TraceInfo:
+    """What tracing the body found out about its output, for the reassembly after the
+    scan (a pytree without leaves: a jitted scan returns it, and JAX caches it with the trace)."""
+
+    static: lift.OutStatic
+    out_treedef: jax.tree_util.PyTreeDef
+    out_prefixes: tuple[tp.Any, ...]
+    restore: bool  # tree mode: the carry returned the inputs' own Variables
+
+
+jax.tree_util.register_static(_TraceInfo)
+
+
 @dataclasses.dataclass
 class _Traced:
-    """What tracing the body found out about its output, for the reassembly after the scan."""
+    """Filled while the body is traced; :meth:`info` is what it found."""
 
     static: lift.OutStatic = dataclasses.field(default_factory=lift.OutStatic)
     out_treedef: jax.tree_util.PyTreeDef | None = None
     out_prefixes: list[tp.Any] = dataclasses.field(default_factory=list)
-    restore: bool = False  # tree mode: the carry returned the inputs' own Variables
+    restore: bool = False
+
+    def info(self) -> _TraceInfo:
+        assert self.out_treedef is not None, "the scan body was traced"
+        return _TraceInfo(self.static, self.out_treedef, tuple(self.out_prefixes), self.restore)
 
 
 _ScanBody = tp.Callable[[list[tp.Any], list[tp.Any]], tuple[list[tp.Any], tuple[list[tp.Any], list[tp.Any]]]]
@@ -224,7 +245,7 @@ _ScanBody = tp.Callable[[list[tp.Any], list[tp.Any]], tuple[list[tp.Any], tuple[
 
 def _scan_body(
     fun: tp.Callable[..., tp.Any],
-    lifted: lift.Lifted,
+    static: lift.InStatic,
     plan: _ScanPlan,
     carry_arg: int | None,
     out_axes: tp.Any,
@@ -232,17 +253,17 @@ def _scan_body(
 ) -> _ScanBody:
     """The function ``jax.lax.scan`` runs: ``(carry, x) -> (carry, (user ys, input state ys))``."""
     jax_out = trees.out_prefix_for_jax(out_axes, expand_axes)
-    tree_carry = carry_arg if not lifted.static.graph else None
+    tree_carry = carry_arg if not static.graph else None
     is_object = set(plan.objects)
 
     def body(carry: list[tp.Any], x: list[tp.Any]) -> tuple[list[tp.Any], tuple[list[tp.Any], list[tp.Any]]]:
-        entered = lift.enter(lifted.static, plan.pure(carry, x))
+        entered = lift.enter(static, plan.pure(carry, x))
         out = fun(*entered.args)
         if tree_carry is not None:
             marked = _mark_carried_variables(entered.args[tree_carry], out, out_axes, entered.objects)
             traced.restore = marked is not out
             out = marked
-        result = lift.exit("scan", lifted.static, entered, out, out_axes, expand_axes, carry_arg=tree_carry)
+        result = lift.exit("scan", static, entered, out, out_axes, expand_axes, carry_arg=tree_carry)
         out_leaves, traced.out_treedef = jax.tree_util.tree_flatten(result.out_tree)
         traced.out_prefixes = trees.broadcast_prefix(jax_out, result.out_tree, lambda _: False)
         traced.static = result.static
@@ -268,7 +289,7 @@ def _scan_body(
 
 
 def _reassemble(
-    plan: _ScanPlan, traced: _Traced, final_carry: list[tp.Any], user_ys: list[tp.Any], state_ys: list[tp.Any]
+    plan: _ScanPlan, traced: _TraceInfo, final_carry: list[tp.Any], user_ys: list[tp.Any], state_ys: list[tp.Any]
 ) -> lift.Result:
     """The scan's outputs as one call's :class:`lift.Result`: the final carry and the
     stacked slices put back where the plan took them from, scanned axes moved back."""
@@ -287,8 +308,80 @@ def _reassemble(
     out_leaves = [
         next(carry_iter) if p is Carry else _move(next(ys_iter), 0, p) for p in traced.out_prefixes
     ]
-    assert traced.out_treedef is not None, "the scan body was traced"
     return lift.Result(traced.static, in_part, jax.tree_util.tree_unflatten(traced.out_treedef, out_leaves))
+
+
+class _LoopOptions(tp.NamedTuple):
+    """The options of ``jax.lax.scan`` that a scan passes on."""
+
+    length: int | None
+    reverse: bool
+    unroll: int | bool
+    split_transpose: bool
+
+
+class _Scanned(tp.NamedTuple):
+    """What one scan returns: the final carry, the stacked outputs, and what tracing found."""
+
+    final_carry: list[tp.Any]
+    user_ys: list[tp.Any]
+    state_ys: list[tp.Any]
+    info: _TraceInfo
+
+
+def _is_dynamic(value: tp.Any) -> bool:
+    """Whether a closed-over item travels as an argument of the jitted scan: all its leaves are arrays."""
+    leaves = jax.tree_util.tree_leaves(value)
+    return all(isinstance(leaf, (jax.Array, np.ndarray)) for leaf in leaves)
+
+
+def _scan_function(
+    fun: tp.Callable[..., tp.Any],
+    static: lift.InStatic,
+    plan: _ScanPlan,
+    carry_arg: int | None,
+    out_axes: tp.Any,
+    options: _LoopOptions,
+) -> tuple[tp.Callable[[list[tp.Any]], _Scanned], list[tp.Any]]:
+    """The function running the scan, and its arguments (the plan's dynamic items).
+
+    It is jitted and kept per user function and structure (see :mod:`traced`), so the
+    body is traced once per structure; where the structure cannot key a cache (an
+    unhashable static item, a graph object among the static items, a Ref) it is built
+    afresh and runs unjitted.
+    """
+    carried_or_scanned = {*plan.carried, *plan.scanned}
+    dynamic = tuple(i for i, v in enumerate(plan.values) if i in carried_or_scanned or _is_dynamic(v))
+    skeleton = [None if i in dynamic else v for i, v in enumerate(plan.values)]
+
+    def build(call: tp.Callable[..., tp.Any]) -> tp.Callable[[list[tp.Any]], _Scanned]:
+        def run(items: list[tp.Any]) -> _Scanned:
+            values = list(skeleton)
+            for i, v in zip(dynamic, items):
+                values[i] = v
+            step_plan = dataclasses.replace(plan, values=values)
+            traced = _Traced()
+            body = _scan_body(call, static, step_plan, carry_arg, out_axes, traced)
+            final_carry, (user_ys, state_ys) = jax.lax.scan(
+                body, step_plan.carry_init(), step_plan.xs(), length=options.length, reverse=options.reverse,
+                unroll=options.unroll, _split_transpose=options.split_transpose,
+            )
+            return _Scanned(final_carry, user_ys, state_ys, traced.info())
+
+        return run
+
+    items = [plan.values[i] for i in dynamic]
+    out_leaves, out_treedef = jax.tree_util.tree_flatten(out_axes)
+    key = (static, tuple(plan.prefixes), plan.n_leaves, plan.objects, dynamic, tuple(skeleton), carry_arg,
+           tuple(out_leaves), out_treedef, options)
+    try:
+        hash(key)
+    except TypeError:
+        return build(fun), items
+    held = jax.tree_util.tree_leaves(skeleton, is_leaf=trees.is_object)
+    if any(map(trees.is_object, held)) or any(map(reprlib.is_ref, jax.tree_util.tree_leaves(plan.values))):
+        return build(fun), items  # a cache would hold the objects, or JAX would get Refs
+    return pure_function(fun, key, lambda call: jax.jit(build(call))), items
 
 
 def _run_scan(
@@ -303,14 +396,11 @@ def _run_scan(
 ) -> tp.Any:
     """Runs ``jax.lax.scan`` over the lifted inputs: plan, build the body, scan, reassemble, apply."""
     plan = _ScanPlan.of(lifted)
-    traced = _Traced()
-    body = _scan_body(fun, lifted, plan, carry_arg, out_axes, traced)
-    final_carry, (user_ys, state_ys) = jax.lax.scan(
-        body, plan.carry_init(), plan.xs(), length=length, reverse=reverse, unroll=unroll,
-        _split_transpose=split_transpose,
-    )
-    out = lift.apply(lifted, _reassemble(plan, traced, final_carry, user_ys, state_ys))
-    if traced.restore:
+    options = _LoopOptions(length, reverse, unroll, split_transpose)
+    run, items = _scan_function(fun, lifted.static, plan, carry_arg, out_axes, options)
+    final_carry, user_ys, state_ys, info = run(items)
+    out = lift.apply(lifted, _reassemble(plan, info, final_carry, user_ys, state_ys))
+    if info.restore:
         out = _restore_carried_variables(out, lifted.originals)
     return out
 

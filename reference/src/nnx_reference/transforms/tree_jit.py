@@ -1,15 +1,21 @@
-"""Tree-mode ``jit`` calls on a flat list of leaves, with one plan per argument structure.
+"""Plain ``jit`` calls on a flat list of leaves, with one plan per argument structure.
 
-A plain tree-mode call (no shardings, no donation) needs no lifting: Modules and
-Variables are pytrees, so the arguments flatten in one pass to arrays, and the
-compiled function rebuilds fresh copies from them. While tracing, the function
-records which Variables it assigned; their new values are the only ones it
-returns, so a call that mutates nothing writes nothing back.
+A plain call (no shardings, no donation) whose graph objects form a tree needs no
+lifting: Modules and Variables are pytrees, so the arguments flatten in one pass
+(``jax.tree_util``) to arrays, and the compiled function rebuilds fresh copies
+from them. While tracing, the function records which Variables it assigned; their
+new values are the only ones it returns, so a call that mutates nothing writes
+nothing back.
 
-A structure is handled here only when every Variable holds at least one plain leaf
-(no Refs, no empty values): then a Variable passed twice shows as a leaf passed
-twice, and :func:`TreeJit.call` hands such calls back to the general path, which
-reports the sharing as an error.
+The flattening stops at the first Pytree reached twice, and a leaf reached twice
+shows a shared Variable, so a shared object or a cycle goes to the general path
+(``compilation.JitWrapped``), which handles sharing in graph mode and reports it in
+tree mode. So does a structure with Refs or empty Variables (see :func:`_handled`).
+
+In graph mode the function is traced as the general path traces it (lift, enter,
+call, exit): when the call kept the structure of its objects and returns none of
+them, only the assigned values come out; otherwise the trace returns the general
+path's :class:`lift.Result`, applied to the caller's objects as that path would.
 """
 
 from __future__ import annotations
@@ -19,23 +25,26 @@ import typing as tp
 
 import jax
 
-from .. import reprlib
+from .. import graphlib, reprlib
+from ..pytreelib import Pytree
+from ..variablelib import Variable
+from . import lift
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics
-from .trees import is_variable
+from .trees import is_object, is_variable
 
 _MAX_PLANS = 256
 """Structures remembered per function; past this the plans are rebuilt as they come."""
 
 
 class NotHandled(Exception):
-    """Raised while tracing when a call turns out to need the general path (a Ref leaf)."""
+    """Raised while flattening or tracing when a call needs the general path."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Assigned:
-    """The positions, among the arguments' Variables, of those the function assigned
-    (a pytree without leaves: JAX caches it with the trace)."""
+    """The positions, among the arguments' nodes in flatten order, of the Variables
+    the function assigned (a pytree without leaves: JAX caches it with the trace)."""
 
     positions: tuple[int, ...]
 
@@ -43,82 +52,176 @@ class Assigned:
 jax.tree_util.register_static(Assigned)
 
 
-class _Plan(tp.NamedTuple):
-    """What one argument structure compiles to; ``jitted`` is None when the structure
-    needs the general path."""
+class Outcome(tp.NamedTuple):
+    """What the compiled function returns: the output and the assigned values, or,
+    for a graph-mode call that changed the structure of its objects or returns
+    objects, the general path's result."""
 
-    jitted: jax.stages.Wrapped | None
+    assigned: Assigned
+    out: tp.Any
+    values: list[tp.Any]
+    general: lift.Result | None
 
 
-def _variables(tree: tp.Any) -> list[tp.Any]:
-    return [x for x in jax.tree_util.tree_leaves(tree, is_leaf=is_variable) if is_variable(x)]
+class Flat(tp.NamedTuple):
+    """A call's arguments flattened: the leaves, their structure, and every node met on
+    the way (containers, objects, leaves) in flatten order."""
+
+    leaves: list[tp.Any]
+    treedef: jax.tree_util.PyTreeDef
+    nodes: list[tp.Any]
 
 
-def _handled(call: tp.Any) -> bool:
-    """Whether every Variable of ``call`` holds plain leaves (see the module docstring)."""
-    for variable in _variables(call):
-        leaves = jax.tree_util.tree_leaves(variable.get_raw_value())
-        if not leaves or any(map(reprlib.is_ref, leaves)):
+def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
+    """``jax.tree_util.tree_flatten`` of ``tree``, recording its nodes; raises
+    :class:`NotHandled` on a leaf reached twice (a shared Variable, or the same array
+    passed twice) and, with ``graph``, on a Pytree reached twice (shared, or a cycle)
+    or a Pytree that is no JAX pytree. (Tree mode skips that check: it costs a Python
+    call per node, and tree mode rejects shared objects and cycles anyway.)"""
+    nodes: list[tp.Any] = []
+    record = _guarded_recorder(nodes) if graph else nodes.append
+    leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=record)
+    if len(set(map(id, leaves))) != len(leaves):
+        raise NotHandled
+    return Flat(leaves, treedef, nodes)
+
+
+def _guarded_recorder(nodes: list[tp.Any]) -> tp.Callable[[tp.Any], None]:
+    """An ``is_leaf`` that appends each node to ``nodes`` and stops at a Pytree seen before."""
+    pytrees: set[int] = set()
+
+    def record(x: tp.Any) -> None:
+        nodes.append(x)
+        if isinstance(x, Pytree):
+            seen = len(pytrees)
+            pytrees.add(id(x))
+            if len(pytrees) == seen or not x._pytree__is_pytree:
+                raise NotHandled
+
+    return record
+
+
+class PlanKey(tp.NamedTuple):
+    """What a plan depends on: the flattened structure, the static arguments, the mode."""
+
+    treedef: jax.tree_util.PyTreeDef
+    statics: Statics
+    mode: graphlib.Mode
+
+
+def _handled(nodes: list[tp.Any], leaves: list[tp.Any]) -> bool:
+    """Whether every Variable holds plain leaves: none empty, no Refs."""
+    for variable in filter(is_variable, nodes):
+        values = jax.tree_util.tree_leaves(variable.get_raw_value())
+        if not values or any(map(reprlib.is_ref, values)):
             return False
-    return not any(map(reprlib.is_ref, jax.tree_util.tree_leaves(call)))
+    return not any(map(reprlib.is_ref, leaves))
 
 
 class TreeJit:
-    """The tree-mode fast path of one jitted function: a plan per argument structure."""
+    """The fast path of one jitted function: a compiled plan per argument structure."""
 
     def __init__(self, name: str, fun: tp.Callable, jit_kwargs: dict[str, tp.Any]):
         self.name = name
         self.fun = fun
         self.jit_kwargs = jit_kwargs
-        self.plans: dict[tuple[jax.tree_util.PyTreeDef, Statics], _Plan] = {}
+        self.plans: dict[PlanKey, jax.stages.Wrapped | None] = {}
 
-    def call(self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics) -> tuple[bool, tp.Any]:
+    def call(
+        self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
+    ) -> tuple[bool, tp.Any]:
         """``(True, output)`` for a call handled here, ``(False, None)`` for the general path."""
-        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
-        if len(set(map(id, leaves))) != len(leaves):
-            return False, None  # a leaf passed twice: maybe a shared Variable
-        key = (treedef, statics)
-        plan = self.plans.get(key)
-        if plan is None:
-            plan = self._plan(key, (args, kwargs))
-        if plan.jitted is None:
+        try:
+            flat = flatten_once((args, kwargs), graph=mode.graph)
+        except NotHandled:
+            return False, None
+        key = PlanKey(flat.treedef, statics, mode)
+        jitted = self.plans.get(key, False)
+        if jitted is False:
+            jitted = self._plan(key, flat)
+        if jitted is None:
             return False, None
         try:
-            assigned, out, values = plan.jitted(*leaves)
+            outcome: Outcome = jitted(*flat.leaves)
         except NotHandled:
-            self.plans[key] = _Plan(None)
+            self.plans[key] = None
             return False, None
-        if assigned.positions:
-            variables = _variables((args, kwargs))
-            for position, value in zip(assigned.positions, values):
-                variables[position].set_raw_value(value)
-        return True, out
+        if outcome.general is not None:
+            lifted = lift.lift(self.name, (args, kwargs), None, mode, coalesce=True)
+            return True, lift.apply(lifted, outcome.general)
+        nodes = flat.nodes
+        for position, value in zip(outcome.assigned.positions, outcome.values):
+            nodes[position].set_raw_value(value)
+        return True, outcome.out
 
-    def _plan(self, key: tuple[jax.tree_util.PyTreeDef, Statics], call: tp.Any) -> _Plan:
+    def _plan(self, key: PlanKey, flat: Flat) -> jax.stages.Wrapped | None:
         if len(self.plans) >= _MAX_PLANS:
             self.plans.clear()
-        treedef, statics = key
-        plan = _Plan(jax.jit(self._pure(treedef, statics), **self.jit_kwargs) if _handled(call) else None)
-        self.plans[key] = plan
-        return plan
+        pure = self._graph_pure(key) if key.mode.graph else self._tree_pure(key)
+        jitted = jax.jit(pure, **self.jit_kwargs) if _handled(flat.nodes, flat.leaves) else None
+        self.plans[key] = jitted
+        return jitted
 
-    def _pure(self, treedef: jax.tree_util.PyTreeDef, statics: Statics) -> tp.Callable[..., tp.Any]:
-        """The function of the flat leaves that jax.jit compiles for one structure."""
+    def _tree_pure(self, key: PlanKey) -> tp.Callable[..., Outcome]:
+        """The function of the flat leaves that jax.jit compiles for one tree-mode structure."""
 
-        def pure(*leaves: tp.Any) -> tuple[Assigned, tp.Any, list[tp.Any]]:
+        def pure(*leaves: tp.Any) -> Outcome:
             if any(map(reprlib.is_ref, leaves)):
                 raise NotHandled
-            dynamic = jax.tree_util.tree_unflatten(treedef, leaves)
-            objs, objs_def = jax.tree_util.tree_flatten(dynamic, is_leaf=is_variable)
-            slots = tuple(i for i, leaf in enumerate(objs) if is_variable(leaf))
-            variables = [objs[i] for i in slots]
-            before = [v.get_raw_value() for v in variables]
-            args, kwargs = insert_statics(*dynamic, statics)
+            dynamic = jax.tree_util.tree_unflatten(key.treedef, leaves)
+            nodes = flatten_once(dynamic, graph=False).nodes
+            before = [_raw(x) for x in nodes]
+            args, kwargs = insert_statics(*dynamic, key.statics)
             out = self.fun(*args, **kwargs)
-            check_no_aliasing(self.name, objs_def, slots, variables, out)
-            positions = tuple(
-                i for i, (v, old) in enumerate(zip(variables, before)) if v.get_raw_value() is not old
-            )
-            return Assigned(positions), out, [variables[i].get_raw_value() for i in positions]
+            variables, variables_def = jax.tree_util.tree_flatten(dynamic, is_leaf=is_variable)
+            slots = tuple(i for i, x in enumerate(variables) if is_variable(x))
+            check_no_aliasing(self.name, variables_def, slots, [variables[i] for i in slots], out)
+            return _assigned(nodes, before, out)
 
         return pure
+
+    def _graph_pure(self, key: PlanKey) -> tp.Callable[..., Outcome]:
+        """The function of the flat leaves that jax.jit compiles for one graph-mode structure."""
+
+        def pure(*leaves: tp.Any) -> Outcome:
+            if any(map(reprlib.is_ref, leaves)):
+                raise NotHandled
+            copies = jax.tree_util.tree_unflatten(key.treedef, leaves)
+            lifted = lift.lift(self.name, copies, None, key.mode, coalesce=True)
+            entered = lift.enter(lifted.static, lifted.pure)
+            start = flatten_once(entered.args)
+            before = [_raw(x) for x in start.nodes]
+            args, kwargs = insert_statics(*entered.args, key.statics)
+            out = self.fun(*args, **kwargs)
+            if start.treedef == key.treedef and _kept_structure(entered.args, start) and not _has_objects(out):
+                return _assigned(start.nodes, before, out)
+            result = lift.exit(self.name, lifted.static, entered, out, None, same_prefixes=False)
+            return Outcome(Assigned(()), None, [], result)
+
+        return pure
+
+
+def _raw(x: tp.Any) -> tp.Any:
+    return x.get_raw_value() if is_variable(x) else None
+
+
+def _assigned(nodes: list[tp.Any], before: list[tp.Any], out: tp.Any) -> Outcome:
+    """The outcome of a call that kept its structure: the Variables whose value changed."""
+    positions = tuple(
+        i for i, (x, old) in enumerate(zip(nodes, before)) if is_variable(x) and x.get_raw_value() is not old
+    )
+    return Outcome(Assigned(positions), out, [nodes[i].get_raw_value() for i in positions], None)
+
+
+def _kept_structure(tree: tp.Any, start: Flat) -> bool:
+    """Whether ``tree`` still flattens as at ``start``, to the same objects."""
+    try:
+        now = flatten_once(tree)
+    except NotHandled:
+        return False
+    same = (a is b for a, b in zip(now.nodes, start.nodes) if is_object(b))
+    return now.treedef == start.treedef and all(same)
+
+
+def _has_objects(tree: tp.Any) -> bool:
+    return any(map(is_object, jax.tree_util.tree_leaves(tree, is_leaf=is_object)))

@@ -3,7 +3,8 @@
 Repeated calls with arguments of the same structure reuse the trace, as ``jax.jit``
 and ``jax.lax`` do; the count of Python runs of the body across calls is the
 observable. flax 0.12.12 retraces the loop bodies on every call in graph mode, so
-the loops are held to this law in tree mode; ``jit`` in both modes.
+the loops are held to this law in tree mode; ``jit`` and ``scan`` (whose body flax
+traces once) in both modes.
 """
 
 from __future__ import annotations
@@ -67,6 +68,15 @@ def _fori_loop(nnx: Any, count: Callable[[], None], graph: bool) -> Callable[[An
 LOOPS = [Loop("cond", _cond), Loop("switch", _switch), Loop("while_loop", _while_loop), Loop("fori_loop", _fori_loop)]
 
 
+def _scan(nnx: Any, count: Callable[[], None], graph: bool) -> Callable[[Any], Any]:
+    def body(m: Any, x: Any) -> Any:
+        count()
+        return m, m(x)
+
+    scanned = nnx.scan(body, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph)
+    return lambda model: scanned(model, jnp.ones((3, 2)))
+
+
 def _traces(nnx: Any, loop: Loop, graph: bool) -> int:
     model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     runs = []
@@ -81,6 +91,13 @@ def _traces(nnx: Any, loop: Loop, graph: bool) -> int:
 def test_a_tree_mode_loop_body_is_traced_once_across_calls_of_the_same_structure(nnx: Any, loop: Loop) -> None:
     traces = _traces(nnx, loop, graph=False)
     assert traces == 1, f"nnx.{loop.name} ran its body {traces} times across {CALLS} calls, expected 1 trace"
+
+
+@pytest.mark.apis("scan")
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+def test_a_scan_body_is_traced_once_across_calls_of_the_same_structure(nnx: Any, graph: bool) -> None:
+    traces = _traces(nnx, Loop("scan", _scan), graph)
+    assert traces == 1, f"nnx.scan ran its body {traces} times across {CALLS} calls, expected 1 trace"
 
 
 @pytest.mark.apis("jit")
