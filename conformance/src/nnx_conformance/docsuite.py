@@ -5,7 +5,8 @@ example ``n`` and earlier examples of its page have not run (deselected with ``-
 skipped as spec defects), they run first, silently, so that the page's state is what
 its text assumes. Excluded examples never run: their names block later examples
 like a failed example's do (see ``blocking``). Each page starts from the Variable
-defaults the run began with (see ``var_defaults``). A page that a crash took down in
+defaults the run began with (see ``var_defaults``), in the run's graph mode (see
+``graph_modes``). A page that a crash took down in
 another worker process is not run again here (see ``isolation``).
 """
 
@@ -18,6 +19,7 @@ from sybil import Document, Example
 
 from . import docpages
 from .blocking import Blockers
+from .graph_modes import GraphMode
 from .impl import Implementation, missing_name
 from .isolation import PageClaims, blocked_by_crash
 from .manifest import REGENERATE, ExampleEntry, Manifest, PageEntry, example_digest
@@ -45,12 +47,13 @@ class DocSuite:
     """The doc examples of a spec, run against the implementation under test."""
 
     def __init__(self, manifest: Manifest | None, problem: str | None, impl: Implementation,
-                 defects: PatternList, run_defects: bool) -> None:
+                 defects: PatternList, run_defects: bool, graph_mode: GraphMode) -> None:
         self.manifest = manifest
         self.problem = problem
         self.impl = impl
         self.defects = defects
         self.run_defects = run_defects
+        self.graph_mode = graph_mode
         self._runs: dict[str, _PageRun] = {}
         self._crashed: dict[str, str] = {}  # page id -> the example that crashed it elsewhere
         self.claims: PageClaims | None = None  # set in xdist workers
@@ -77,6 +80,8 @@ class DocSuite:
         if page.id not in self._runs:
             if not page.path.is_file():
                 pytest.fail(f"page {page.id}: {page.path} is missing; {REGENERATE}", pytrace=False)
+            if self.impl.module is not None:
+                self.graph_mode.apply(self.impl.module)
             if self._var_defaults is not None:
                 assert self.impl.module is not None  # the defaults were read from it
                 self._var_defaults.restore(self.impl.module)
