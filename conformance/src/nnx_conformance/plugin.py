@@ -31,6 +31,7 @@ MARKERS = (
     "area(name): the spec page (report area) a test belongs to, e.g. area('graph')",
     "apis(*names): the nnx names a test exercises, e.g. apis('split', 'merge')",
     "documented(where): where the docs state or show what a test checks; None when only flax's observed behaviour does",
+    "newer_flax(reason): the guide shows what only a flax newer than the pin does; the test checks the pin's behaviour",
 )
 
 
