@@ -6,7 +6,8 @@ skipped as spec defects), they run first, silently, so that the page's state is 
 its text assumes. Excluded examples never run: their names block later examples
 like a failed example's do (see ``blocking``). Each page starts from the Variable
 defaults the run began with (see ``var_defaults``), in the run's graph mode (see
-``graph_modes``). A page that a crash took down in
+``graph_modes``). An example passes only when it also emits the deprecations flax
+emits on it (see ``doc_warnings``). A page that a crash took down in
 another worker process is not run again here (see ``isolation``).
 """
 
@@ -17,8 +18,9 @@ from dataclasses import dataclass, field
 import pytest
 from sybil import Document, Example
 
-from . import docpages
+from . import doc_warnings, docpages
 from .blocking import Blockers
+from .doc_warnings import DocWarnings, WarningKey
 from .graph_modes import GraphMode
 from .impl import Implementation, missing_name
 from .isolation import PageClaims, blocked_by_crash
@@ -47,13 +49,16 @@ class DocSuite:
     """The doc examples of a spec, run against the implementation under test."""
 
     def __init__(self, manifest: Manifest | None, problem: str | None, impl: Implementation,
-                 defects: PatternList, run_defects: bool, graph_mode: GraphMode) -> None:
+                 defects: PatternList, run_defects: bool, graph_mode: GraphMode,
+                 warnings: DocWarnings | None = None) -> None:
         self.manifest = manifest
         self.problem = problem
         self.impl = impl
         self.defects = defects
         self.run_defects = run_defects
         self.graph_mode = graph_mode
+        self.warnings = warnings  # what flax emits on each example; None: not compared
+        self.warned: dict[str, frozenset[WarningKey]] = {}  # what each example run here emitted
         self._runs: dict[str, _PageRun] = {}
         self._crashed: dict[str, str] = {}  # page id -> the example that crashed it elsewhere
         self.claims: PageClaims | None = None  # set in xdist workers
@@ -138,7 +143,9 @@ class DocSuite:
         """Run one example (``source`` is its source); the failure message, or None when it ran as documented."""
         if self.claims is not None:
             self.claims.starting(page.id, entry.id)
-        result = example.region.evaluator(example)
+        with doc_warnings.recording() as recorded:
+            result = example.region.evaluator(example)
+        self.warned[entry.id] = recorded.keys()
         raised = docpages.last_exception(example)
         if raised is not None:
             state.blockers.block(source, entry.id, docpages.failed_line(example, raised))
@@ -149,9 +156,12 @@ class DocSuite:
                 return missing
         else:
             state.blockers.release(source)
-        if not result:
+        if result:
+            return f"{entry.id} ({page.path.name}:{entry.line}) did not run as documented:\n{result}"
+        if self.warnings is None:
             return None
-        return f"{entry.id} ({page.path.name}:{entry.line}) did not run as documented:\n{result}"
+        mismatch = doc_warnings.difference(self.warnings.expected(entry.id), self.warned[entry.id])
+        return None if mismatch is None else f"{entry.id} ({page.path.name}:{entry.line}) does not warn as documented: {mismatch}"
 
 
 def page_problems(manifest: Manifest, impl_name: str) -> list[str]:

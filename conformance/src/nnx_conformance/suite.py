@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from . import devices, expectations, report
+from .doc_warnings import DATA as DOC_WARNINGS, DocWarnings
 from .docsuite import SPEC_DEFECT, DocSuite, Skip, page_problems
 from .graph_modes import GraphMode
 from .impl import FLAX_NNX, ImportAlias, Implementation, Yardstick
@@ -106,7 +107,8 @@ class Suite:
                 manifest = Manifest.read(settings.spec_dir)
             except (OSError, ValueError, KeyError) as exc:
                 problem = f"cannot read the spec in {settings.spec_dir}: {exc!r}; {REGENERATE}"
-        docs = DocSuite(manifest, problem, impl, defects, settings.run_defects, settings.graph_mode)
+        recorded = DocWarnings.read() if DOC_WARNINGS.is_file() else None
+        docs = DocSuite(manifest, problem, impl, defects, settings.run_defects, settings.graph_mode, recorded)
         suite = cls(settings, impl, jax_env, alias, expected, baseline, docs)
         if impl.module is not None:
             settings.graph_mode.apply(impl.module)
