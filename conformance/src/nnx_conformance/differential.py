@@ -154,11 +154,12 @@ def _loss(nnx: Any, case: Case, layer: Any, x: Any) -> Any:
 
 
 def gradients(nnx: Any, case: Case, layer: Any) -> tuple[list[Leaf], Any]:
-    """``nnx.grad`` of the case's loss: by the layer's Params (flat) and, if it is float, by the input."""
+    """``nnx.grad`` of the case's loss: by the layer's Params (flat) and, if it is float, by the input.
+    Graph mode with graph updates, whatever the global mode: its gradients are a State of the Params."""
     x = jnp.asarray(case.x)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
-        return flat_leaves(nnx, nnx.grad(lambda m: _loss(nnx, case, m, x))(layer)), None
-    by_params, by_input = nnx.grad(lambda m, x: _loss(nnx, case, m, x), argnums=(0, 1))(layer, x)
+        return flat_leaves(nnx, nnx.grad(lambda m: _loss(nnx, case, m, x), graph=True, graph_updates=True)(layer)), None
+    by_params, by_input = nnx.grad(lambda m, x: _loss(nnx, case, m, x), argnums=(0, 1), graph=True, graph_updates=True)(layer, x)
     return flat_leaves(nnx, by_params), by_input
 
 

@@ -5,7 +5,9 @@ example ``n`` and earlier examples of its page have not run (deselected with ``-
 skipped as spec defects), they run first, silently, so that the page's state is what
 its text assumes. Excluded examples never run: their names block later examples
 like a failed example's do (see ``blocking``). Each page starts from the Variable
-defaults the run began with (see ``var_defaults``). A page that a crash took down in
+defaults the run began with (see ``var_defaults``), in the run's graph mode (see
+``graph_modes``). An example passes only when it also emits the deprecations flax
+emits on it (see ``doc_warnings``). A page that a crash took down in
 another worker process is not run again here (see ``isolation``).
 """
 
@@ -16,8 +18,10 @@ from dataclasses import dataclass, field
 import pytest
 from sybil import Document, Example
 
-from . import docpages
+from . import doc_warnings, docpages
 from .blocking import Blockers
+from .doc_warnings import DocWarnings, WarningKey
+from .graph_modes import GraphMode
 from .impl import Implementation, missing_name
 from .isolation import PageClaims, blocked_by_crash
 from .manifest import REGENERATE, ExampleEntry, Manifest, PageEntry, example_digest
@@ -45,12 +49,16 @@ class DocSuite:
     """The doc examples of a spec, run against the implementation under test."""
 
     def __init__(self, manifest: Manifest | None, problem: str | None, impl: Implementation,
-                 defects: PatternList, run_defects: bool) -> None:
+                 defects: PatternList, run_defects: bool, graph_mode: GraphMode,
+                 warnings: DocWarnings | None = None) -> None:
         self.manifest = manifest
         self.problem = problem
         self.impl = impl
         self.defects = defects
         self.run_defects = run_defects
+        self.graph_mode = graph_mode
+        self.warnings = warnings  # what flax emits on each example; None: not compared
+        self.warned: dict[str, frozenset[WarningKey]] = {}  # what each example run here emitted
         self._runs: dict[str, _PageRun] = {}
         self._crashed: dict[str, str] = {}  # page id -> the example that crashed it elsewhere
         self.claims: PageClaims | None = None  # set in xdist workers
@@ -77,6 +85,8 @@ class DocSuite:
         if page.id not in self._runs:
             if not page.path.is_file():
                 pytest.fail(f"page {page.id}: {page.path} is missing; {REGENERATE}", pytrace=False)
+            if self.impl.module is not None:
+                self.graph_mode.apply(self.impl.module)
             if self._var_defaults is not None:
                 assert self.impl.module is not None  # the defaults were read from it
                 self._var_defaults.restore(self.impl.module)
@@ -133,7 +143,9 @@ class DocSuite:
         """Run one example (``source`` is its source); the failure message, or None when it ran as documented."""
         if self.claims is not None:
             self.claims.starting(page.id, entry.id)
-        result = example.region.evaluator(example)
+        with doc_warnings.recording() as recorded:
+            result = example.region.evaluator(example)
+        self.warned[entry.id] = recorded.keys()
         raised = docpages.last_exception(example)
         if raised is not None:
             state.blockers.block(source, entry.id, docpages.failed_line(example, raised))
@@ -144,9 +156,12 @@ class DocSuite:
                 return missing
         else:
             state.blockers.release(source)
-        if not result:
+        if result:
+            return f"{entry.id} ({page.path.name}:{entry.line}) did not run as documented:\n{result}"
+        if self.warnings is None:
             return None
-        return f"{entry.id} ({page.path.name}:{entry.line}) did not run as documented:\n{result}"
+        mismatch = doc_warnings.difference(self.warnings.expected(entry.id), self.warned[entry.id])
+        return None if mismatch is None else f"{entry.id} ({page.path.name}:{entry.line}) does not warn as documented: {mismatch}"
 
 
 def page_problems(manifest: Manifest, impl_name: str) -> list[str]:

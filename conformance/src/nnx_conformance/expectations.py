@@ -1,8 +1,9 @@
 """Expected failures of an implementation, applied as strict xfails.
 
 An expectations file (``conformance/expectations/flax.txt`` for ``flax.nnx``,
-``reference.txt`` for ``nnx_reference``, or ``--expectations FILE``) lists test-id
-patterns (``fnmatch``), each with ``# reason``. The **test id** a pattern is matched
+``reference.txt`` for ``nnx_reference``, ``flax-tree.txt`` and ``reference-tree.txt``
+under ``--graph-mode tree``, or ``--expectations FILE``) lists test-id patterns
+(``fnmatch``), each with ``# reason``. The **test id** a pattern is matched
 against is:
 
 - for a doc example, its manifest example id: ``object/flax.nnx.data:1``,
@@ -26,10 +27,30 @@ from typing import Any
 
 import pytest
 
+from .graph_modes import GraphMode
+from .impl import FLAX_NNX
 from .patterns import PLACEHOLDER, PatternEntry, PatternList
 
 # The expectations file of each known implementation, under conformance/expectations/.
-DEFAULT_FILES = {"flax.nnx": "flax.txt", "nnx_reference": "reference.txt"}
+DEFAULT_FILES = {FLAX_NNX: "flax.txt", "nnx_reference": "reference.txt"}
+TREE_FILES = {FLAX_NNX: "flax-tree.txt", "nnx_reference": "reference-tree.txt"}
+"""The same under ``--graph-mode tree``; flax's is also the tree-mode baseline (see :func:`baseline_file`)."""
+
+
+def default_file(impl: str, mode: GraphMode) -> str | None:
+    """The name of ``impl``'s expectations file in ``mode``, if it has one."""
+    return (DEFAULT_FILES if mode.graph else TREE_FILES).get(impl)
+
+
+def baseline_file(impl: str, mode: GraphMode) -> str | None:
+    """The name of the file of flax's failures in ``mode`` that are not held against ``impl``.
+
+    In graph mode the spec is the pinned release as its documentation runs (its defects
+    are in ``spec_defects.txt``). In tree mode flax itself fails some examples that assume
+    graph mode: what flax 0.12.12 fails in tree mode is outside the tree-mode spec, so
+    for another implementation those tests are skipped as spec defects of that mode.
+    """
+    return None if mode.graph or impl == FLAX_NNX else TREE_FILES[FLAX_NNX]
 
 
 def apply(item: pytest.Item, test_id: str, expectations: PatternList) -> None:

@@ -19,7 +19,7 @@ from hypothesis import settings as hypothesis_settings
 
 from . import artifacts, coverage, coverage_summary, devices, hypothesis_profiles, isolation, report, scheduling, settings
 from .impl import ImplProxy, MissingName, Yardstick
-from .items import DOCS_MODULE, in_suite, in_suite_nodeid
+from .items import DOCS_MODULE, doc_case, in_suite, in_suite_nodeid
 from .report import RunError
 from .suite import KEY, Suite
 
@@ -31,6 +31,7 @@ MARKERS = (
     "area(name): the spec page (report area) a test belongs to, e.g. area('graph')",
     "apis(*names): the nnx names a test exercises, e.g. apis('split', 'merge')",
     "documented(where): where the docs state or show what a test checks; None when only flax's observed behaviour does",
+    "newer_flax(reason): the guide shows what only a flax newer than the pin does; the test checks the pin's behaviour",
 )
 
 
@@ -206,6 +207,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     unmet = devices.unmet_requirement(item)
     if unmet is not None:
         pytest.skip(unmet)
+    if in_suite(item) and doc_case(item) is None:  # a doc page sets the mode once, when it starts
+        suite.enter_mode()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -266,7 +269,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                 write(line)
     # xdist's workers report what -k and -m left: patterns of deselected tests show as unused.
     selected = config.option.keyword or config.option.markexpr
-    checked = [] if selected and config.pluginmanager.has_plugin(_XDIST_HOOKS) else [("unused expectations", suite.expectations)]
+    checked = [] if selected and config.pluginmanager.has_plugin(_XDIST_HOOKS) else [
+        ("unused expectations", suite.expectations), ("unused baseline entries", suite.baseline)]
     if checked and suite.docs.collected:
         checked.append(("unused spec defects", suite.docs.defects))
     for title, patterns in checked:
@@ -278,7 +282,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if config.option.collectonly:
         return
     built = suite.build_report()
-    terminalreporter.section(f"NNX conformance: {suite.impl.name} on {built['device']}")
+    terminalreporter.section(f"NNX conformance: {suite.impl.name} on {built['device']}, {built['graph_mode']} mode")
     for line in [*report.render_text(built), *coverage_summary.text_lines(built)]:
         write(line)
     artifacts.finish(suite, built, terminalreporter)

@@ -128,7 +128,7 @@ def _count(results: list[ItemResult]) -> dict[str, int]:
     return counts
 
 
-def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device: str, *,
+def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device: str, graph_mode: str, *,
           complete: bool, collected: int | None, error: RunError | None = None,
           coverage: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report dictionary that is written as JSON.
@@ -145,6 +145,7 @@ def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device
         "impl": impl,
         "versions": versions,
         "device": device,
+        "graph_mode": graph_mode,
         "complete": complete,
         "collected": collected,
         "error": None if error is None else {"kind": error.kind, "message": error.message},
@@ -196,7 +197,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# NNX conformance: {report['impl']}",
         "",
-        f"Versions: {versions}. Device: {report['device']}.",
+        f"Versions: {versions}. Device: {report['device']}. Graph mode: {report.get('graph_mode', 'graph')}.",
         "",
         *status_lines(report),
         "| " + " | ".join(rows[0]) + " |",

@@ -11,6 +11,7 @@ import pytest
 
 from . import expectations
 from .devices import PLATFORMS
+from .graph_modes import CHOICES, DEFAULT, GraphMode
 from .items import DOCS_MODULE, SPEC_ROOT
 from .manifest import MANIFEST
 
@@ -30,6 +31,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="strict-xfail list (default: conformance/expectations/{flax,reference}.txt)")
     group.addoption("--spec-defects", choices=("skip", "run"), default="skip",
                     help="skip (default) or run the doc examples listed in spec_defects.txt")
+    group.addoption("--graph-mode", choices=CHOICES, default=DEFAULT.value,
+                    help=f"the global mode set before every page and test (default {DEFAULT.value}, the release's)")
     group.addoption("--device", choices=PLATFORMS, default=None, help="the JAX platform to run on")
     group.addoption("--conformance-report", metavar="PATH", default=None,
                     help="write a JSON report there, and its Markdown rendering next to it (.md)")
@@ -81,6 +84,8 @@ class Settings:
     spec_dir: Path | None
     expectations: Path | None
     spec_defects: Path | None
+    graph_mode: GraphMode
+    baseline: Path | None  # flax's own expectations in this mode, when another implementation is under test
     run_defects: bool
     device: str | None
     report: Path | None
@@ -95,12 +100,15 @@ class Settings:
         found = _find_upwards(roots, Path("docs_extracted") / MANIFEST)
         spec_dir = Path(given).resolve() if given else (found.parent if found else None)
         expected = option.expectations
+        graph_mode = GraphMode(option.graph_mode)
         return cls(
             impl=impl,
             spec_dir=spec_dir,
-            expectations=Path(expected) if expected else _default_expectations(impl, roots),
+            expectations=Path(expected) if expected else _expectations_file(impl, graph_mode, roots),
             # The spec's defects live with the spec: <repo>/conformance next to <repo>/docs_extracted.
             spec_defects=_find_upwards([spec_dir.parent] if spec_dir else roots, Path("conformance") / "spec_defects.txt"),
+            graph_mode=graph_mode,
+            baseline=_baseline(impl, graph_mode, roots),
             run_defects=option.spec_defects == "run",
             device=option.device,
             report=Path(option.conformance_report) if option.conformance_report else None,
@@ -116,6 +124,20 @@ def _find_upwards(roots: list[Path], relative: Path) -> Path | None:
     return None
 
 
-def _default_expectations(impl: str, roots: list[Path]) -> Path | None:
-    name = expectations.DEFAULT_FILES.get(impl)
+def _expectations_file(impl: str, mode: GraphMode, roots: list[Path]) -> Path | None:
+    name = expectations.default_file(impl, mode)
     return None if name is None else _find_upwards(roots, Path("conformance") / "expectations" / name)
+
+
+def _baseline(impl: str, mode: GraphMode, roots: list[Path]) -> Path | None:
+    """flax's expectations file in ``mode`` (found like the expectations files), which decides
+    what counts against another implementation."""
+    name = expectations.baseline_file(impl, mode)
+    if name is None:
+        return None
+    found = _find_upwards(roots, Path("conformance") / "expectations" / name)
+    if found is None:
+        raise pytest.UsageError(f"--graph-mode {mode.value} needs flax's outcomes in that mode, "
+                                f"conformance/expectations/{name}, found in or above the rootdir, the working directory "
+                                "or the installed plugin")
+    return found

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from . import coverage, coverage_summary, devices, expectations, report
-from .docsuite import DocSuite, page_problems
+from .doc_warnings import DATA as DOC_WARNINGS, DocWarnings
+from .docsuite import SPEC_DEFECT, DocSuite, Skip, page_problems
+from .graph_modes import GraphMode
 from .impl import FLAX_NNX, ImportAlias, Implementation, Yardstick
 from .isolation import RUN_DIR_KEY, PageClaims
 from .items import ItemInfo, describe, describe_nodeid, doc_case, in_suite_nodeid
@@ -49,6 +51,15 @@ def _spec_error(manifest: Manifest | None, problem: str | None, impl_name: str) 
     return RunError("harness", f"the spec pages do not match the manifest ({shown}); the pages are stale: {REGENERATE}")
 
 
+def _mode_error(mode: GraphMode, impl: Implementation) -> RunError | None:
+    """The run-level error of an implementation that cannot be put in ``mode``, if any."""
+    missing = [] if impl.module is None else mode.missing_setters(impl.module)
+    if not missing:
+        return None
+    names = " and ".join(f"nnx.{name}" for name in missing)
+    return RunError("implementation", f"--graph-mode {mode.value} needs {names}, which {impl.name} lacks")
+
+
 @dataclass
 class Suite:
     """Everything a suite run set up, and what it must undo."""
@@ -58,6 +69,7 @@ class Suite:
     jax_env: devices.JaxEnvironment
     alias: ImportAlias | None
     expectations: PatternList
+    baseline: PatternList  # flax's failures in the run's mode, not held against the implementation
     docs: DocSuite
     infos: dict[str, ItemInfo] = field(default_factory=dict)
     outcomes: report.Outcomes = field(default_factory=report.Outcomes)
@@ -79,6 +91,7 @@ class Suite:
         try:
             expected = PatternList.read(settings.expectations)
             defects = PatternList.read(settings.spec_defects)
+            baseline = PatternList.read(settings.baseline)
         except (PatternFileError, OSError) as exc:
             raise pytest.UsageError(str(exc)) from None
         jax_env = devices.JaxEnvironment()
@@ -96,8 +109,11 @@ class Suite:
                 manifest = Manifest.read(settings.spec_dir)
             except (OSError, ValueError, KeyError) as exc:
                 problem = f"cannot read the spec in {settings.spec_dir}: {exc!r}; {REGENERATE}"
-        docs = DocSuite(manifest, problem, impl, defects, settings.run_defects)
-        suite = cls(settings, impl, jax_env, alias, expected, docs)
+        recorded = DocWarnings.read() if DOC_WARNINGS.is_file() else None
+        docs = DocSuite(manifest, problem, impl, defects, settings.run_defects, settings.graph_mode, recorded)
+        suite = cls(settings, impl, jax_env, alias, expected, baseline, docs)
+        if impl.module is not None:
+            settings.graph_mode.apply(impl.module)
         worker_input = getattr(config, "workerinput", None)
         if worker_input is not None:
             if RUN_DIR_KEY in worker_input:
@@ -107,6 +123,8 @@ class Suite:
             suite.error = _spec_error(manifest, problem, impl.name)
         if suite.error is None and impl.module is None:
             suite.error = RunError("implementation", impl.import_failure_line)
+        if suite.error is None:
+            suite.error = _mode_error(settings.graph_mode, impl)
         suite.outcomes.progress = suite.write_progress
         return suite
 
@@ -138,12 +156,30 @@ class Suite:
         self.infos[item.nodeid] = info
         case = doc_case(item)
         skip = case.skip() if case is not None else None
+        if skip is None:
+            skip = self._baseline_skip(info.id)
         if skip is not None:
             item.add_marker(pytest.mark.skip(reason=skip.reason))
         if self.settings.timeout:
             item.add_marker(pytest.mark.timeout(self.settings.timeout, method="signal"))
         item.stash[_REPORT_INFO] = {"info": info.to_dict(), "spec_defect": skip is not None and skip.spec_defect}
         expectations.apply(item, info.id, self.expectations)
+
+    def _baseline_skip(self, test_id: str) -> Skip | None:
+        """The skip of a test flax itself fails in the run's mode (a spec defect of that mode)."""
+        entry = self.baseline.match(test_id)
+        if entry is None:
+            return None
+        mode = self.settings.graph_mode.value
+        return Skip(f"{SPEC_DEFECT}flax 0.12.12 fails it in {mode} mode ({entry.reason})", spec_defect=True)
+
+    def enter_mode(self) -> None:
+        """Put the implementation, and flax beside it if loaded, in the run's graph mode."""
+        if self.impl.module is not None:
+            self.settings.graph_mode.apply(self.impl.module)
+        if isinstance(self._yardstick, Yardstick):
+            with self._yardstick.active() as flax_nnx:
+                self.settings.graph_mode.apply(flax_nnx)
 
     def note_collected(self, nodeids: list[str]) -> None:
         """In xdist's controller, which collects nothing itself: count a worker's collection,
@@ -152,6 +188,7 @@ class Suite:
         self.collected = len(tests)
         for info in tests:
             self.expectations.match(info.id)
+            self.baseline.match(info.id)
             if info.kind == "doc":
                 self.docs.collected = True
                 self.docs.defects.match(info.id)
@@ -166,6 +203,7 @@ class Suite:
         """The real flax.nnx for parity tests (imported on first use), or why there is none."""
         if self._yardstick is None:
             self._yardstick = Yardstick.load(self.impl, self.alias)
+            self.enter_mode()
         return self._yardstick
 
     def versions(self) -> dict[str, str | None]:
@@ -185,7 +223,7 @@ class Suite:
         finished = self.outcomes.finished()
         complete = final and (self.error is not None or (self.collected is not None and finished >= self.collected))
         covered = None if self.api_coverage is None else coverage_summary.summarize(self.api_coverage, self.outcomes.results)
-        return report.build(self.outcomes, self.impl.name, self.versions(), device,
+        return report.build(self.outcomes, self.impl.name, self.versions(), device, self.settings.graph_mode.value,
                             complete=complete, collected=self.collected, error=self.error, coverage=covered)
 
     def write_report(self, final: bool, built: dict[str, Any] | None = None) -> Path | None:
