@@ -7,7 +7,7 @@ ratios to raw ``jax.jit`` are printed. Timings are medians of repeated calls in
 one run, every variant of both implementations called in turn in each round
 (machines are shared and noisy: compare ratios, not absolute times).
 
-    JAX_PLATFORMS=cpu python tools/bench_jit.py [--layers 100] [--calls 200]
+    JAX_PLATFORMS=cpu python -m tools.bench_jit [--layers 100] [--calls 200]
 """
 
 from __future__ import annotations

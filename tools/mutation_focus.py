@@ -1,6 +1,6 @@
 """A pytest plugin that keeps the suite's tests most likely to see a bug in one module.
 
-    pytest --pyargs nnx_conformance -p mutation_focus --mutation-focus nnx_reference.nn.linear
+    pytest --pyargs nnx_conformance -p tools.mutation_focus --mutation-focus nnx_reference.nn.linear
 
 A test is kept when its area is one of the module's areas (its report area: the doc
 page of that area and the hand-written tests filed under it) or when it exercises a

@@ -18,6 +18,8 @@ import pytest
 
 from nnx_conformance.surface import EXCLUDED, describe, problems
 
+pytestmark = pytest.mark.kind("signature")
+
 SPEC: dict[str, Any] = json.loads(resources.files("nnx_conformance").joinpath("data", "flax_api.json").read_text())[
     "names"
 ]
@@ -38,7 +40,6 @@ def test_the_public_name_exists_with_a_compatible_kind_and_signature(nnx: Any, n
     assert not found, f"nnx.{name} differs from flax.nnx 0.12.12:\n  " + "\n  ".join(found)
 
 
-@pytest.mark.area("api")
 def test_the_exclusions_name_public_names_of_flax() -> None:
     stale = sorted(set(EXCLUDED) - set(SPEC))
     assert not stale, f"excluded names {stale} are not public names of flax.nnx 0.12.12 (data/flax_api.json)"

@@ -17,7 +17,7 @@ from jax.sharding import AxisType
 
 from nnx_conformance.differential import Side, flat_leaves, state_difference
 
-pytestmark = pytest.mark.area("checkpointing")
+pytestmark = pytest.mark.kind("differential")
 
 Build = Callable[[Any], Any]
 """Builds a model with the given nnx module, from fixed seeds."""

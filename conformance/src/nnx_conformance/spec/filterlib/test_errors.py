@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.area("filterlib")
+pytestmark = pytest.mark.kind("error")
 
 
 @pytest.mark.apis("filterlib.to_predicate")

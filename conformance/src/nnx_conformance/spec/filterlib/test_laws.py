@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
 
-pytestmark = pytest.mark.area("filterlib")
+pytestmark = pytest.mark.kind("property")
 
 paths = st.lists(st.sampled_from(nst.ATTRIBUTE_NAMES), min_size=1, max_size=3).map(tuple)
 """Paths of Variables inside a graph: one to three attribute names."""

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import graph_strategies as gs
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("filterlib")
+pytestmark = pytest.mark.kind("differential")
 
 FILTERS_GUIDE = "guide:filters_guide (filter literals, OfType, WithTag, PathContains, Any, All, Not, Everything, Nothing)"
 

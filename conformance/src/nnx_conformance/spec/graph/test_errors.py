@@ -8,7 +8,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-pytestmark = pytest.mark.area("graph")
+pytestmark = pytest.mark.kind("error")
 
 
 def _two_layer_model(nnx: Any) -> Any:

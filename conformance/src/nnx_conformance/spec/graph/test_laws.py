@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
-from nnx_conformance.spec.properties.snapshots import (
+from nnx_conformance.snapshots import (
     VariableEntry,
     difference,
     expected_groups,
@@ -20,7 +20,7 @@ from nnx_conformance.spec.properties.snapshots import (
     walk,
 )
 
-pytestmark = pytest.mark.area("graph")
+pytestmark = pytest.mark.kind("property")
 
 
 def group_paths(nnx: Any, states: tuple[Any, ...]) -> list[set[tuple[Any, ...]]]:

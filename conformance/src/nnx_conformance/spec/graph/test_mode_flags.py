@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-pytestmark = pytest.mark.area("graph")
+pytestmark = pytest.mark.kind("property")
 
 FLAG_SETTERS = ("set_graph_mode", "set_graph_updates")
 DEFAULT_FIELDS = ("hijax", "ref")

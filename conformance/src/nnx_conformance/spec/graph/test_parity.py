@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from nnx_conformance import graph_strategies as gs
 from nnx_conformance import isolated
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("graph")
+pytestmark = pytest.mark.kind("differential")
 
 GUIDE = "guide:nnx_basics (split/merge/update), api graph page"
 

@@ -7,7 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-pytestmark = pytest.mark.area("module")
+pytestmark = pytest.mark.kind("property")
 
 LAYERS = 12
 """More than ten layers, so that numeric and string order of the indices differ."""

@@ -8,7 +8,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-pytestmark = pytest.mark.area("module")
+pytestmark = pytest.mark.kind("error")
 
 
 def _block(nnx: Any) -> Any:

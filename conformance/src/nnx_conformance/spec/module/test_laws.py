@@ -9,17 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
-from nnx_conformance.spec.properties.snapshots import (
+from nnx_conformance.assertions import assert_shares_arrays
+from nnx_conformance.snapshots import (
     NodeEntry,
     VariableEntry,
     difference,
     modules_by_path,
     snapshot,
-    variables_by_path,
     walk,
 )
 
-pytestmark = pytest.mark.area("module")
+pytestmark = pytest.mark.kind("property")
 
 
 def flags(nnx: Any, node: Any) -> dict[tuple[Any, ...], dict[str, bool]]:
@@ -82,14 +82,6 @@ def test_set_attributes_reaches_exactly_the_matching_modules(nnx: Any, data: st.
     assert flags(nnx, node) == expected, (
         f"set_attributes({filter_!r}, deterministic={value}) left the flags {flags(nnx, node)}, expected {expected}"
     )
-
-
-def assert_shares_arrays(nnx: Any, original: Any, derived: Any, function: str) -> None:
-    """Every Variable of ``derived`` holds the very array buffer of the original's."""
-    originals = variables_by_path(nnx, original)
-    for path, variable in variables_by_path(nnx, derived).items():
-        want, got = originals[path][...].unsafe_buffer_pointer(), variable[...].unsafe_buffer_pointer()
-        assert got == want, f"{function}: the Variable at {path} holds a copy of the original's array"
 
 
 @pytest.mark.apis("with_attributes")

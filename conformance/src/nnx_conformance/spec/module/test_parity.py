@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("module")
+pytestmark = pytest.mark.kind("differential")
 
 INTERMEDIATES_GUIDE = "guide:extracting_intermediates (sow, perturb and nnx.capture)"
 MODULE_PAGE = "api module page (train, eval, set_attributes, iter_modules, iter_children)"

@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.spec.errors import raises_named
+from nnx_conformance.assertions import raises_named
 
-pytestmark = pytest.mark.area("object")
+pytestmark = [pytest.mark.kind("error"), pytest.mark.area("object")]
 
 
 def _foo(nnx: Any) -> Any:

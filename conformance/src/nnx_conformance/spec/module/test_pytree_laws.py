@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
-from nnx_conformance.spec.properties.snapshots import (
+from nnx_conformance.snapshots import (
     NodeEntry,
     Snapshot,
     VariableEntry,
@@ -20,7 +20,7 @@ from nnx_conformance.spec.properties.snapshots import (
     state_snapshot,
 )
 
-pytestmark = pytest.mark.area("object")
+pytestmark = [pytest.mark.kind("property"), pytest.mark.area("object")]
 
 
 def expected_key_path(nnx: Any, shot: Snapshot, path: tuple[Any, ...]) -> str:

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from nnx_conformance import graph_strategies as gs
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("object")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("object")]
 
 OBJECT_PAGE = "api object page: static attributes hold no arrays (nnx.static, nnx.data)"
 

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("nn/activations")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/activations")]
 
 ELEMENTWISE = (
     "celu", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "identity", "leaky_relu",

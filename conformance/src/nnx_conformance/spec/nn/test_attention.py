@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.differential import assert_agrees, layer_case
+from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.differential import layer_case
 
-pytestmark = pytest.mark.area("nn/attention")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention")]
 
 
 @pytest.mark.apis("MultiHeadAttention")

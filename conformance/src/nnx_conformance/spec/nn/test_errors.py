@@ -7,6 +7,8 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
+pytestmark = pytest.mark.kind("error")
+
 linear = pytest.mark.area("nn/linear")
 normalization = pytest.mark.area("nn/normalization")
 attention = pytest.mark.area("nn/attention")

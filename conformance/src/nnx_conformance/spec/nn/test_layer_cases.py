@@ -11,10 +11,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.differential import Case, assert_agrees
+from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.differential import Case
 from nnx_conformance.strategies import RECURRENT_CELLS
 
-pytestmark = pytest.mark.area("nn")
+pytestmark = pytest.mark.kind("differential")
 
 
 def _label(keywords: dict[str, Any]) -> str:

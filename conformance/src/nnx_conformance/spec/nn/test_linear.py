@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 
 from nnx_conformance import strategies
-from nnx_conformance.differential import assert_agrees, layer_case
+from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.differential import layer_case
 
-pytestmark = pytest.mark.area("nn/linear")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear")]
 
 
 @pytest.mark.apis("Linear")

@@ -11,9 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.differential import assert_agrees, layer_case
+from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.differential import layer_case
 
-pytestmark = pytest.mark.area("nn/lora")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/lora")]
 
 NORMAL = jax.nn.initializers.normal()
 """A non-zero ``b_initializer``: with the default zeros, the low-rank path adds nothing."""

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("nn/attention")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention")]
 
 
 @pytest.mark.apis("make_attention_mask", "make_causal_mask", "combine_masks")

@@ -11,9 +11,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.differential import assert_agrees, layer_case
+from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.differential import layer_case
 
-pytestmark = pytest.mark.area("nn/recurrent")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/recurrent")]
 
 
 def _step(nnx: Any, cell: Any, x: Any) -> Any:

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.compare_state import assert_same
-from nnx_conformance.differential import assert_agrees, layer_case
+from nnx_conformance.assertions import assert_agrees, assert_same
+from nnx_conformance.differential import layer_case
 
-pytestmark = pytest.mark.area("nn/stochastic")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/stochastic")]
 
 
 @pytest.mark.apis("Dropout", "Rngs")

@@ -12,9 +12,9 @@ import optax
 import pytest
 
 from nnx_conformance import strategies
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("training")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("training")]
 
 STEPS = 20
 

@@ -7,7 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-pytestmark = pytest.mark.area("rnglib")
+pytestmark = pytest.mark.kind("error")
 
 
 @pytest.mark.apis("Rngs")

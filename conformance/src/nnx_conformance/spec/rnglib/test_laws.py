@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
 
-pytestmark = pytest.mark.area("rnglib")
+pytestmark = pytest.mark.kind("property")
 
 
 def key_bits(key: Any) -> list[Any]:

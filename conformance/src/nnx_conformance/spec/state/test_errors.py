@@ -7,7 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-pytestmark = pytest.mark.area("state")
+pytestmark = pytest.mark.kind("error")
 
 
 def _state(nnx: Any) -> Any:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
-from nnx_conformance.spec.properties.snapshots import (
+from nnx_conformance.snapshots import (
     VariableEntry,
     difference,
     expected_groups,
@@ -20,7 +20,7 @@ from nnx_conformance.spec.properties.snapshots import (
     variables_by_path,
 )
 
-pytestmark = pytest.mark.area("state")
+pytestmark = pytest.mark.kind("property")
 
 
 def draw_state(nnx: Any, data: st.DataObject) -> Any:

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import graph_strategies as gs
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("state")
+pytestmark = pytest.mark.kind("differential")
 
 STATE_PAGE = "api state page (State methods, map_state, to_pure_dict, replace_by_pure_dict)"
 

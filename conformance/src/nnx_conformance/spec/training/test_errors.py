@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import optax
 import pytest
 
+pytestmark = pytest.mark.kind("error")
+
 optimizer_area = pytest.mark.area("training/optimizer")
 metrics_area = pytest.mark.area("training/metrics")
 ema_area = pytest.mark.area("training/ema")

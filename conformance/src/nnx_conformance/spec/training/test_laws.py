@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.kind("property")
+
 OPTIMIZERS = {
     "sgd": lambda lr: optax.sgd(lr),
     "sgd-momentum": lambda lr: optax.sgd(lr, momentum=0.9),

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("training/metrics")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("training/metrics")]
 
 updates = st.lists(
     st.tuples(

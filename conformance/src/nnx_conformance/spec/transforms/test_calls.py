@@ -15,9 +15,9 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from nnx_conformance import graph_strategies as gs
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("transforms")
+pytestmark = pytest.mark.kind("differential")
 
 CUSTOM_VJP_DOC = "api transforms page: custom_vjp docstring (updates_g, nondiff_argnums)"
 KEYWORD_CALLS = {

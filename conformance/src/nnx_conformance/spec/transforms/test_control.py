@@ -17,9 +17,9 @@ from hypothesis import assume, given
 from jax.sharding import Mesh, PartitionSpec
 
 from nnx_conformance import graph_strategies as gs
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("transforms")
+pytestmark = pytest.mark.kind("differential")
 
 TRANSFORMS_PAGE = "api transforms page (graph and graph_updates arguments of each transform)"
 

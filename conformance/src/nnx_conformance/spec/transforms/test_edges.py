@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.kind("property")
 
 
-@pytest.mark.area("transforms")
 @pytest.mark.apis("fori_loop")
 def test_a_graph_mode_fori_loop_body_that_changes_a_variables_type_is_rejected_as_a_change_of_pytree_structure(
     nnx: Any,
@@ -35,7 +35,6 @@ def test_a_graph_mode_fori_loop_body_that_changes_a_variables_type_is_rejected_a
         nnx.fori_loop(0, 3, body, Model(), graph=True)
 
 
-@pytest.mark.area("transforms")
 @pytest.mark.apis("remat")
 @given(x=st.floats(-3, 3), index=st.sampled_from([-1, 1]))
 def test_remat_counts_negative_static_argnums_from_the_last_argument(nnx: Any, x: float, index: int) -> None:

@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.spec.errors import raises_named
+from nnx_conformance.assertions import raises_named
 from jax.sharding import PartitionSpec
 
-pytestmark = pytest.mark.area("transforms")
+pytestmark = pytest.mark.kind("error")
 
 
 def _pair(nnx: Any, a: Any, b: Any) -> Any:

@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import pytest
 
 from nnx_conformance import graph_strategies as gs
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("transforms")
+pytestmark = pytest.mark.kind("differential")
 
 TRANSFORMS_GUIDE = "guide:transforms (graph updates: changes to Modules inside transforms propagate out)"
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from nnx_conformance import strategies as nst
 
 pytestmark = [
-    pytest.mark.area("transforms"),
+    pytest.mark.kind("property"),
     pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"]),
     # Module.sow outside nnx.capture is deprecated in flax 0.12 but documented and working.
     pytest.mark.filterwarnings("ignore:Using 'Module.sow\\(\\)' outside:DeprecationWarning"),
@@ -48,6 +48,7 @@ def observe(nnx: Any, model: Any) -> Observation:
 
 def assert_same_state(got: Observation, expected: Observation, context: str) -> None:
     """Same paths, Variable types and integer values; floats equal up to float32 rounding."""
+    __tracebackhide__ = True
     assert sorted(got, key=repr) == sorted(expected, key=repr), (
         f"{context}: the state has paths {sorted(got, key=repr)}, expected {sorted(expected, key=repr)}"
     )

@@ -18,7 +18,7 @@ from jax.sharding import PartitionSpec as P
 
 from nnx_conformance import strategies as nst
 
-pytestmark = [pytest.mark.area("transforms"), pytest.mark.multi_device]
+pytestmark = [pytest.mark.kind("property"), pytest.mark.multi_device]
 
 AXIS = "model"
 
@@ -44,6 +44,7 @@ def partitioned_linear(nnx: Any) -> Any:
 
 def assert_on_the_partition_sharding(model: Any, mesh: jax.sharding.Mesh, context: str) -> None:
     """Each Variable's array is on NamedSharding(mesh, the spec its metadata names)."""
+    __tracebackhide__ = True
     expected = {"kernel": P(None, AXIS), "bias": P(AXIS)}
     for name, spec in expected.items():
         sharding = getattr(model, name)[...].sharding

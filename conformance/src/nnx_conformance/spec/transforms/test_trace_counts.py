@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple
 import jax.numpy as jnp
 import pytest
 
-pytestmark = pytest.mark.area("transforms")
+pytestmark = pytest.mark.kind("property")
 
 CALLS = 3
 """Calls with the same structure; more than one, so that a retrace shows."""

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
-from nnx_conformance.spec.properties.snapshots import variable_entry
+from nnx_conformance.snapshots import variable_entry
 
-pytestmark = pytest.mark.area("variables")
+pytestmark = pytest.mark.kind("property")
 
 DOCUMENTED_NAMES = {
     "Param": "params",

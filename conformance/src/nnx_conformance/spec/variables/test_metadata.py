@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jax.sharding import Mesh
 
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("spmd")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("spmd")]
 
 TRANSFORMS_GUIDE = "guide:transforms (transform_metadata: the partition of the mapped axis is removed inside and added back)"
 

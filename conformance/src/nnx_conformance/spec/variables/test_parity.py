@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from nnx_conformance import graph_strategies as gs
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("variables")
+pytestmark = pytest.mark.kind("differential")
 
 
 @pytest.mark.apis("Variable")

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
 
+pytestmark = pytest.mark.kind("property")
+
 Update = Callable[[Any], None]
 
 TRANSFORMS: dict[str, Callable[[Any, Update, bool], Update]] = {
@@ -54,7 +56,6 @@ def test_updates_to_a_ref_variable_under_a_transform_are_seen_outside_as_after_e
     )
 
 
-@pytest.mark.area("variables")
 @pytest.mark.apis("Variable")
 @given(value=nst.arrays())
 def test_one_hijax_variable_may_be_passed_twice_to_jax_jit_and_reads_as_its_value(nnx: Any, value: Any) -> None:
@@ -66,7 +67,6 @@ def test_one_hijax_variable_may_be_passed_twice_to_jax_jit_and_reads_as_its_valu
     )
 
 
-@pytest.mark.area("variables")
 @pytest.mark.apis("Variable")
 @given(value=nst.arrays())
 def test_jax_grad_with_respect_to_a_hijax_variable_holds_the_gradient_of_its_value(nnx: Any, value: Any) -> None:

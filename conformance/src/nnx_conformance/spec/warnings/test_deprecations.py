@@ -9,9 +9,9 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
-pytestmark = pytest.mark.area("module")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("module")]
 
 
 def _sower(nnx: Any, **options: Any) -> Any:
