@@ -20,15 +20,19 @@ AREAS: dict[str, tuple[str, ...]] = {
     "traversals": ("graph",),
     "variablelib": ("variables", "guide:hijax"),
     "statelib": ("state",),
-    "pytreelib": ("object", "guide:pytree"),
-    "reprlib": ("object", "variables"),
-    "module": ("module",),
+    "pytreelib": ("module", "object", "guide:pytree"),
+    "reprlib": ("module", "object", "variables", "display"),
+    "module": ("module", "warnings"),
     "rnglib": ("rnglib", "guide:randomness"),
     "filterlib": ("filterlib", "guide:filters_guide"),
     "extract": ("transforms",),
     "transforms": ("transforms", "guide:transforms"),
     "training/train_state": ("training/optimizer",),
-    "summary": ("summary",),
+    "summary": ("summary", "display"),
+    "summary_table": ("summary", "display"),
+    "visualization": ("visualization", "display"),
+    "helpers": ("helpers", "nn"),
+    "spmd": ("spmd", "variables"),
 }
 """Report areas of the modules whose path does not name their area (by path, without ``.py``)."""
 

@@ -3,7 +3,7 @@
 The test id is what expectation and spec-defect patterns match and what reports
 list (see ``expectations``): a doc example's manifest id, else the node id relative
 to the ``spec`` folder. A hand-written test's area is its folder under ``spec``
-(``spec/<area>/test_<topic>.py``) unless an ``area`` marker names another; its kind
+(``spec/<area>/test_<topic>.py``), or the finer one an ``area`` marker names; its kind
 is what its ``kind`` marker says.
 """
 

@@ -29,7 +29,7 @@ MARKERS = (
     "tpu: runs only where JAX has a TPU backend",
     "multi_device: needs several JAX devices (on CPU the suite gives JAX 8)",
     "kind(name): what a hand-written test compares: property, differential, signature or error",
-    "area(name): the report area of a test when it is not its folder under spec/, e.g. area('nn/linear')",
+    "area(name): a finer report area than a test's folder under spec/, a page under it, e.g. area('nn/linear')",
     "apis(*names): the nnx names a test exercises, e.g. apis('split', 'merge')",
     "documented(where): where the docs state or show what a test checks; None when only flax's observed behaviour does",
 )

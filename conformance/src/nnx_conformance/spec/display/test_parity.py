@@ -16,7 +16,7 @@ from nnx_conformance.differential import Side
 from nnx_conformance.impl import FLAX_NNX
 from nnx_conformance.outputs import DocOutputChecker
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("summary")]
+pytestmark = pytest.mark.kind("differential")
 
 
 # flax 0.12.12 raises TypeError for compute_vjp_flops with keyword inputs and then leaves

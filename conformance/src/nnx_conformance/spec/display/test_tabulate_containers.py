@@ -7,7 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-pytestmark = [pytest.mark.kind("property"), pytest.mark.area("summary")]
+pytestmark = pytest.mark.kind("property")
 
 
 def layers(nnx: Any, count: int) -> list[Any]:

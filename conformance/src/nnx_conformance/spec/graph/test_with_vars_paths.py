@@ -7,7 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-pytestmark = [pytest.mark.kind("property"), pytest.mark.area("variables")]
+pytestmark = pytest.mark.kind("property")
 
 
 @pytest.mark.apis("with_vars", "PathContains", "set_graph_mode")

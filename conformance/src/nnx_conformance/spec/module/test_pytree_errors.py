@@ -11,7 +11,7 @@ import pytest
 
 from nnx_conformance.assertions import raises_named
 
-pytestmark = [pytest.mark.kind("error"), pytest.mark.area("object")]
+pytestmark = pytest.mark.kind("error")
 
 
 def _foo(nnx: Any) -> Any:

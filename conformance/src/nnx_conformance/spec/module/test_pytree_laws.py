@@ -20,7 +20,7 @@ from nnx_conformance.snapshots import (
     state_snapshot,
 )
 
-pytestmark = [pytest.mark.kind("property"), pytest.mark.area("object")]
+pytestmark = pytest.mark.kind("property")
 
 
 def expected_key_path(nnx: Any, shot: Snapshot, path: tuple[Any, ...]) -> str:

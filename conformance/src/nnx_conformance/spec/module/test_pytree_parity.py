@@ -15,7 +15,7 @@ import pytest
 from nnx_conformance import graph_strategies as gs
 from nnx_conformance.assertions import assert_same
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("object")]
+pytestmark = pytest.mark.kind("differential")
 
 OBJECT_PAGE = "api object page: static attributes hold no arrays (nnx.static, nnx.data)"
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from nnx_conformance import strategies
 from nnx_conformance.assertions import assert_same
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("helpers")]
+pytestmark = pytest.mark.kind("differential")
 
 
 @pytest.mark.apis("Sequential")

@@ -12,7 +12,7 @@ from hypothesis import given
 from nnx_conformance import programs
 from nnx_conformance.assertions import assert_same
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("graph")]
+pytestmark = pytest.mark.kind("differential")
 
 APIS = ("jit", "grad", "vmap", "scan", "split", "merge", "update", "clone", "state", "Optimizer", "set_graph_mode", "set_graph_updates")
 GUIDES = "guide:nnx_basics and guide:transforms (stateful Modules under transforms, split/merge/update)"

@@ -14,7 +14,7 @@ import pytest
 from nnx_conformance import strategies
 from nnx_conformance.assertions import assert_same
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("training")]
+pytestmark = pytest.mark.kind("differential")
 
 STEPS = 20
 

@@ -16,7 +16,6 @@ pytestmark = pytest.mark.kind("error")
 optimizer_area = pytest.mark.area("training/optimizer")
 metrics_area = pytest.mark.area("training/metrics")
 ema_area = pytest.mark.area("training/ema")
-spmd_area = pytest.mark.area("spmd")
 
 
 def _linear(nnx: Any, use_bias: bool = True) -> Any:
@@ -153,7 +152,6 @@ def test_ema_update_rejects_a_tree_of_another_structure(nnx: Any) -> None:
 # ---------------------------------------------------------------- spmd
 
 
-@spmd_area
 @pytest.mark.apis("use_eager_sharding", "Variable")
 def test_eager_sharding_needs_a_mesh_for_a_sharded_variable(nnx: Any) -> None:
     assert jax.sharding.get_abstract_mesh().empty, "the test expects no mesh to be set"

@@ -17,7 +17,7 @@ from jax.sharding import Mesh
 
 from nnx_conformance.assertions import assert_same
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("spmd")]
+pytestmark = pytest.mark.kind("differential")
 
 TRANSFORMS_GUIDE = "guide:transforms (transform_metadata: the partition of the mapped axis is removed inside and added back)"
 

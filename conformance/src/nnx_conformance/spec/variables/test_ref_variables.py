@@ -33,7 +33,6 @@ TRANSFORMS: dict[str, Callable[[Any, Update, bool], Update]] = {
 """Each transform applied to an update function of one Module argument."""
 
 
-@pytest.mark.area("transforms")
 @pytest.mark.apis("jit", "cond", "remat", "checkify")
 @pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
 @pytest.mark.parametrize("transform", sorted(TRANSFORMS))
@@ -78,7 +77,6 @@ def test_jax_grad_with_respect_to_a_hijax_variable_holds_the_gradient_of_its_val
     )
 
 
-@pytest.mark.area("transforms")
 @pytest.mark.apis("grad", "var_defaults", "Linear")
 @given(din=st.integers(1, 3), dout=st.integers(1, 3), batch=st.integers(1, 2), seed=st.integers(0, 3))
 def test_nnx_grad_is_the_same_for_a_module_whether_its_variables_are_hijax_or_not(

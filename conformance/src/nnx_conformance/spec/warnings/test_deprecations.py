@@ -11,7 +11,7 @@ import pytest
 
 from nnx_conformance.assertions import assert_same
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("module")]
+pytestmark = pytest.mark.kind("differential")
 
 
 def _sower(nnx: Any, **options: Any) -> Any:
