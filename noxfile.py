@@ -126,12 +126,12 @@ def _ensure_spec(session: nox.Session, python: Path) -> None:
         return
     scratch = Path(tempfile.mkdtemp(prefix="nnx-spec-"))
     try:
-        session.run(str(python), str(ROOT / "tools" / "extract_docs.py"), "--out", str(scratch), external=True)
+        session.run(str(python), "-m", "tools.extract_docs", "--out", str(scratch), external=True)
         generated = json.loads((scratch / "manifest.json").read_text(encoding="utf-8"))
         if generated != json.loads(SPEC_MANIFEST.read_text(encoding="utf-8")):
             session.error(
                 f"The pages generated from flax {FLAX_PIN} do not match the committed {SPEC_MANIFEST.relative_to(ROOT)}"
-                f" (python tools/manifest_diff.py {SPEC_MANIFEST.relative_to(ROOT)} {scratch / 'manifest.json'} says how);"
+                f" (python -m tools.manifest_diff {SPEC_MANIFEST.relative_to(ROOT)} {scratch / 'manifest.json'} says how);"
                 " to regenerate the spec on purpose: nox -s extract"
             )
         shutil.move(str(scratch / "pages"), str(SPEC_PAGES))
@@ -307,7 +307,7 @@ def releases(session: nox.Session) -> None:
 def extract(session: nox.Session) -> None:
     """Generate the spec pages from the pinned flax sdist, or `-- --check` them against the manifest."""
     python = _reference_venv(session)
-    session.run(str(python), str(ROOT / "tools" / "extract_docs.py"), *session.posargs, external=True)
+    session.run(str(python), "-m", "tools.extract_docs", *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none")
@@ -319,7 +319,7 @@ def tests(session: nox.Session) -> None:
     _ensure_spec(session, reference)  # some harness tests run the suite on the repository's pages
     session.run(str(reference), "-m", "pytest", str(ROOT / "conformance" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
     session.run(str(reference), "-m", "pytest", str(ROOT / "reference" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
-    session.run(str(reference), str(ROOT / "tools" / "extract_docs.py"), "--check", external=True)
+    session.run(str(reference), "-m", "tools.extract_docs", "--check", external=True)
     _run_suite(session, _flax_venv(session), "flax.nnx", ["-q", *session.posargs])
     _run_suite(session, reference, "nnx_reference", ["-q", *session.posargs])
     _run_differential(session, ["-q", *session.posargs])
@@ -332,7 +332,7 @@ def _both_venv(session: nox.Session) -> Path:
 
 def _run_differential(session: nox.Session, args: list[str]) -> None:
     """The differential tests: the reference against flax.nnx, side by side in one venv."""
-    _run_suite(session, _both_venv(session), "nnx_reference", ["-k", "differential", *args], label="differential")
+    _run_suite(session, _both_venv(session), "nnx_reference", ["--kinds", "differential", *args], label="differential")
 
 
 @nox.session(venv_backend="none")
@@ -346,7 +346,7 @@ def bench(session: nox.Session) -> None:
     """Overhead of both implementations (and of Equinox, installed for this alone) next to raw jax.jit, one run."""
     python = _both_venv(session)
     session.run(str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), "equinox", external=True)
-    session.run(str(python), str(ROOT / "tools" / "bench.py"), *session.posargs,
+    session.run(str(python), "-m", "tools.bench", *session.posargs,
                 external=True, env={"JAX_PLATFORMS": "cpu"})
 
 
@@ -355,7 +355,7 @@ def mutants(session: nox.Session) -> None:
     """Deliberately broken copies of the reference: the suite must fail on each."""
     python = _reference_venv(session)
     _ensure_spec(session, python)
-    session.run(str(python), str(ROOT / "tools" / "mutants.py"), *session.posargs, external=True)
+    session.run(str(python), "-m", "tools.mutants", *session.posargs, external=True)
 
 
 def _install_mutation_tool(session: nox.Session, python: Path) -> None:
@@ -373,7 +373,7 @@ def mutation(session: nox.Session) -> None:
     python = _both_venv(session)
     _install_mutation_tool(session, python)
     _ensure_spec(session, python)
-    session.run(str(python), str(ROOT / "tools" / "mutation.py"), *session.posargs, external=True)
+    session.run(str(python), "-m", "tools.mutation", *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none")
@@ -382,7 +382,6 @@ def api(session: nox.Session) -> None:
     python = _reference_venv(session)
     surface = REPORTS / "nnx_reference" / "api.json"
     surface.parent.mkdir(parents=True, exist_ok=True)
-    tool = str(ROOT / "tools" / "api_surface.py")
     flax_surface = ROOT / "conformance" / "src" / "nnx_conformance" / "data" / "flax_api.json"
-    session.run(str(python), tool, "dump", "nnx_reference", "-o", str(surface), external=True)
-    session.run(str(python), tool, "diff", str(flax_surface), str(surface), external=True)
+    session.run(str(python), "-m", "tools.api_surface", "dump", "nnx_reference", "-o", str(surface), external=True)
+    session.run(str(python), "-m", "tools.api_surface", "diff", str(flax_surface), str(surface), external=True)

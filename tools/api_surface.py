@@ -1,9 +1,9 @@
 """Dump the public API surface of an NNX implementation to JSON, or diff two dumps.
 
-    python tools/api_surface.py dump flax.nnx -o conformance/src/nnx_conformance/data/flax_api.json \
+    python -m tools.api_surface dump flax.nnx -o conformance/src/nnx_conformance/data/flax_api.json \
         --pages /path/to/flax-0.12.12/docs_nnx/api_reference/flax.nnx
-    python tools/api_surface.py dump nnx_reference -o /tmp/reference_api.json
-    python tools/api_surface.py diff flax_api.json reference_api.json
+    python -m tools.api_surface dump nnx_reference -o /tmp/reference_api.json
+    python -m tools.api_surface diff flax_api.json reference_api.json
 
 The dump is deterministic (sorted names, no memory addresses), so the committed
 ``flax_api.json`` only changes when the pinned flax does. The diff lists, from the
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nnx_conformance.surface import EXCLUDED, dump, problems
-from rst_pages import parse_directives
+from .rst_pages import parse_directives
 
 #: An auto* directive's argument that sphinx documents: a bare dotted name.
 _NAME = re.compile(r"[\w.]+")

@@ -1,7 +1,7 @@
 """Record the deprecations flax.nnx emits on each doc example, or check the committed record.
 
-    python tools/doc_warnings.py --spec-dir docs_extracted            # rewrite data/doc_warnings.json
-    python tools/doc_warnings.py --spec-dir docs_extracted --check    # exit 1 if a new run differs
+    python -m tools.doc_warnings --spec-dir docs_extracted            # rewrite data/doc_warnings.json
+    python -m tools.doc_warnings --spec-dir docs_extracted --check    # exit 1 if a new run differs
 
 Run it where the pinned flax is installed (the ``impl-flax-*`` or ``impl-both`` venv). It
 runs every doc example the suite runs, in page order in one process as the suite does,

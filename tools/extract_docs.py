@@ -1,6 +1,6 @@
 """Generates the spec pages and manifest from the pinned flax sdist (docs_extracted/README.md).
 
-    python tools/extract_docs.py [--flax VERSION] [--sdist PATH] [--out DIR] [--check]
+    python -m tools.extract_docs [--flax VERSION] [--sdist PATH] [--out DIR] [--check]
 
 Reads ``docs_nnx/`` of the sdist and the source its API pages document, without importing
 flax; objects flax re-exports from jax are imported from jax for their docstrings.
@@ -20,14 +20,12 @@ from pathlib import Path
 from nnx_conformance import docpages
 from nnx_conformance.manifest import Manifest, example_digest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from manifest_diff import diff_manifests  # noqa: E402
-from notebook_pages import EXCLUDED_GUIDES, GUIDES, notebook_cells  # noqa: E402
-from rst_pages import resolve_api_page  # noqa: E402
-from spec_objects import SourceTree  # noqa: E402
-from spec_pages import Page, api_page, guide_page  # noqa: E402
-from spec_sdist import Sdist, fetch_sdist, load_sdist  # noqa: E402
+from .manifest_diff import diff_manifests
+from .notebook_pages import EXCLUDED_GUIDES, GUIDES, notebook_cells
+from .rst_pages import resolve_api_page
+from .spec_objects import SourceTree
+from .spec_pages import Page, api_page, guide_page
+from .spec_sdist import Sdist, fetch_sdist, load_sdist
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_VERSION = "0.12.12"

@@ -7,7 +7,7 @@ the copy on a targeted subset with ``-x``; a mutant is *caught* when a test fail
 *survives* when the subset passes. An unmutated copy runs first on the same subsets
 (the baseline): if it fails, the subsets are not a fair test and nothing is reported.
 
-    python tools/mutants.py [--list] [--only NAME] [--no-baseline]
+    python -m tools.mutants [--list] [--only NAME] [--no-baseline]
 
 Exit status: 1 when a mutant survives, else 2 when the check itself could not run (a
 patch no longer applies, the baseline fails, a copy does not import, pytest errors),
@@ -75,6 +75,14 @@ class Mutant:
         return MUTANT_PREFIX + self.name
 
 
+def area_tests(area: str, *modules: str) -> str:
+    """The ``-k`` expression of the hand-written tests of ``spec/<area>/`` in ``modules``
+    (default: its laws, errors and parity modules); others whose names say ``area`` come too."""
+    return f"{area} and ({' or '.join(modules or ('test_laws', 'test_errors', 'test_parity'))})"
+
+
+GRAPH_TESTS = area_tests("graph", "test_laws", "test_errors", "test_parity", "test_mode_flags")
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "split_drops_variable",
@@ -84,7 +92,7 @@ MUTANTS: tuple[Mutant, ...] = (
             '    gdef, flat = flatten_for(node, graph, "split")\n',
             '    gdef, flat = flatten_for(node, graph, "split")\n    flat = flat[:-1]\n',
         ),),
-        "test_graph or test_state",
+        f"{GRAPH_TESTS} or {area_tests('state')}",
     ),
     Mutant(
         "merge_loses_sharing",
@@ -95,28 +103,28 @@ MUTANTS: tuple[Mutant, ...] = (
             "    if isinstance(d, VariableRef):\n        return ctx.index_ref[d.index].copy()\n"
             "    if isinstance(d, NodeRef):\n        return ctx.index_ref[d.index]\n",
         ),),
-        "test_graph",
+        GRAPH_TESTS,
     ),
     Mutant(
         "not_does_not_negate",
         "nnx.Not(f) matches what f matches",
         (Patch("filterlib.py", "        return not self.predicate(path, x)\n",
                "        return self.predicate(path, x)\n"),),
-        "test_filterlib",
+        area_tests("filterlib"),
     ),
     Mutant(
         "rngs_count_does_not_advance",
         "an Rngs stream hands out the same key on every call",
         (Patch("rnglib.py", "        self.count.set_value(count + 1)\n",
                "        self.count.set_value(count)\n"),),
-        "test_rnglib",
+        area_tests("rnglib"),
     ),
     Mutant(
         "update_ignores_last_path",
         "nnx.update writes every leaf of the state but the last",
         (Patch("graphlib/_state_ops.py", "    for path, leaf in collect_leaves((state, *states)):\n",
                "    for path, leaf in collect_leaves((state, *states))[:-1]:\n"),),
-        "test_graph",
+        GRAPH_TESTS,
     ),
     Mutant(
         "clone_shares_variables",
@@ -124,21 +132,21 @@ MUTANTS: tuple[Mutant, ...] = (
         (Patch("graphlib/_state_ops.py",
                "            leaf = leaf.copy()  # keeps the Variable's type, metadata and hooks\n",
                "            pass\n"),),
-        "test_graph",
+        GRAPH_TESTS,
     ),
     Mutant(
         "oftype_ignores_subclasses",
         "nnx.OfType(T) matches instances of T itself but not of its subclasses",
         (Patch("filterlib.py", "        return isinstance(x, self.type)\n",
                "        return type(x) is self.type\n"),),
-        "test_filterlib",
+        area_tests("filterlib"),
     ),
     Mutant(
         "transforms_drop_updates",
         "Variable updates made inside nnx.jit, nnx.grad, nnx.vmap, ... never reach the caller",
         (Patch("transforms/lift.py", "    if not write:\n        lifted = lifted.unwritten()\n",
                "    lifted = lifted.unwritten()\n"),),
-        "(properties and transforms) or guide:transforms",
+        f"{area_tests('transforms', 'test_laws', 'test_edges', 'test_trace_counts')} or guide:transforms",
     ),
     Mutant(
         "hijax_updates_under_transforms",

@@ -10,7 +10,7 @@ by the tests of its module's areas and names (``mutation_focus``) with ``-x``, a
 if they all pass by the whole suite with ``-x``. A run past the timeout counts as
 killed. An unmutated copy runs the whole suite first: if it fails, nothing is judged.
 
-    python tools/mutation.py [--sample N] [--seed S] [--module nnx_reference.nn.linear]
+    python -m tools.mutation [--sample N] [--seed S] [--module nnx_reference.nn.linear]
 
 Mutants listed in conformance/mutation/equivalent.txt are left out of the score. The
 score per module is printed; reports/mutation/ gets results.json and survivors.txt
@@ -34,18 +34,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from mutants import Outcome as SuiteOutcome
-from mutation_sites import Mutant, Site, find_sites, make_mutant, module_path, read_equivalents, sample
+from .mutants import Outcome as SuiteOutcome
+from .mutation_sites import Mutant, Site, find_sites, make_mutant, module_path, read_equivalents, sample
 
 REPO = Path(__file__).resolve().parents[1]
-TOOLS = Path(__file__).resolve().parent
 PACKAGE = Path("reference") / "src" / "nnx_reference"
 """The reference package, relative to the tree (the repository, or a commit's snapshot)."""
 SUITE = Path("conformance") / "src"
 SPEC_DIR = REPO / "docs_extracted"
 EQUIVALENTS = REPO / "conformance" / "mutation" / "equivalent.txt"
 OUT = REPO / "reports" / "mutation"
-FOCUS_PLUGIN = "mutation_focus"
+FOCUS_PLUGIN = "tools.mutation_focus"
 MIN_TIMEOUT_S = 120.0
 
 Outcome = Literal["killed", "survived", "equivalent", "error"]
@@ -96,9 +95,10 @@ def committed_tree(root: Path) -> Path:
 
 
 def judge_env(tree: Path, copy_root: Path) -> dict[str, str]:
-    """A judging run's environment: the copy, then the tree's suite, first on the path; no compilation cache."""
+    """A judging run's environment: the copy, then the tree's suite, then this repository (for the
+    ``tools`` package) first on the path; no compilation cache."""
     env = dict(os.environ)
-    path = (str(copy_root), str(tree / SUITE), str(TOOLS), env.get("PYTHONPATH"))
+    path = (str(copy_root), str(tree / SUITE), str(REPO), env.get("PYTHONPATH"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
     env.pop("JAX_COMPILATION_CACHE_DIR", None)

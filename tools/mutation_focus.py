@@ -1,6 +1,6 @@
 """A pytest plugin that keeps the suite's tests most likely to see a bug in one module.
 
-    pytest --pyargs nnx_conformance -p mutation_focus --mutation-focus nnx_reference.nn.linear
+    pytest --pyargs nnx_conformance -p tools.mutation_focus --mutation-focus nnx_reference.nn.linear
 
 A test is kept when its area is one of the module's areas (its report area: the doc
 page of that area and the hand-written tests filed under it) or when it exercises a
@@ -20,15 +20,19 @@ AREAS: dict[str, tuple[str, ...]] = {
     "traversals": ("graph",),
     "variablelib": ("variables", "guide:hijax"),
     "statelib": ("state",),
-    "pytreelib": ("object", "guide:pytree"),
-    "reprlib": ("object", "variables"),
-    "module": ("module",),
+    "pytreelib": ("module", "object", "guide:pytree"),
+    "reprlib": ("module", "object", "variables", "display"),
+    "module": ("module", "warnings"),
     "rnglib": ("rnglib", "guide:randomness"),
     "filterlib": ("filterlib", "guide:filters_guide"),
     "extract": ("transforms",),
     "transforms": ("transforms", "guide:transforms"),
     "training/train_state": ("training/optimizer",),
-    "summary": ("summary",),
+    "summary": ("summary", "display"),
+    "summary_table": ("summary", "display"),
+    "visualization": ("visualization", "display"),
+    "helpers": ("helpers", "nn"),
+    "spmd": ("spmd", "variables"),
 }
 """Report areas of the modules whose path does not name their area (by path, without ``.py``)."""
 

@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from exclusions import excluded_reason
+from .exclusions import excluded_reason
 
 #: Guides in the spec: page stem -> notebook path in the sdist.
 GUIDES: dict[str, str] = {

@@ -11,7 +11,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from spec_objects import Documented, LocalRef, Ref, SourceTree
+from .spec_objects import Documented, LocalRef, Ref, SourceTree
 
 #: What sphinx accepts as the argument of an auto* directive (a bare dotted name here).
 _NAME_RE = re.compile(r"^[\w.]+$")

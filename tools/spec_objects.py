@@ -14,7 +14,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Union
 
-from spec_sdist import Sdist
+from .spec_sdist import Sdist
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ from nnx_conformance.blocking import defined_names
 from nnx_conformance.manifest import example_digest
 from sybil.parsers.abstract import DocTestStringParser
 
-from example_apis import nnx_names
-from exclusions import excluded_reason
-from notebook_pages import Cell
-from spec_codeblocks import code_blocks, fenced, render, undefined_names
-from spec_objects import Documented
+from .example_apis import nnx_names
+from .exclusions import excluded_reason
+from .notebook_pages import Cell
+from .spec_codeblocks import code_blocks, fenced, render, undefined_names
+from .spec_objects import Documented
 
 _SKIP_REASON = "marked `doctest: +SKIP` in the docstring"
 

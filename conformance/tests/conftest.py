@@ -16,7 +16,9 @@ from nnx_conformance.devices import JaxEnvironment
 # in-process runs share this JAX, whichever test happens to start it.
 JaxEnvironment().configure(None)
 
-sys.path.insert(0, str(Path(__file__).parent))
+REPO = Path(__file__).resolve().parents[2]
+# The harness's helpers (specbuilder, suiteruns) and the repository's tools package.
+sys.path[:0] = [str(Path(__file__).parent), str(REPO)]
 
 from specbuilder import write_fake_impl  # noqa: E402
 

@@ -19,10 +19,10 @@ def test_every_entry_needs_a_reason(tmp_path: Path) -> None:
 
 def test_patterns_match_test_ids_with_fnmatch(tmp_path: Path) -> None:
     path = tmp_path / "impl.txt"
-    path.write_text("guide:g/*  # the whole guide\nerrors/test_graph.py::test_a*  # reason\n")
+    path.write_text("guide:g/*  # the whole guide\ngraph/test_errors.py::test_a*  # reason\n")
     patterns = PatternList.read(path)
     assert patterns.match("guide:g/cell:3") is not None
-    assert patterns.match("errors/test_graph.py::test_abc") is not None
+    assert patterns.match("graph/test_errors.py::test_abc") is not None
     assert patterns.match("guide:h/cell:1") is None
 
 

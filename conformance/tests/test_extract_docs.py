@@ -19,12 +19,10 @@ from sybil.parsers.markdown import CodeBlockParser
 from sybil.parsers.rest import DocTestParser
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ROOT / "tools"
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "synthetic_sdist"
 VERSION = "9.9.9"
 
-sys.path.insert(0, str(TOOLS))
-from manifest_diff import diff_manifests  # noqa: E402
+from tools.manifest_diff import diff_manifests
 
 
 def build_sdist(source: Path, target_dir: Path) -> Path:
@@ -47,9 +45,9 @@ def extract(sdist: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[
     code = (
         "import runpy, sys; sys.modules['flax'] = None; "
         f"sys.argv = ['extract_docs.py', '--sdist', {str(sdist)!r}, '--out', {str(out)!r}, *{list(extra)!r}]; "
-        f"runpy.run_path({str(TOOLS / 'extract_docs.py')!r}, run_name='__main__')"
+        "runpy.run_module('tools.extract_docs', run_name='__main__', alter_sys=True)"
     )
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")

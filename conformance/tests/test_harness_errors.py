@@ -71,6 +71,6 @@ def test_a_run_without_a_spec_is_a_harness_error(pytester: pytest.Pytester, run_
 
 
 def test_hand_written_tests_alone_need_no_spec(pytester: pytest.Pytester, fake_impl: str) -> None:
-    result = pytester.runpytest("--pyargs", "nnx_conformance.spec.signatures", "--impl", fake_impl,
+    result = pytester.runpytest("--pyargs", "nnx_conformance.spec.api", "--impl", fake_impl,
                                 "--spec-dir", str(pytester.path / "absent"), "-p", "no:cacheprovider", "--co", "-q")
     assert result.ret == pytest.ExitCode.OK, "the spec is checked only where doc examples are collected"

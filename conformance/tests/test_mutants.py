@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "mutants.py"
-
-
-def _load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mutants_tool", TOOL)
-    assert spec is not None and spec.loader is not None, f"cannot load {TOOL}"
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-mutants = _load_tool()
+from tools import mutants
 
 
 def _fake_package(root: Path, files: dict[str, str]) -> Path:
@@ -130,12 +116,12 @@ def test_a_mutant_imports_under_its_own_name_with_its_bug(tmp_path: Path) -> Non
 PYTEST_FAILURE = """\
 E       AssertionError: expected the shared Param only under 'a', got keys []
 E       assert [] == ['a']
-FAILED conformance/src/nnx_conformance/spec/errors/test_graph.py::test_x[1]
+FAILED conformance/src/nnx_conformance/spec/graph/test_errors.py::test_x[1]
 """
 HYPOTHESIS_FAILURE = """\
   | ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)
     | AssertionError: call 1 of stream 'default' gave [1, 2], expected [3, 4]
-FAILED conformance/src/nnx_conformance/spec/properties/test_rnglib.py::test_y
+FAILED conformance/src/nnx_conformance/spec/rnglib/test_laws.py::test_y
 """
 DOC_FAILURE = """\
 guide:transforms/cell:4 (transforms.md:51) did not run as documented:
@@ -165,9 +151,9 @@ def test_a_copy_that_does_not_import_is_an_error_not_a_catch() -> None:
 @pytest.mark.parametrize(
     ("output", "test", "reason"),
     [
-        (PYTEST_FAILURE, "errors/test_graph.py::test_x[1]",
+        (PYTEST_FAILURE, "graph/test_errors.py::test_x[1]",
          "AssertionError: expected the shared Param only under 'a', got keys []"),
-        (HYPOTHESIS_FAILURE, "properties/test_rnglib.py::test_y",
+        (HYPOTHESIS_FAILURE, "rnglib/test_laws.py::test_y",
          "AssertionError: call 1 of stream 'default' gave [1, 2], expected [3, 4]"),
         (DOC_FAILURE, "test_docs.py::test_doc[guide:transforms/cell:4@L51]",
          "AttributeError: 'WeightStack' object has no attribute 'kernel'"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,11 +14,8 @@ import pytest
 pytest.importorskip("cosmic_ray", reason="tools/mutation.py needs cosmic-ray: nox installs the mutation group")
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = REPO / "tools"
-sys.path.insert(0, str(TOOLS))
 
-import mutation_focus  # noqa: E402
-import mutation_sites  # noqa: E402
+from tools import mutation_focus, mutation_sites  # noqa: E402 - cosmic-ray first
 
 PACKAGE = REPO / "reference" / "src" / "nnx_reference"
 MODULE = "nnx_reference.filterlib"
@@ -96,9 +94,10 @@ def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) 
     equivalents = tmp_path / "equivalent.txt"
     equivalents.write_text(f"{first.fingerprint}  {MODULE}:{sites[0].line} {sites[0].operator}  # listed here\n")
     out = tmp_path / "out"
-    command = [sys.executable, str(TOOLS / "mutation.py"), "--sample", "2", "--seed", "0", "--module", MODULE,
+    command = [sys.executable, "-m", "tools.mutation", "--sample", "2", "--seed", "0", "--module", MODULE,
                "-k", "filterlib", "--equivalents", str(equivalents), "--out", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert done.returncode in (0, 1), f"expected a judged run, got exit {done.returncode}:\n{done.stdout}{done.stderr}"
     results = json.loads((out / "results.json").read_text())
     outcomes = [m["outcome"] for m in results["mutants"]]

@@ -91,7 +91,7 @@ def test_a_failed_hypothesis_test_gets_a_script_that_replays_its_falsifying_exam
     pytest.importorskip("nnx_reference", reason="the broken implementation wraps nnx_reference, absent here")
     write_fake_impl(pytester.path, BROKEN_NOT)
     pytester.syspathinsert()
-    test = "nnx_conformance.spec.properties.test_filterlib"
+    test = "nnx_conformance.spec.filterlib.test_laws"
     pytester.runpytest("--pyargs", test, "--impl", "brokennnx", "-k", "de_morgan",
                        "--conformance-report", "report.json", "-p", "no:cacheprovider")
     report = json.loads((pytester.path / "report.json").read_text())
@@ -99,7 +99,7 @@ def test_a_failed_hypothesis_test_gets_a_script_that_replays_its_falsifying_exam
     script = pytester.path / failed["repro"]
     text = script.read_text()
     assert "BLOB = Blob('" in text, "the script carries hypothesis' blob"
-    assert "'properties/test_filterlib.py::test_de_morgan_laws_hold'" in text
+    assert "'filterlib/test_laws.py::test_de_morgan_laws_hold'" in text
     ran = run_script(script, pytester.path)
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "Draw 2 (second filter): '" in ran.stdout, "the replayed example draws a string filter, as the run's"

@@ -68,8 +68,8 @@ def test_an_implementation_without_a_file_is_told_to_name_one(pytester: pytest.P
 
 
 @pytest.mark.parametrize("test_id", [
-    "properties/test_x.py::test_y[[]cond-graph-mode[]]",
-    "errors/test_a.py::test_b[x*y?z]",
+    "transforms/test_x.py::test_y[[]cond-graph-mode[]]",
+    "graph/test_a.py::test_b[x*y?z]",
     "signatures/test_api.py::test_c[a b#c]",
 ])
 def test_an_exact_pattern_matches_its_test_id(test_id: str) -> None:

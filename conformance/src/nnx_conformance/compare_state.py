@@ -6,8 +6,8 @@ given (so the state they are left in counts too). :func:`observe` runs it in one
 implementation's context and records an :class:`Outcome`: the returned objects
 described implementation-independently by :func:`describe` (types by name, arrays bit
 for bit, shared references by first occurrence), the exception raised, and the
-warnings emitted. :func:`assert_same` fails, saying where, unless the implementation
-under test agrees with flax.nnx.
+warnings emitted; ``assertions.assert_same`` compares the outcomes of the implementation
+under test and of flax.nnx.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def first_difference(expected: Any, actual: Any, where: str = "result") -> str |
     """Where two descriptions first differ (yardstick first), or None."""
     if isinstance(expected, (tuple, list)) and isinstance(actual, (tuple, list)):
         if len(expected) != len(actual) or type(expected) is not type(actual):
-            return f"{where}: expected {_short(expected)}, got {_short(actual)}"
+            return f"{where}: expected {short(expected)}, got {short(actual)}"
         for index, (e, a) in enumerate(zip(expected, actual)):
             label = e[0] if isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) else index
             found = first_difference(e, a, f"{where}/{label}")
@@ -144,57 +144,23 @@ def first_difference(expected: Any, actual: Any, where: str = "result") -> str |
         return None
     if isinstance(expected, bytes) and isinstance(actual, bytes):
         return None if expected == actual else f"{where}: array values differ"
-    return None if expected == actual else f"{where}: expected {_short(expected)}, got {_short(actual)}"
+    return None if expected == actual else f"{where}: expected {short(expected)}, got {short(actual)}"
 
 
-def _short(description: Any) -> str:
+def short(description: Any) -> str:
     text = repr(description)
     return text if len(text) <= 300 else text[:300] + "..."
 
 
-def _error_line(error: BaseException) -> str:
+def error_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}({lines[0][:200] if lines else ''!r})"
 
 
-def _class_names(error: BaseException) -> set[str]:
+def class_names(error: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(error).__mro__}
 
 
 def deprecations(outcome: Outcome, names: Sequence[str]) -> list[str]:
     """The ``names`` that a DeprecationWarning (or subclass) of ``outcome`` mentions."""
     return [n for n in names if any("Deprecat" in w.category and n in w.message for w in outcome.warnings)]
-
-
-def assert_same(
-    yardstick: Any,
-    nnx: Any,
-    scenario: Scenario,
-    *,
-    mentions: Sequence[str] = (),
-    deprecated: Sequence[str] = (),
-) -> Outcome:
-    """Fails, saying what differed, unless ``scenario`` has the same outcome on ``nnx`` as on
-    flax.nnx (the ``flax_nnx`` fixture): equal described results; or, where flax raises, an
-    exception of flax's class (by name, or a subclass) whose message names each of ``mentions``;
-    and a DeprecationWarning naming each of ``deprecated`` where flax emits one. Returns flax's
-    outcome, so a test can also check that flax did what the spec says."""
-    expected = observe(Side(yardstick.nnx, yardstick.active), scenario)
-    actual = observe(Side(nnx), scenario)
-    if expected.error is not None:
-        assert actual.error is not None, (
-            f"flax.nnx raises {_error_line(expected.error)}; {nnx!r} raises nothing and returns {_short(actual.result)}"
-        )
-        assert type(expected.error).__name__ in _class_names(actual.error), (
-            f"flax.nnx raises {_error_line(expected.error)}; {nnx!r} raises {_error_line(actual.error)}"
-        )
-        for name in mentions:
-            assert name in str(expected.error), f"flax.nnx's message names {name!r}: {_error_line(expected.error)}"
-            assert name in str(actual.error), f"the message should name {name!r}: {_error_line(actual.error)}"
-    else:
-        assert actual.error is None, f"flax.nnx runs the scenario; {nnx!r} raises {_error_line(actual.error)}"
-        difference = first_difference(expected.result, actual.result)
-        assert difference is None, f"{nnx!r} differs from flax.nnx: {difference}"
-    missing = set(deprecations(expected, deprecated)) - set(deprecations(actual, deprecated))
-    assert not missing, f"flax.nnx warns that {sorted(missing)} is deprecated; {nnx!r} does not"
-    return expected

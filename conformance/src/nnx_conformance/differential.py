@@ -12,7 +12,7 @@ from the same seed and checks that
 - with ``grad``, the gradients of a scalar loss of the outputs with respect to the
   layer's parameters and its input are equal bit for bit, and so are the states after.
 
-Used by the differential tests of the suite.
+Used by the differential tests of the suite, through ``assertions.assert_agrees``.
 """
 
 from __future__ import annotations
@@ -232,13 +232,6 @@ ROUNDING_ULPS = 0.0
 """Rounding units (of the output dtype, times its magnitude) that outputs of the suite's
 cases may differ by: none, flax is deterministic on CPU and the reference computes in
 flax's order of operations."""
-
-
-def assert_agrees(yardstick: Any, nnx: Any, case: Case) -> None:
-    """Fails, saying what differed, unless ``nnx`` agrees on ``case`` with the yardstick
-    (the ``flax_nnx`` fixture)."""
-    ok, note = run_case(case, Side(yardstick.nnx, yardstick.active), Side(nnx))
-    assert ok, f"{case.name}: {nnx!r} differs from flax.nnx: {note}"
 
 
 def layer_case(

@@ -2,11 +2,15 @@
 
 The test id is what expectation and spec-defect patterns match and what reports
 list (see ``expectations``): a doc example's manifest id, else the node id relative
-to the ``spec`` folder.
+to the ``spec`` folder. A hand-written test's area is its folder under ``spec``
+(``spec/<area>/test_<topic>.py``), or the finer one an ``area`` marker names; its kind
+is what its ``kind`` marker says.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -16,8 +20,11 @@ import pytest
 from .docsuite import DocCase
 
 SPEC_ROOT = Path(__file__).parent / "spec"
-KINDS = {"properties": "property", "differential": "differential", "signatures": "signature", "errors": "error"}
-_BOOKKEEPING_MARKERS = {"parametrize", "area", "apis", "documented", "usefixtures", "filterwarnings", "timeout"}
+KINDS = ("property", "differential", "signature", "error")
+"""The kinds of hand-written test; ``pytest.mark.kind(name)`` on a module or test says which."""
+UNMARKED_KIND = "other"
+"""The kind of a hand-written test without a ``kind`` marker."""
+_BOOKKEEPING_MARKERS = {"parametrize", "area", "apis", "documented", "kind", "usefixtures", "filterwarnings", "timeout"}
 _SPEC_PREFIX = "nnx_conformance/spec/"
 DOCS_MODULE = SPEC_ROOT / "test_docs.py"
 
@@ -51,6 +58,18 @@ def doc_case(item: pytest.Item) -> DocCase | None:
     return case if isinstance(case, DocCase) else None
 
 
+def folder_area(relative: str) -> str:
+    """The area a hand-written test's path relative to ``spec`` gives it: its folder."""
+    folder, _, rest = relative.partition("/")
+    return folder if rest else Path(folder).stem.removeprefix("test_")
+
+
+def _first_arg(markers: Iterable[pytest.Mark], name: str, default: str) -> str:
+    """The first argument of the closest ``name`` marker among ``markers`` (closest first)."""
+    found = next((m for m in markers if m.name == name and m.args), None)
+    return default if found is None else str(found.args[0])
+
+
 def describe(item: pytest.Item) -> ItemInfo:
     """The test id, kind, area, apis and markers of a suite test."""
     relative = Path(item.path).relative_to(SPEC_ROOT).as_posix()
@@ -60,10 +79,9 @@ def describe(item: pytest.Item) -> ItemInfo:
         area = case.page.id if case.page is not None else "docs"
         apis = case.entry.apis if case.entry is not None else ()
         return ItemInfo(case.test_id, item.nodeid, "doc", area, apis, markers)
-    area_marker = item.get_closest_marker("area")
-    area = str(area_marker.args[0]) if area_marker and area_marker.args else Path(item.path).stem.removeprefix("test_")
+    area = _first_arg(item.iter_markers("area"), "area", folder_area(relative))
+    kind = _first_arg(item.iter_markers("kind"), "kind", UNMARKED_KIND)
     apis = tuple(str(name) for m in item.iter_markers("apis") for name in m.args)
-    kind = KINDS.get(relative.partition("/")[0], "other")
     _, _, name = item.nodeid.partition("::")
     return ItemInfo(f"{relative}::{name}", item.nodeid, kind, area, apis, markers)
 
@@ -88,13 +106,53 @@ def doc_page_of(nodeid: str) -> str | None:
     return None if example is None else example.rpartition("/")[0] or "docs"
 
 
+def suite_test_id(nodeid: str) -> str:
+    """The test id of a suite test's node id, without collecting it."""
+    example = _doc_example_id(nodeid)
+    return example if example is not None else nodeid[nodeid.index(_SPEC_PREFIX) + len(_SPEC_PREFIX):]
+
+
+def _marks_of(obj: object) -> list[pytest.Mark]:
+    marks = getattr(obj, "pytestmark", [])
+    return list(marks) if isinstance(marks, list) else [marks]
+
+
+def _param_marks(marks: list[pytest.Mark], param_id: str) -> Iterator[pytest.Mark]:
+    """The marks of the ``pytest.param`` sets, among ``marks``' parametrizations, whose id
+    is one of the dash-joined parts of the node id's ``param_id``."""
+    for mark in marks:
+        if mark.name != "parametrize" or len(mark.args) < 2:
+            continue
+        for value in mark.args[1]:
+            if getattr(value, "id", None) and f"-{value.id}-" in f"-{param_id}-":
+                yield from value.marks
+
+
+def declared_marks(relative: str) -> list[pytest.Mark]:
+    """The marks a hand-written test declares (``relative``: its node id relative to ``spec``),
+    closest first, read from its module: those of its pytest.param sets, its function, its
+    classes and its module's ``pytestmark``. Empty when the module does not import."""
+    path, _, name = relative.partition("::")
+    name, _, param_id = name.partition("[")
+    try:
+        obj: object = importlib.import_module("nnx_conformance.spec." + path.removesuffix(".py").replace("/", "."))
+    except Exception:  # noqa: BLE001 - the test will not be described beyond its path
+        return []
+    chain = [obj]
+    for part in name.split("::"):
+        obj = getattr(obj, part, None)
+        chain.append(obj)
+    marks = [mark for owner in reversed(chain) for mark in _marks_of(owner)]
+    return [*_param_marks(marks, param_id.removesuffix("]")), *marks] if param_id else marks
+
+
 def describe_nodeid(nodeid: str) -> ItemInfo:
-    """What a node id alone tells of a suite test (for a test whose process died before
-    it could say more): its id, kind and area."""
+    """What a node id tells of a suite test whose process died before it could say more:
+    its id, and its kind and area as the markers its module declares give them."""
     example, page = _doc_example_id(nodeid), doc_page_of(nodeid)
     if example is not None and page is not None:
         return ItemInfo(example, nodeid, "doc", page, (), ())
-    relative = nodeid[nodeid.index(_SPEC_PREFIX) + len(_SPEC_PREFIX):]
-    path, _, _ = relative.partition("::")
-    kind = KINDS.get(path.partition("/")[0], "other")
-    return ItemInfo(relative, nodeid, kind, Path(path).stem.removeprefix("test_"), (), ())
+    relative = suite_test_id(nodeid)
+    marks = declared_marks(relative)
+    area = _first_arg(marks, "area", folder_area(relative.partition("::")[0]))
+    return ItemInfo(relative, nodeid, _first_arg(marks, "kind", UNMARKED_KIND), area, (), ())

@@ -28,7 +28,8 @@ MARKERS = (
     "gpu: runs only where JAX has a GPU backend",
     "tpu: runs only where JAX has a TPU backend",
     "multi_device: needs several JAX devices (on CPU the suite gives JAX 8)",
-    "area(name): the spec page (report area) a test belongs to, e.g. area('graph')",
+    "kind(name): what a hand-written test compares: property, differential, signature or error",
+    "area(name): a finer report area than a test's folder under spec/, a page under it, e.g. area('nn/linear')",
     "apis(*names): the nnx names a test exercises, e.g. apis('split', 'merge')",
     "documented(where): where the docs state or show what a test checks; None when only flax's observed behaviour does",
     "newer_flax(reason): the guide shows what only a flax newer than the pin does; the test checks the pin's behaviour",
@@ -178,6 +179,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         promised = sum(len(page.examples) for page in manifest.pages)
         if docs != promised:
             suite.error = RunError("harness", f"the suite collected {docs} doc examples, the manifest promises {promised}")
+    if suite.settings.kinds is not None:
+        _keep_kinds(config, items, suite)
+
+
+def _keep_kinds(config: pytest.Config, items: list[pytest.Item], suite: Suite) -> None:
+    """Deselect the suite's tests whose kind ``--kinds`` does not name."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        wanted = not in_suite(item) or suite.infos[item.nodeid].kind in (suite.settings.kinds or ())
+        (kept if wanted else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -267,8 +282,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if suite.error.kind == "implementation" and suite.impl.error is not None:
             for line in suite.impl.error.rstrip().splitlines():
                 write(line)
-    # xdist's workers report what -k and -m left: patterns of deselected tests show as unused.
-    selected = config.option.keyword or config.option.markexpr
+    # xdist's workers report what -k, -m and --kinds left: patterns of deselected tests show as unused.
+    selected = config.option.keyword or config.option.markexpr or suite.settings.kinds
     checked = [] if selected and config.pluginmanager.has_plugin(_XDIST_HOOKS) else [
         ("unused expectations", suite.expectations), ("unused baseline entries", suite.baseline)]
     if checked and suite.docs.collected:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ import pytest
 from . import expectations
 from .devices import PLATFORMS
 from .graph_modes import CHOICES, DEFAULT, GraphMode
-from .items import DOCS_MODULE, SPEC_ROOT
+from .items import DOCS_MODULE, KINDS, SPEC_ROOT, UNMARKED_KIND
 from .manifest import MANIFEST
 
 DEFAULT_IMPL = "nnx_reference"
@@ -36,8 +37,20 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--device", choices=PLATFORMS, default=None, help="the JAX platform to run on")
     group.addoption("--conformance-report", metavar="PATH", default=None,
                     help="write a JSON report there, and its Markdown rendering next to it (.md)")
+    group.addoption("--kinds", metavar="KIND[,KIND...]", type=_kinds, default=None,
+                    help=f"run only the suite's tests of these kinds ({', '.join(('doc', *KINDS, UNMARKED_KIND))})")
     group.addoption("--conformance-timeout", metavar="SECONDS", type=float, default=DEFAULT_TIMEOUT,
                     help=f"fail a suite test that runs longer (default {DEFAULT_TIMEOUT:g}; 0: no limit)")
+
+
+def _kinds(value: str) -> frozenset[str]:
+    """The kinds a ``--kinds`` value names; an unknown kind is a usage error."""
+    known = ("doc", *KINDS, UNMARKED_KIND)
+    named = frozenset(part.strip() for part in value.split(",") if part.strip())
+    unknown = sorted(named - set(known))
+    if unknown or not named:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or 'nothing'}: the kinds are {', '.join(known)}")
+    return named
 
 
 def _search_roots(config: pytest.Config) -> list[Path]:
@@ -90,6 +103,7 @@ class Settings:
     device: str | None
     report: Path | None
     timeout: float
+    kinds: frozenset[str] | None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -113,6 +127,7 @@ class Settings:
             device=option.device,
             report=Path(option.conformance_report) if option.conformance_report else None,
             timeout=option.conformance_timeout,
+            kinds=option.kinds,
         )
 
 

@@ -20,7 +20,7 @@ from .docsuite import SPEC_DEFECT, DocSuite, Skip, page_problems
 from .graph_modes import GraphMode
 from .impl import FLAX_NNX, ImportAlias, Implementation, Yardstick
 from .isolation import RUN_DIR_KEY, PageClaims
-from .items import ItemInfo, describe, describe_nodeid, doc_case, in_suite_nodeid
+from .items import ItemInfo, describe, doc_case, doc_page_of, in_suite_nodeid, suite_test_id
 from .manifest import REGENERATE, Manifest
 from .patterns import PatternFileError, PatternList
 from .report import INFO_ATTRIBUTE, RunError
@@ -184,14 +184,15 @@ class Suite:
     def note_collected(self, nodeids: list[str]) -> None:
         """In xdist's controller, which collects nothing itself: count a worker's collection,
         and mark the expectations and spec defects its test ids use."""
-        tests = [describe_nodeid(nodeid) for nodeid in nodeids if in_suite_nodeid(nodeid)]
+        tests = [nodeid for nodeid in nodeids if in_suite_nodeid(nodeid)]
         self.collected = len(tests)
-        for info in tests:
-            self.expectations.match(info.id)
-            self.baseline.match(info.id)
-            if info.kind == "doc":
+        for nodeid in tests:
+            test_id = suite_test_id(nodeid)
+            self.expectations.match(test_id)
+            self.baseline.match(test_id)
+            if doc_page_of(nodeid) is not None:
                 self.docs.collected = True
-                self.docs.defects.match(info.id)
+                self.docs.defects.match(test_id)
 
     def label(self, item: pytest.Item, test_report: pytest.TestReport) -> None:
         """Attach a suite test's info to its phase report, for the (possibly remote) report."""

@@ -232,6 +232,19 @@ def _all_diff(n_args: int) -> tuple:
     return tuple(_Diff(...) for _ in range(n_args))
 
 
+class VjpOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`vjp`."""
+
+    has_aux: bool
+    reduce_axes: tp.Sequence[tp.Hashable]
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def vjp(f: trees.Fn, /, *primals: tp.Any, **options: tp.Unpack[VjpOptions]) -> tuple[tp.Any, ...]: ...
+@tp.overload
+def vjp(**options: tp.Unpack[VjpOptions]) -> tp.Callable[[trees.Fn], tp.Callable[..., tuple[tp.Any, ...]]]: ...
 def vjp(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     *primals: tp.Any,
@@ -266,6 +279,26 @@ def vjp(
     return (primals_out, vjp_fn, aux) if has_aux else (primals_out, vjp_fn)
 
 
+class JvpOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`jvp`."""
+
+    has_aux: bool
+    graph: bool | None
+    graph_updates: bool | None
+
+
+JvpCall = tp.Callable[[tuple, tuple], tuple[tp.Any, ...]]
+"""``jvp(f)`` and ``jvp(...)(f)``: called with the primals and the tangents."""
+
+
+@tp.overload
+def jvp(
+    f: trees.Fn, primals: tuple, tangents: tuple, /, **options: tp.Unpack[JvpOptions]
+) -> tuple[tp.Any, ...]: ...
+@tp.overload
+def jvp(f: trees.Fn, /, **options: tp.Unpack[JvpOptions]) -> JvpCall: ...
+@tp.overload
+def jvp(**options: tp.Unpack[JvpOptions]) -> tp.Callable[[trees.Fn], JvpCall]: ...
 def jvp(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     primals: tuple | trees.Missing = trees.MISSING,
@@ -477,13 +510,25 @@ def _node_updates(lifted: lift.Lifted, in_part: list, n_args: int) -> tuple:
     return tuple(out)
 
 
+class CustomVjpOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`custom_vjp`."""
+
+    nondiff_argnums: tuple[int | DiffState, ...]
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def custom_vjp(fun: trees.Fn, /, **options: tp.Unpack[CustomVjpOptions]) -> CustomVjp: ...
+@tp.overload
+def custom_vjp(**options: tp.Unpack[CustomVjpOptions]) -> tp.Callable[[trees.Fn], CustomVjp]: ...
 def custom_vjp(
     fun: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     *,
     nondiff_argnums: tuple[int | DiffState, ...] = (),
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Any:
+) -> CustomVjp | tp.Callable[[trees.Fn], CustomVjp]:
     """Lifted ``jax.custom_vjp``: Modules as arguments; define the rule with ``defvjp``."""
     trees.reject_bound_method("custom_vjp", fun)
     checks.reject_prefix_objects(

@@ -95,13 +95,25 @@ def checkify(
     return wrapper
 
 
+class MakeJaxprOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`make_jaxpr`."""
+
+    graph: bool | None
+    graph_updates: bool | None
+    static_argnums: int | tp.Sequence[int]
+
+
+@tp.overload
+def make_jaxpr(f: trees.Fn, /, **options: tp.Unpack[MakeJaxprOptions]) -> trees.Fn: ...
+@tp.overload
+def make_jaxpr(**options: tp.Unpack[MakeJaxprOptions]) -> tp.Callable[[trees.Fn], trees.Fn]: ...
 def make_jaxpr(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     *,
     graph: bool | None = None,
     graph_updates: bool | None = None,
     static_argnums: int | tp.Sequence[int] = (),
-) -> tp.Any:
+) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.make_jaxpr``: the jaxpr of ``f`` over the arguments' pure state."""
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 

@@ -1,0 +1,1 @@
+"""The public surface: every name of flax.nnx with a compatible kind and signature."""

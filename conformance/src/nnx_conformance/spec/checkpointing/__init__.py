@@ -1,0 +1,1 @@
+"""Checkpoints written and restored through orbax."""

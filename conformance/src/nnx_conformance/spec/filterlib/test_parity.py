@@ -1,0 +1,70 @@
+"""Parity of filters with flax.nnx on drawn Module graphs: types, tags, ``...``, booleans,
+OfType, WithTag, PathContains, Everything, Nothing and their Any / All / Not
+compositions select the Variables flax selects, through ``to_predicate``, ``nnx.state``
+and ``nnx.split``, in graph and tree mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import graph_strategies as gs
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+FILTERS_GUIDE = "guide:filters_guide (filter literals, OfType, WithTag, PathContains, Any, All, Not, Everything, Nothing)"
+
+
+@pytest.mark.apis("filterlib.to_predicate", "OfType", "WithTag", "PathContains", "Any", "All", "Not", "Everything", "Nothing")
+@pytest.mark.documented(FILTERS_GUIDE)
+@given(recipe=gs.graph_recipes(), drawn=gs.filter_recipes, graph=st.booleans())
+def test_a_filter_selects_the_variables_flax_selects(
+    nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, drawn: gs.FilterRecipe, graph: bool
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        root = gs.build(nnx, recipe).root
+        predicate = nnx.filterlib.to_predicate(gs.build_filter(nnx, drawn))
+        flat = nnx.to_flat_state(nnx.state(root, graph=graph))
+        chosen = [path for path, variable in flat if predicate(path, variable)]
+        return chosen, nnx.state(root, gs.build_filter(nnx, drawn), graph=graph)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("split", "Any", "Not")
+@pytest.mark.documented(FILTERS_GUIDE)
+@given(recipe=gs.graph_recipes(shared=True), first=gs.filter_recipes, second=gs.filter_recipes, graph=st.booleans())
+def test_split_by_drawn_filters_gives_flax_partitions(
+    nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, first: gs.FilterRecipe, second: gs.FilterRecipe, graph: bool
+) -> None:
+    """A Variable goes to the first filter that matches it; a shared one once, in graph mode."""
+
+    def scenario(nnx: Any) -> Any:
+        root = gs.build(nnx, recipe).root
+        _, *states = nnx.split(root, gs.build_filter(nnx, first), gs.build_filter(nnx, second), ..., graph=graph)
+        return states
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("PathContains", "OfType", "WithTag", "Any", "All", "Not", "filterlib.PathIn")
+@pytest.mark.documented(None)
+@given(first=gs.filter_recipes, second=gs.filter_recipes)
+def test_filters_compare_equal_as_flax_filters_do(nnx: Any, flax_nnx: Any, first: gs.FilterRecipe, second: gs.FilterRecipe) -> None:
+    """Two filters built alike are equal, and hash alike, where flax's are; others differ as flax's do."""
+
+    def scenario(nnx: Any) -> Any:
+        a, b, again = gs.build_filter(nnx, first), gs.build_filter(nnx, second), gs.build_filter(nnx, first)
+        path_in = nnx.filterlib.PathIn(("a", 0), ("b",))
+        return {
+            "built alike": (a == again, a != again, hash(a) == hash(again)),
+            "drawn pair": (a == b, a != b),
+            "compositions": (nnx.Any(a, b) == nnx.Any(again, b), nnx.All(a, b) == nnx.All(again, b), nnx.Not(a) == nnx.Not(again)),
+            "PathIn": (path_in == nnx.filterlib.PathIn(("a", 0), ("b",)), path_in == nnx.filterlib.PathIn(("a", 0))),
+        }
+
+    assert_same(flax_nnx, nnx, scenario)

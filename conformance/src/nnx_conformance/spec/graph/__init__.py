@@ -1,0 +1,1 @@
+"""The graph API: split, merge, update and the graph functions, with_vars, graph-mode flags."""

@@ -1,0 +1,244 @@
+"""Parity of the graph utilities with flax.nnx: the same call on the same small model
+gives the same result (as plain data), the same warnings, or flax's exception type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import strategies
+from nnx_conformance.differential import Side, flat_leaves, flat_state
+
+pytestmark = pytest.mark.kind("differential")
+
+GRAPH_MODES = st.sampled_from([None, True, False])
+
+
+def _model(nnx: Any, seed: int) -> Any:
+    """A block with a Linear shared under two attributes, a BatchNorm and a Dropout."""
+
+    class Block(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.linear = nnx.Linear(2, 3, rngs=rngs)
+            self.shared = self.linear
+            self.norm = nnx.BatchNorm(3, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+    return Block(nnx.Rngs(seed, dropout=seed + 1))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as data two implementations can be compared on: arrays as NumPy, types by name."""
+    if isinstance(value, type):
+        return f"<class {value.__name__}>"
+    if hasattr(value, "get_value"):  # a Variable
+        return type(value).__name__, _plain(value.get_value())
+    if isinstance(value, (list, tuple)):
+        return type(value)(map(_plain, value))
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (jax.Array, np.ndarray)):
+        array = np.asarray(jax.random.key_data(value) if jnp.issubdtype(value.dtype, jax.dtypes.prng_key) else value)
+        return (str(array.dtype), array.shape, array.tobytes())
+    return value
+
+
+def assert_same_outcome(flax_nnx: Any, nnx: Any, call: Callable[[Any], Any], what: str) -> None:
+    """``call(nnx)`` (plain data, see :func:`_plain`) agrees with flax's: same value and warnings,
+    or an exception of flax's class."""
+    __tracebackhide__ = True
+    (expected, warned_e), (got, warned_g) = (
+        side.run_recording(call) for side in (Side(flax_nnx.nnx, flax_nnx.active), Side(nnx))
+    )
+    if isinstance(expected, Exception):
+        assert isinstance(got, type(expected)), f"{what}: flax raises {expected!r}, {nnx!r} gives {got!r}"
+        return
+    assert not isinstance(got, Exception), f"{what}: flax gives {expected!r}, {nnx!r} raises {got!r}"
+    assert got == expected, f"{what}: flax gives {expected!r}, {nnx!r} gives {got!r}"
+    assert warned_g == warned_e, f"{what}: flax warns {warned_e}, {nnx!r} warns {warned_g}"
+
+
+def _state_of(nnx: Any, node: Any) -> list[Any]:
+    return _plain(flat_state(nnx, node))
+
+
+@pytest.mark.apis("graphdef")
+@given(seed=strategies.seeds, graph=GRAPH_MODES)
+def test_graphdef_is_the_graphdef_split_gives(nnx: Any, flax_nnx: Any, seed: int, graph: bool | None) -> None:
+    def call(nnx: Any) -> Any:
+        model = _model(nnx, seed)
+        return nnx.graphdef(model, graph=graph) == nnx.split(model, graph=graph)[0]
+
+    assert_same_outcome(flax_nnx, nnx, call, f"graphdef(model, graph={graph})")
+
+
+@pytest.mark.apis("find_duplicates")
+@given(seed=strategies.seeds, only=st.sampled_from(["everything", "Param", "Linear"]))
+def test_find_duplicates_lists_the_paths_of_shared_nodes(nnx: Any, flax_nnx: Any, seed: int, only: str) -> None:
+    def call(nnx: Any) -> Any:
+        model = _model(nnx, seed)
+        return nnx.find_duplicates(model) if only == "everything" else nnx.find_duplicates(model, only=getattr(nnx, only))
+
+    assert_same_outcome(flax_nnx, nnx, call, f"find_duplicates(model, only={only})")
+
+
+@pytest.mark.apis("iter_module_children")
+@given(seed=strategies.seeds, graph=GRAPH_MODES)
+def test_iter_module_children_yields_the_direct_submodules(nnx: Any, flax_nnx: Any, seed: int, graph: bool | None) -> None:
+    def call(nnx: Any) -> Any:
+        return [(key, type(child).__name__) for key, child in nnx.iter_module_children(_model(nnx, seed), graph=graph)]
+
+    assert_same_outcome(flax_nnx, nnx, call, f"iter_module_children(model, graph={graph})")
+
+
+@pytest.mark.apis("map")
+@given(seed=strategies.seeds, graph=GRAPH_MODES, recreate=st.booleans(), scale=st.integers(-3, 3))
+def test_map_applies_a_function_to_every_variable_value(
+    nnx: Any, flax_nnx: Any, seed: int, graph: bool | None, recreate: bool, scale: int
+) -> None:
+    def scaled(path: Any, value: Any) -> Any:
+        array = value.get_value() if hasattr(value, "get_value") else value
+        return value if jnp.issubdtype(array.dtype, jax.dtypes.prng_key) else value * scale
+
+    def call(nnx: Any) -> Any:
+        return _state_of(nnx, nnx.map(scaled, _model(nnx, seed), graph=graph, recreate_variables=recreate))
+
+    assert_same_outcome(flax_nnx, nnx, call, f"map(scale by {scale}, graph={graph}, recreate_variables={recreate})")
+
+
+@pytest.mark.apis("has_data")
+@pytest.mark.parametrize("value", ["array", "int", "list of arrays", "Param"])
+def test_has_data_lists_the_array_data_of_a_value(nnx: Any, flax_nnx: Any, value: str) -> None:
+    def call(nnx: Any) -> Any:
+        made = {"array": jnp.arange(3.0), "int": 3, "list of arrays": [jnp.ones(2), 1],
+                "Param": nnx.Param(jnp.zeros(2))}[value]
+        return _plain(list(nnx.has_data(made)))
+
+    assert_same_outcome(flax_nnx, nnx, call, f"has_data({value})")
+
+
+@pytest.mark.apis("unpack")
+@given(seed=strategies.seeds, filters=st.sampled_from([(), ("Param",), ("Param", "BatchStat", "...")]))
+def test_unpack_splits_the_state_by_filters(nnx: Any, flax_nnx: Any, seed: int, filters: tuple[str, ...]) -> None:
+    def call(nnx: Any) -> Any:
+        chosen = [... if name == "..." else getattr(nnx, name) for name in filters]
+        found = nnx.unpack(_model(nnx, seed), *chosen)
+        states = found if isinstance(found, tuple) else (found,)
+        return [_plain(flat_leaves(nnx, state)) for state in states]
+
+    assert_same_outcome(flax_nnx, nnx, call, f"unpack(model, {', '.join(filters)})")
+
+
+@pytest.mark.apis("set_metadata")
+@given(seed=strategies.seeds, only=st.sampled_from(["Param", "BatchStat", "Variable"]), tag=st.text("ab", max_size=3))
+def test_set_metadata_sets_it_on_the_filtered_variables(nnx: Any, flax_nnx: Any, seed: int, only: str, tag: str) -> None:
+    def call(nnx: Any) -> Any:
+        model = _model(nnx, seed)
+        nnx.set_metadata(model, only=getattr(nnx, only), tag=tag)
+        return _state_of(nnx, model)
+
+    assert_same_outcome(flax_nnx, nnx, call, f"set_metadata(model, only={only}, tag={tag!r})")
+
+
+@pytest.mark.apis("with_vars", "vars_as")
+@given(
+    seed=strategies.seeds,
+    function=st.sampled_from(["with_vars", "vars_as"]),
+    ref=st.sampled_from([None, False]),
+    hijax=st.sampled_from([None, False]),
+)
+def test_with_vars_gives_variables_of_the_asked_mode(
+    nnx: Any, flax_nnx: Any, seed: int, function: str, ref: bool | None, hijax: bool | None
+) -> None:
+    # Not drawn: ``mutable``, on which flax 0.12.12 raises an AttributeError of its own on this model.
+    def call(nnx: Any) -> Any:
+        model = getattr(nnx, function)(_model(nnx, seed), ref=ref, hijax=hijax, only=nnx.Param,
+                                       allow_duplicates=True)
+        return _state_of(nnx, model)
+
+    assert_same_outcome(flax_nnx, nnx, call, f"{function}(model, ref={ref}, hijax={hijax}, only=Param)")
+
+
+@pytest.mark.apis("variable_name_from_type", "variable_type_from_name")
+@pytest.mark.parametrize("name", ["params", "batch_stats", "cache", "intermediates", "unheard_of"])
+@pytest.mark.parametrize("allow_register", [False, True])
+def test_variable_names_and_types_map_to_each_other(nnx: Any, flax_nnx: Any, name: str, allow_register: bool) -> None:
+    def call(nnx: Any) -> Any:
+        found = nnx.variable_type_from_name(name, allow_register=allow_register)
+        return found.__name__, nnx.variable_name_from_type(found, allow_register=allow_register)
+
+    assert_same_outcome(flax_nnx, nnx, call, f"variable_type_from_name({name!r}, allow_register={allow_register})")
+
+
+@pytest.mark.apis("variable_type_from_name")
+def test_variable_type_from_name_creates_a_subclass_of_base(nnx: Any, flax_nnx: Any) -> None:
+    def call(nnx: Any) -> Any:
+        found = nnx.variable_type_from_name("graph_utilities_stats", base=nnx.BatchStat, allow_register=True)
+        return found.__name__, [cls.__name__ for cls in found.__mro__[:3]]
+
+    assert_same_outcome(flax_nnx, nnx, call, "variable_type_from_name(new name, base=BatchStat)")
+
+
+@pytest.mark.apis("register_variable_name")
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_register_variable_name_pairs_a_name_with_a_type(nnx: Any, flax_nnx: Any, overwrite: bool) -> None:
+    def call(nnx: Any) -> Any:
+        class Counter(nnx.Variable):
+            pass
+
+        nnx.register_variable_name(f"graph_utilities_counter_{overwrite}", Counter, overwrite=overwrite)
+        again = nnx.register_variable_name(f"graph_utilities_counter_{overwrite}", overwrite=overwrite)(Counter)
+        return again.__name__, nnx.variable_name_from_type(Counter)
+
+    assert_same_outcome(flax_nnx, nnx, call, f"register_variable_name twice, overwrite={overwrite}")
+
+
+@pytest.mark.apis("pure")
+@given(seed=strategies.seeds)
+def test_pure_strips_the_variables_of_a_state(nnx: Any, flax_nnx: Any, seed: int) -> None:
+    def call(nnx: Any) -> Any:
+        pure = nnx.pure(nnx.state(_model(nnx, seed), nnx.Param))
+        return _plain(jax.tree_util.tree_flatten_with_path(pure)[0])
+
+    assert_same_outcome(flax_nnx, nnx, call, "pure(state of the Params)")
+
+
+@pytest.mark.apis("using_eager_sharding")
+def test_using_eager_sharding_is_off_by_default(nnx: Any, flax_nnx: Any) -> None:
+    assert_same_outcome(flax_nnx, nnx, lambda nnx: nnx.using_eager_sharding(), "using_eager_sharding()")
+
+
+@pytest.mark.apis("jit_partial")
+@pytest.mark.parametrize("graph_updates", [None, False])
+@given(seed=strategies.seeds, input_seed=strategies.seeds)
+def test_jit_partial_calls_with_the_model_bound(
+    nnx: Any, flax_nnx: Any, seed: int, input_seed: int, graph_updates: bool | None
+) -> None:
+    x = strategies.layer_input((4, 2), input_seed)
+
+    def call(nnx: Any) -> Any:
+        model = _model(nnx, seed)
+        forward = nnx.jit_partial(lambda model, x: model.norm(model.linear(x)), model, graph_updates=graph_updates)
+        return _plain(forward(x)), _state_of(nnx, model)
+
+    assert_same_outcome(flax_nnx, nnx, call, f"jit_partial(forward, model, graph_updates={graph_updates})(x)")
+
+
+@pytest.mark.apis("fork_rngs", "with_rngs")
+@given(seed=strategies.seeds, function=st.sampled_from(["fork_rngs", "with_rngs"]), split=st.sampled_from([None, 2, (2, 3)]))
+def test_rng_streams_of_a_model_fork_and_split_as_flax_does(
+    nnx: Any, flax_nnx: Any, seed: int, function: str, split: int | tuple[int, ...] | None
+) -> None:
+    def call(nnx: Any) -> Any:
+        model = _model(nnx, seed)
+        result = getattr(nnx, function)(model, split=split)
+        return _state_of(nnx, model), _state_of(nnx, result) if function == "with_rngs" else None
+
+    assert_same_outcome(flax_nnx, nnx, call, f"{function}(model, split={split})")

@@ -1,0 +1,1 @@
+"""Module, Object and Pytree: attributes, flags, views, iteration, sow and capture."""

@@ -1,0 +1,106 @@
+"""Parity of Pytree attribute rules with flax.nnx: an array put into a static attribute
+after ``__init__`` or under an ``nnx.static`` override is rejected with flax's
+ValueError naming the attribute, a new array attribute after ``__init__`` is data, and
+popping a Variable held directly in an ``nnx.List`` fails as in flax; check_pytree accepts
+Pytrees and rejects anything else with TypeError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nnx_conformance import graph_strategies as gs
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+OBJECT_PAGE = "api object page: static attributes hold no arrays (nnx.static, nnx.data)"
+
+
+def _static(nnx: Any, init_value: Any) -> Any:
+    class Holder(nnx.Module):
+        def __init__(self) -> None:
+            self.n = init_value(nnx)
+
+    return Holder()
+
+
+STATIC_ASSIGNMENTS = {
+    "array_after_init": (lambda nnx: 3, jnp.ones(2)),
+    "numpy_array_after_init": (lambda nnx: "relu", np.ones(2)),
+    "array_after_a_static_override": (lambda nnx: nnx.static(3), jnp.ones(2)),
+    "array_under_a_static_override": (lambda nnx: nnx.static(jnp.ones(2)), None),
+}
+"""(value set in __init__, array assigned after it or None): each puts an array into a static attribute."""
+
+
+@pytest.mark.apis("Module", "static")
+@pytest.mark.documented(OBJECT_PAGE)
+@pytest.mark.parametrize("case", sorted(STATIC_ASSIGNMENTS))
+def test_an_array_in_a_static_attribute_is_rejected_with_value_error(nnx: Any, flax_nnx: Any, case: str) -> None:
+    init_value, later = STATIC_ASSIGNMENTS[case]
+
+    def scenario(nnx: Any) -> Any:
+        holder = _static(nnx, init_value)
+        if later is not None:
+            holder.n = later
+        return holder
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("'n'",))
+    assert isinstance(outcome.error, ValueError), "flax rejects an array in a static attribute with ValueError"
+
+
+@pytest.mark.apis("Module", "state")
+@pytest.mark.documented(OBJECT_PAGE)
+def test_a_new_array_attribute_after_init_is_data(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        holder = gs.classes(nnx).node()
+        holder.n = jnp.ones(2)
+        return holder, nnx.state(holder)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("pop", "List")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("holder", ["a List", "a List in a Module"])
+def test_popping_a_variable_held_directly_in_a_list_fails_as_in_flax(nnx: Any, flax_nnx: Any, holder: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        variables = nnx.List([nnx.Param(jnp.ones(2)), nnx.BatchStat(jnp.zeros(1))])
+        root = variables if holder == "a List" else gs.classes(nnx).node(items=variables)
+        return nnx.pop(root, nnx.BatchStat), root
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert isinstance(outcome.error, AttributeError), "flax's pop reaches the List item as an attribute and fails"
+
+
+def _pytree(nnx: Any) -> Any:
+    return gs.classes(nnx).record(x=jnp.ones(1))
+
+
+PYTREES = {"Module": lambda nnx: nnx.Linear(1, 1, rngs=nnx.Rngs(0)), "List": lambda nnx: nnx.List([1]), "Pytree": _pytree}
+NOT_PYTREES = {
+    "dict": lambda nnx: {"a": 1},
+    "Variable": lambda nnx: nnx.Param(jnp.ones(1)),
+    "int": lambda nnx: 3,
+    "list of Modules": lambda nnx: [nnx.Linear(1, 1, rngs=nnx.Rngs(0))],
+}
+
+
+@pytest.mark.apis("check_pytree")
+@pytest.mark.documented("api object page: check_pytree checks that its argument is a valid Pytree")
+@pytest.mark.parametrize("kind", sorted(PYTREES))
+def test_check_pytree_accepts_a_pytree(nnx: Any, flax_nnx: Any, kind: str) -> None:
+    outcome = assert_same(flax_nnx, nnx, lambda nnx: nnx.check_pytree(PYTREES[kind](nnx)))
+    assert outcome.error is None, f"flax's check_pytree accepts a {kind}"
+
+
+@pytest.mark.apis("check_pytree")
+@pytest.mark.documented("api object page: check_pytree checks that its argument is a valid Pytree")
+@pytest.mark.parametrize("kind", sorted(NOT_PYTREES))
+def test_check_pytree_rejects_what_is_not_a_pytree_with_type_error(nnx: Any, flax_nnx: Any, kind: str) -> None:
+    outcome = assert_same(flax_nnx, nnx, lambda nnx: nnx.check_pytree(NOT_PYTREES[kind](nnx)), mentions=("Pytree",))
+    assert isinstance(outcome.error, TypeError), f"flax's check_pytree rejects a {kind} with TypeError"

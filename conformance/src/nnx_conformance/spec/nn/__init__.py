@@ -1,0 +1,1 @@
+"""The nn layers, activations, initializers, masks, pooling and attention."""

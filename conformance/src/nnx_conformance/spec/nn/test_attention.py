@@ -1,0 +1,31 @@
+"""Parity of MultiHeadAttention with flax.nnx: the same projections' parameters bit for
+bit and the same self-attention outputs within rounding, causal or not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import strategies
+from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.differential import layer_case
+
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention")]
+
+
+@pytest.mark.apis("MultiHeadAttention")
+@given(
+    drawn=strategies.attention_args(),
+    is_causal=st.booleans(),
+    seed=strategies.seeds,
+    input_seed=strategies.seeds,
+)
+def test_multi_head_attention_parameters_and_outputs_equal_flax(
+    nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, is_causal: bool, seed: int, input_seed: int
+) -> None:
+    x = strategies.layer_input(drawn.input_shape, input_seed)
+    case = layer_case("MultiHeadAttention", drawn, seed, x, call=lambda nnx, layer, x: layer(x, is_causal=is_causal))
+    assert_agrees(flax_nnx, nnx, case)

@@ -1,0 +1,28 @@
+"""Differential tests of Sequential: its calls, keyword routing and iteration are flax's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import strategies
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+
+@pytest.mark.apis("Sequential")
+@given(depth=st.integers(0, 3), seed=strategies.seeds, deterministic=st.booleans())
+def test_sequential_calls_and_iterates_its_layers_as_flax(nnx: Any, flax_nnx: Any, depth: int, seed: int, deterministic: bool) -> None:
+    x = strategies.layer_input((2, 3), seed)
+
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(seed)
+        layers = [nnx.Linear(3, 3, rngs=rngs) for _ in range(depth)] + [nnx.relu, nnx.Dropout(0.5, rngs=rngs)]
+        model = nnx.Sequential(*layers)
+        return model(x, deterministic=deterministic), [type(layer).__name__ for layer in model], nnx.state(model)
+
+    assert_same(flax_nnx, nnx, scenario)

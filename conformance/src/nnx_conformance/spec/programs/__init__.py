@@ -1,0 +1,1 @@
+"""Random multi-step programs and whole training runs compared with flax.nnx."""

@@ -1,1 +1,0 @@
-"""Property-based tests (kind "property"), one module per spec area."""

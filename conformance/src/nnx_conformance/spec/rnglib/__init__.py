@@ -1,0 +1,1 @@
+"""Rngs and RngStream: key derivation, counts, fork, split and reseed."""

@@ -1,0 +1,46 @@
+"""Parity of Rngs with flax.nnx under transforms: an RngStream broadcast into scan with
+``StateAxes({...: None})``, and split_rngs/restore_rngs/reseed drawn over seeds and split counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+
+@pytest.mark.apis("scan", "StateAxes", "Rngs")
+@pytest.mark.documented(None)
+def test_scan_broadcasting_rngs_draws_what_flax_draws(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(0)
+
+        @nnx.scan(in_axes=(nnx.StateAxes({...: None}), nnx.Carry), out_axes=(nnx.Carry, 0), length=3)
+        def draw(rngs: Any, carry: Any) -> Any:
+            return carry, rngs.default()
+
+        return draw(rngs, 0), rngs
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Rngs", "RngStream", "split_rngs", "restore_rngs", "reseed")
+@pytest.mark.documented("guide:randomness (Rngs streams, split_rngs, fork, reseed)")
+@given(seed=st.integers(0, 2**31 - 1), splits=st.integers(1, 3), draws=st.integers(0, 2))
+def test_rngs_split_restore_and_reseed_give_flax_keys(nnx: Any, flax_nnx: Any, seed: int, splits: int, draws: int) -> None:
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(seed, dropout=seed + 1)
+        drawn = [rngs.params() for _ in range(draws)] + [rngs.dropout.key[...], rngs()]
+        backups = nnx.split_rngs(rngs, splits=splits)
+        split_keys = rngs.default.key[...]
+        nnx.restore_rngs(backups)
+        nnx.reseed(rngs, default=seed + 2)
+        return drawn, split_keys, rngs, rngs.default()
+
+    assert_same(flax_nnx, nnx, scenario)

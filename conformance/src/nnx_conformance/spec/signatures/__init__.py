@@ -1,1 +1,0 @@
-"""Signature tests (kind "signature"), one module per spec area."""

@@ -1,0 +1,1 @@
+"""State: its mapping methods, flat and pure-dict forms, splitting and merging."""

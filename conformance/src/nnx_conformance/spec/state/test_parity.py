@@ -1,0 +1,91 @@
+"""Parity of State with flax.nnx on drawn Module graphs: filter, split, merge,
+flat_state, from_flat_path, to_pure_dict, replace_by_pure_dict, map, map_state and the
+mapping methods give flax's States, dicts and values, and leave the State as flax does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import graph_strategies as gs
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+STATE_PAGE = "api state page (State methods, map_state, to_pure_dict, replace_by_pure_dict)"
+
+
+def _shifted(path: tuple[Any, ...], value: Any) -> Any:
+    """A drawn State's values changed in a way that depends on the path."""
+    return value * 2 + len(path)
+
+
+@pytest.mark.apis("State", "filterlib.to_predicate")
+@pytest.mark.documented(STATE_PAGE)
+@given(recipe=gs.graph_recipes(), first=gs.filter_recipes, second=gs.filter_recipes, graph=st.booleans())
+def test_filter_split_and_merge_of_a_state_give_flax_states(
+    nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, first: gs.FilterRecipe, second: gs.FilterRecipe, graph: bool
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        state = nnx.state(gs.build(nnx, recipe).root, graph=graph)
+        f, g = gs.build_filter(nnx, first), gs.build_filter(nnx, second)
+        parts = state.split(f, g, ...)
+        return state.filter(f), state.filter(f, g), parts, nnx.State.merge(*parts), nnx.merge_state(*parts)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("State", "map_state")
+@pytest.mark.documented(STATE_PAGE)
+@given(recipe=gs.graph_recipes(), graph=st.booleans())
+def test_flat_state_map_and_mapping_methods_give_flax_values(
+    nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, graph: bool
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        state = nnx.state(gs.build(nnx, recipe).root, graph=graph)
+        flat = state.flat_state()
+        rebuilt = nnx.State.from_flat_path(flat)
+        mapped = nnx.map_state(_shifted, state)
+        return (
+            list(flat),
+            rebuilt,
+            mapped,
+            state.map(_shifted),
+            list(state.keys()),
+            [type(v).__name__ for v in state.values()],
+            state.get("absent", "default"),
+            state,
+        )
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("State", "to_pure_dict", "replace_by_pure_dict")
+@pytest.mark.documented("guide:checkpointing (to_pure_dict and replace_by_pure_dict round trip)")
+@given(recipe=gs.graph_recipes(), graph=st.booleans())
+def test_pure_dicts_round_trip_as_in_flax(nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, graph: bool) -> None:
+    def scenario(nnx: Any) -> Any:
+        state = nnx.state(gs.build(nnx, recipe).root, graph=graph)
+        pure = state.to_pure_dict()
+        state.replace_by_pure_dict(jax.tree.map(lambda x: x + 1, pure))
+        also = nnx.to_pure_dict(state)
+        nnx.replace_by_pure_dict(state, also)
+        return pure, also, state
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("State", "replace_by_pure_dict")
+@pytest.mark.documented(None)
+def test_replace_by_pure_dict_rejects_a_path_the_state_lacks(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+        state.replace_by_pure_dict({"kernel": state["kernel"][...], "scale": state["bias"][...]})
+        return state
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is not None, "flax rejects a pure dict with a key the State does not have"

@@ -1,0 +1,1 @@
+"""Training utilities: Optimizer, metrics, EMA and TrainState."""

@@ -1,0 +1,1 @@
+"""The lifted transforms: results, state left behind, tracing, devices and errors."""

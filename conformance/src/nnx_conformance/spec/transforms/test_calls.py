@@ -1,0 +1,244 @@
+"""Parity of how the lifted transforms are called with flax.nnx: keyword arguments,
+custom_vjp's ``updates_g`` and ``nondiff_argnums``, ref Variables returned from
+eval_shape, Modules from outside a raw ``jax.jit`` (a tracer must not leak into them),
+and the errors flax raises for bound methods, malformed scan axes, a while_loop body
+that replaces a Variable, a Variable passed twice and Variable out_shardings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from nnx_conformance import graph_strategies as gs
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+CUSTOM_VJP_DOC = "api transforms page: custom_vjp docstring (updates_g, nondiff_argnums)"
+KEYWORD_CALLS = {
+    "vmap": lambda nnx: nnx.vmap(lambda x: x.sum())(x=jnp.ones((2, 3))),
+    "grad": lambda nnx: nnx.grad(lambda x: (x**2).sum())(x=jnp.ones((2, 3))),
+    "remat": lambda nnx: nnx.remat(lambda x: x.sum())(x=jnp.ones((2, 3))),
+    "scan": lambda nnx: nnx.scan(
+        lambda c, x: (c + x.sum(), x), in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0)
+    )(0.0, x=jnp.ones((2, 3))),
+}
+
+
+@pytest.mark.apis("vmap", "grad", "remat", "scan")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", sorted(KEYWORD_CALLS))
+def test_a_transformed_function_takes_keyword_arguments(nnx: Any, flax_nnx: Any, transform: str) -> None:
+    assert_same(flax_nnx, nnx, KEYWORD_CALLS[transform])
+
+
+@pytest.mark.apis("split_rngs")
+@pytest.mark.documented(None)
+def test_a_split_rngs_method_takes_its_rngs_by_keyword(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        class Model(nnx.Module):
+            @nnx.split_rngs(splits=2)
+            def keys(self, *, rngs: Any) -> Any:
+                return rngs.default.key[...]
+
+        rngs = nnx.Rngs(0)
+        return Model().keys(rngs=rngs), rngs
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+def _bar(nnx: Any) -> Any:
+    return gs.classes(nnx).node(x=nnx.Param(jnp.array(1.0)), y=nnx.Param(jnp.array(2.0)), z=nnx.BatchStat(jnp.array(3.0)))
+
+
+@pytest.mark.apis("custom_vjp")
+@pytest.mark.documented(CUSTOM_VJP_DOC)
+def test_custom_vjp_bwd_may_take_updates_g_by_keyword(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        @nnx.custom_vjp(graph_updates=False)
+        def f(m: Any) -> Any:
+            m.z[...] *= 2.0
+            return jnp.sin(m.x) * m.y
+
+        def fwd(m: Any) -> Any:
+            return f(m), (jnp.cos(m.x), jnp.sin(m.x), m)
+
+        def bwd(res: Any, g: Any, *, updates_g: Any) -> Any:
+            cos_x, sin_x, m = res
+            m_g = nnx.clone(m)
+            m_g.x[...] = cos_x * g * m.y
+            m_g.y[...] = sin_x * g
+            m_g.z[...] = jnp.zeros(())
+            return (m_g,)
+
+        f.defvjp(fwd, bwd)
+        m = _bar(nnx)
+        return nnx.grad(f, graph_updates=False)(m), m
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("custom_vjp")
+@pytest.mark.documented(CUSTOM_VJP_DOC)
+def test_custom_vjp_bwd_gets_the_nondiff_arguments_first(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        @nnx.custom_vjp(nondiff_argnums=(0,))
+        def f(n: Any, x: Any) -> Any:
+            return x * n
+
+        f.defvjp(lambda n, x: (f(n, x), x), lambda n, x, g: (g * n,))
+        return jax.grad(lambda x: f(jnp.array(3.0), x))(jnp.array(2.0))
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("eval_shape", "Variable")
+@pytest.mark.documented(None)
+def test_eval_shape_returns_a_ref_variable_created_inside_it(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        out = nnx.eval_shape(lambda: nnx.Param(jnp.ones(2), ref=True))
+        return type(out).__name__, out.shape, str(out.dtype)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+LEAKS = {
+    "jit": lambda nnx, m, x: nnx.jit(lambda m, x: m(x))(m, x),
+    "grad": lambda nnx, m, x: nnx.grad(lambda m, x: m(x).sum())(m, x),
+    "value_and_grad": lambda nnx, m, x: nnx.value_and_grad(lambda m, x: m(x).sum())(m, x)[0],
+    "remat": lambda nnx, m, x: nnx.remat(lambda m, x: m(x).sum())(m, x),
+}
+
+
+@pytest.mark.apis("jit", "grad", "value_and_grad", "remat")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", sorted(LEAKS))
+def test_a_module_from_outside_a_raw_jit_is_rejected_instead_of_leaking_a_tracer(
+    nnx: Any, flax_nnx: Any, transform: str
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+        y = jax.jit(lambda x: LEAKS[transform](nnx, m, x))(jnp.ones((3, 2)))
+        return y, m
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is not None, "flax raises instead of leaving a tracer in the BatchNorm statistics"
+
+
+BOUND_METHODS = {
+    "grad": lambda nnx, f: nnx.grad(f)(jnp.ones((1, 2))),
+    "value_and_grad": lambda nnx, f: nnx.value_and_grad(f)(jnp.ones((1, 2))),
+    "vmap": lambda nnx, f: nnx.vmap(f)(jnp.ones((3, 1, 2))),
+    "pmap": lambda nnx, f: nnx.pmap(f)(jnp.ones((1, 1, 2))),
+    "remat": lambda nnx, f: nnx.remat(f)(jnp.ones((1, 2))),
+    "scan": lambda nnx, f: nnx.scan(f)(jnp.ones((3, 1, 2))),
+    "eval_shape": lambda nnx, f: nnx.eval_shape(f, jnp.ones((1, 2))),
+    "checkify": lambda nnx, f: nnx.checkify(f)(jnp.ones((1, 2))),
+    "custom_vjp": lambda nnx, f: nnx.custom_vjp(f),
+    "shard_map": lambda nnx, f: nnx.shard_map(
+        f, mesh=Mesh(np.array(jax.devices()[:1]), ("x",)), in_specs=PartitionSpec(), out_specs=PartitionSpec()
+    )(jnp.ones((1, 2))),
+    "jit": lambda nnx, f: nnx.jit(f)(jnp.ones((1, 2))),
+}
+
+
+@pytest.mark.apis(*BOUND_METHODS)
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", sorted(BOUND_METHODS))
+def test_a_bound_method_of_a_module_is_rejected_with_value_error(nnx: Any, flax_nnx: Any, transform: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        return BOUND_METHODS[transform](nnx, nnx.Linear(2, 2, rngs=nnx.Rngs(0)).__call__)
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(f"nnx.{transform}", "bound method"))
+    assert isinstance(outcome.error, ValueError), f"flax's nnx.{transform} rejects a bound method with ValueError"
+
+
+SCAN_AXES_MENTION = {"out_axes_none": "out_axes", "carry_in_only": "Carry", "carry_with_two_arguments": "Carry"}
+"""What flax's message names for each malformed scan."""
+
+SCAN_AXES = {
+    "out_axes_none": lambda nnx: nnx.scan(lambda c, x: (c, x), in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, None))(
+        0.0, jnp.ones(3)
+    ),
+    "carry_in_only": lambda nnx: nnx.scan(lambda c, x: c + x, in_axes=(nnx.Carry, 0), out_axes=0)(0.0, jnp.ones(3)),
+    "carry_with_two_arguments": lambda nnx: nnx.scan(lambda c, x: c, in_axes=nnx.Carry, out_axes=nnx.Carry)(
+        0.0, jnp.ones(3)
+    ),
+}
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("axes", sorted(SCAN_AXES))
+def test_scan_rejects_malformed_axes_with_value_error(nnx: Any, flax_nnx: Any, axes: str) -> None:
+    outcome = assert_same(flax_nnx, nnx, SCAN_AXES[axes], mentions=(SCAN_AXES_MENTION[axes],))
+    assert isinstance(outcome.error, ValueError), "flax rejects these scan axes with ValueError"
+
+
+@pytest.mark.apis("while_loop")
+@pytest.mark.documented(None)
+def test_while_loop_rejects_a_body_that_replaces_a_variable(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = gs.classes(nnx).node(v=nnx.Param(jnp.zeros(())))
+
+        def body(m: Any) -> Any:
+            m.v = nnx.Param(m.v[...] + 1)
+            return m
+
+        return nnx.while_loop(lambda m: m.v[...] < 3, body, m)
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("while_loop",))
+    assert isinstance(outcome.error, ValueError), "flax rejects a replaced Variable in while_loop with ValueError"
+
+
+TWICE = {
+    "eval_shape": lambda nnx, p: nnx.eval_shape(lambda a, b: a[...] + b[...], p, p, graph_updates=False),
+    "custom_vjp": lambda nnx, p: _custom_vjp_sum(nnx)(p, p),
+}
+
+
+def _custom_vjp_sum(nnx: Any) -> Any:
+    f = nnx.custom_vjp(lambda a, b: a[...] + b[...], graph_updates=False)
+    f.defvjp(lambda a, b: (f(a, b), None), lambda res, g: (g, g))
+    return f
+
+
+@pytest.mark.apis("eval_shape", "custom_vjp")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", sorted(TWICE))
+def test_the_same_variable_twice_without_graph_updates_is_rejected(nnx: Any, flax_nnx: Any, transform: str) -> None:
+    outcome = assert_same(flax_nnx, nnx, lambda nnx: TWICE[transform](nnx, nnx.Param(jnp.ones(2))), mentions=("Duplicate",))
+    assert isinstance(outcome.error, ValueError), "flax rejects a Variable passed twice with ValueError"
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.documented(None)
+def test_out_shardings_given_as_a_state_of_variables_is_explained(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+        m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        shardings = jax.tree.map(lambda _: NamedSharding(mesh, PartitionSpec()), nnx.state(m))
+        return nnx.jit(lambda m: nnx.state(m), out_shardings=shardings)(m)
+
+    assert_same(flax_nnx, nnx, scenario, mentions=("out_shardings", "nnx.jit", "Variable", "bias"))
+
+
+@pytest.mark.apis("cached_partial")
+@pytest.mark.documented("api graph page: cached_partial example")
+def test_cached_partial_updates_the_cached_module(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+        def step(m: Any, x: Any) -> Any:
+            m.kernel[...] += 1
+            return m(x)
+
+        f = nnx.cached_partial(nnx.jit(step), m)
+        return [f(jnp.ones((1, 2))) for _ in range(2)], m
+
+    assert_same(flax_nnx, nnx, scenario)

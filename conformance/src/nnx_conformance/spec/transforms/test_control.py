@@ -1,0 +1,177 @@
+"""Parity of the remaining lifted transforms with flax.nnx: jvp, vjp, cond, switch,
+fori_loop, while_loop, pmap, shard_map, checkify, eval_shape, remat and make_jaxpr run
+a function that reads a Param and counts its calls in a BatchStat, in graph and tree
+mode, with and without graph updates, chosen per call or by the global switches; the
+results, and the Module left behind, are flax's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from jax.sharding import Mesh, PartitionSpec
+
+from nnx_conformance import graph_strategies as gs
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+TRANSFORMS_PAGE = "api transforms page (graph and graph_updates arguments of each transform)"
+
+X = np.arange(1.0, 3.0, dtype=np.float32)
+
+
+def _model(nnx: Any) -> Any:
+    """A Module with a Param ``w`` and a call counter ``calls`` (BatchStat)."""
+    return gs.classes(nnx).node(w=nnx.Param(jnp.asarray([0.5, -1.5])), calls=nnx.BatchStat(jnp.zeros(())))
+
+
+def _loss(m: Any, x: Any) -> Any:
+    """Counts the call in ``m.calls`` and returns ``sum(w * x)``."""
+    m.calls[...] += 1
+    return (m.w[...] * x).sum()
+
+
+def _mesh() -> Mesh:
+    return Mesh(np.array(jax.devices()[:1]), ("x",))
+
+
+def _jvp(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    tangent = jax.tree.map(jnp.ones_like, m) if not mode.graph else nnx.clone(m)
+    return nnx.jvp(_loss, (m, jnp.asarray(X)), (tangent, jnp.ones(2)), **mode.kwargs())
+
+
+def _vjp(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    y, pullback = nnx.vjp(_loss, m, jnp.asarray(X), **mode.kwargs())
+    return y, pullback(jnp.ones(()))
+
+
+def _cond(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    double = lambda m, x: _loss(m, 2 * x)  # noqa: E731 - a branch
+    return [nnx.cond(pred, _loss, double, m, jnp.asarray(X), **mode.kwargs()) for pred in (True, False)]
+
+
+def _switch(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    branches = [_loss, lambda m, x: _loss(m, -x), lambda m, x: m.w[...].sum()]
+    return [nnx.switch(index, branches, m, jnp.asarray(X), **mode.kwargs()) for index in (2, 0, 1)]
+
+
+def _fori_loop(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    def body(i: Any, m: Any) -> Any:
+        m.w[...] += i
+        _loss(m, jnp.asarray(X))
+        return m
+
+    return nnx.fori_loop(0, 3, body, m, **mode.kwargs())
+
+
+def _while_loop(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    def body(m: Any) -> Any:
+        m.w[...] *= 2
+        _loss(m, jnp.asarray(X))
+        return m
+
+    return nnx.while_loop(lambda m: m.calls[...] < 3, body, m, **mode.kwargs())
+
+
+def _pmap(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    return nnx.pmap(lambda m, x: m.w[...] * x, in_axes=(None, 0), **mode.kwargs())(m, jnp.asarray(X)[None])
+
+
+def _shard_map(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    spec = PartitionSpec()
+    return nnx.shard_map(_loss, mesh=_mesh(), in_specs=(spec, spec), out_specs=spec, **mode.kwargs())(m, jnp.asarray(X))
+
+
+def _checkify(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    def checked(m: Any, x: Any) -> Any:
+        jax.experimental.checkify.check(jnp.all(x > 1), "x must exceed 1")
+        return _loss(m, x)
+
+    error, y = nnx.checkify(checked, **mode.kwargs())(m, jnp.asarray(X))
+    return error.get(), y
+
+
+def _eval_shape(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    out = nnx.eval_shape(lambda m, x: (_loss(m, x), m.w[...] * x), m, jnp.asarray(X), **mode.kwargs())
+    return jax.tree.map(lambda s: (s.shape, str(s.dtype)), out)
+
+
+def _remat(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    return nnx.remat(_loss, **mode.kwargs())(m, jnp.asarray(X))
+
+
+def _make_jaxpr(nnx: Any, m: Any, mode: gs.Mode) -> Any:
+    jaxpr = nnx.make_jaxpr(_loss, **mode.kwargs())(m, jnp.asarray(X))
+    return [str(aval) for aval in jaxpr.out_avals]
+
+
+CALLS: dict[str, Callable[[Any, Any, gs.Mode], Any]] = {
+    "jvp": _jvp,
+    "vjp": _vjp,
+    "cond": _cond,
+    "switch": _switch,
+    "fori_loop": _fori_loop,
+    "while_loop": _while_loop,
+    "pmap": _pmap,
+    "shard_map": _shard_map,
+    "checkify": _checkify,
+    "eval_shape": _eval_shape,
+    "remat": _remat,
+    "make_jaxpr": _make_jaxpr,
+}
+
+
+
+
+def _rejected(transform: str, mode: gs.Mode) -> bool:
+    """Whether flax rejects ``transform`` in ``mode``: jvp and vjp in graph mode with graph
+    updates, make_jaxpr with graph updates asked for in any mode."""
+    if transform == "make_jaxpr":
+        return mode.updates
+    return transform in ("jvp", "vjp") and mode.graph and mode.updates
+
+
+def _scenario(transform: str, mode: gs.Mode) -> Callable[[Any], Any]:
+    def scenario(nnx: Any) -> Any:
+        m = _model(nnx)
+        with mode.context(nnx):
+            result = CALLS[transform](nnx, m, mode)
+        return result, m
+
+    return scenario
+
+
+@pytest.mark.apis(*CALLS, "set_graph_mode", "set_graph_updates")
+@pytest.mark.documented(TRANSFORMS_PAGE)
+@pytest.mark.parametrize("transform", sorted(CALLS))
+@given(mode=gs.modes)
+def test_a_transform_returns_flax_results_and_leaves_flax_state(
+    nnx: Any, flax_nnx: Any, transform: str, mode: gs.Mode
+) -> None:
+    assume(not _rejected(transform, mode))
+    assert_same(flax_nnx, nnx, _scenario(transform, mode))
+
+
+REJECTED = [
+    pytest.param(transform, mode, id=f"{transform}-graph={mode.graph}-{'per_call' if mode.per_call else 'global'}")
+    for transform in ("jvp", "vjp", "make_jaxpr")
+    for mode in (gs.Mode(graph, True, per_call) for graph in (True, False) for per_call in (True, False))
+    if _rejected(transform, mode)
+]
+
+
+@pytest.mark.apis("jvp", "vjp", "make_jaxpr")
+@pytest.mark.documented("api transforms page: make_jaxpr raises an error if graph_updates=True")
+@pytest.mark.parametrize(("transform", "mode"), REJECTED)
+def test_graph_updates_a_transform_does_not_support_are_rejected(
+    nnx: Any, flax_nnx: Any, transform: str, mode: gs.Mode
+) -> None:
+    outcome = assert_same(flax_nnx, nnx, _scenario(transform, mode), mentions=(f"nnx.{transform}", "graph_updates"))
+    expected = ValueError if transform == "make_jaxpr" else NotImplementedError
+    assert isinstance(outcome.error, expected), f"flax's nnx.{transform} rejects graph updates with {expected.__name__}"

@@ -1,0 +1,158 @@
+"""Error conditions of the NNX transforms: sharing and aliasing in tree mode, prefix
+objects without graph updates, inconsistent prefixes, trace levels, loop structure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from nnx_conformance.assertions import raises_named
+from jax.sharding import PartitionSpec
+
+pytestmark = pytest.mark.kind("error")
+
+
+def _pair(nnx: Any, a: Any, b: Any) -> Any:
+    class Pair(nnx.Module):
+        def __init__(self, a: Any, b: Any):
+            self.a = a
+            self.b = b
+
+    return Pair(a, b)
+
+
+def _single(nnx: Any) -> Any:
+    class Single(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.array(1.0))
+
+    return Single()
+
+
+@pytest.mark.apis("jit")
+def test_tree_mode_jit_rejects_a_variable_shared_by_two_attributes(nnx: Any) -> None:
+    p = nnx.Param(jnp.array(1.0))
+    model = _pair(nnx, p, p)
+    f = nnx.jit(lambda m, x: m.a * x + m.b, graph=False)
+    with pytest.raises(ValueError, match=r"(?s)Duplicate Param.*\.args\[0\]\.a.*\.args\[0\]\.b"):
+        f(model, jnp.array(1.0))
+
+
+@pytest.mark.apis("vmap")
+def test_tree_mode_vmap_rejects_the_same_variable_passed_twice(nnx: Any) -> None:
+    p = nnx.Param(jnp.arange(3.0))
+    with pytest.raises(ValueError, match=r"nnx.vmap with graph_updates=False does not support Variable aliasing"):
+        nnx.vmap(lambda a, b: a[...] * b[...], graph=False)(p, p)
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.parametrize("graph", [False, True], ids=["tree-mode", "graph-mode"])
+def test_jit_without_graph_updates_rejects_returning_an_input_variable(nnx: Any, graph: bool) -> None:
+    model = _single(nnx)
+    f = nnx.jit(lambda m: m, graph=graph, graph_updates=False)
+    with pytest.raises(ValueError, match=r"nnx.jit with graph_updates=False does not support Variable aliasing"):
+        f(model)
+
+
+@pytest.mark.apis("grad", "DiffState")
+def test_grad_rejects_diffstate_in_tree_mode(nnx: Any) -> None:
+    with pytest.raises(ValueError, match=r"`argnums` cannot contain `DiffState` objects when `graph=False`"):
+        grad_fn = nnx.grad(lambda m: m.a[...], argnums=nnx.DiffState(0, nnx.Param), graph=False)
+        grad_fn(_single(nnx))
+
+
+@pytest.mark.apis("custom_vjp", "DiffState")
+def test_custom_vjp_rejects_diffstate_in_tree_mode(nnx: Any) -> None:
+    with pytest.raises(ValueError, match=r"`nondiff_argnums` cannot contain `DiffState` objects"):
+        f = nnx.custom_vjp(lambda m: m.a * 2, nondiff_argnums=(nnx.DiffState(0, ...),), graph=False)
+        f(_single(nnx))
+
+
+@pytest.mark.apis("vmap", "StateAxes")
+def test_vmap_rejects_stateaxes_in_in_axes_in_tree_mode(nnx: Any) -> None:
+    with pytest.raises(ValueError, match=r"`in_axes` cannot contain `StateAxes` objects"):
+        f = nnx.vmap(lambda m: m.a[...], in_axes=(nnx.StateAxes({...: 0}),), graph=False)
+        f(_single(nnx))
+
+
+@pytest.mark.apis("vmap", "StateAxes")
+def test_vmap_rejects_stateaxes_in_out_axes_without_graph_updates(nnx: Any) -> None:
+    with pytest.raises(ValueError, match=r"`out_axes` cannot contain `StateAxes` objects"):
+        f = nnx.vmap(
+            lambda m: m.a[...], in_axes=0, out_axes=nnx.StateAxes({...: 0}), graph=True, graph_updates=False
+        )
+        f(_single(nnx))
+
+
+@pytest.mark.apis("shard_map", "StateSharding")
+def test_shard_map_rejects_statesharding_in_tree_mode(nnx: Any) -> None:
+    mesh = jax.sharding.Mesh(jax.local_devices()[:1], ("d",))
+    with pytest.raises(ValueError, match=r"`in_specs` cannot contain `StateSharding` objects"):
+        f = nnx.shard_map(
+            lambda m: m.a[...],
+            mesh=mesh,
+            in_specs=(nnx.StateSharding({...: PartitionSpec()}),),
+            out_specs=PartitionSpec(),
+            graph=False,
+        )
+        f(_single(nnx))
+
+
+@pytest.mark.apis("vmap")
+def test_vmap_rejects_a_variable_reached_with_different_axes(nnx: Any) -> None:
+    class Weights(nnx.Module):
+        def __init__(self, array: Any):
+            self.param = nnx.Param(array)
+
+    m = Weights(jnp.arange(10))
+    f = nnx.vmap(lambda arg1, arg2: None, in_axes=(0, 1))
+    with pytest.raises(
+        ValueError,
+        match=r"Inconsistent aliasing detected. The following nodes have different prefixes:\n"
+        r"Node: Param\n  param: 0\n  param: 0\n  param: 1",
+    ):
+        f({"a": {"b": m}, "c": m}, [(m, m), m])
+
+
+@pytest.mark.apis("StateAxes")
+def test_stateaxes_map_prefix_rejects_a_variable_no_filter_selects(nnx: Any) -> None:
+    axes = nnx.StateAxes({nnx.Param: 0})
+    with pytest.raises(ValueError, match=r"No axis found for path=\('a',\)"):
+        axes.map_prefix(("a",), nnx.BatchStat(jnp.ones(1)))
+
+
+@pytest.mark.apis("jit")
+def test_jit_rejects_mutating_a_captured_variable_from_inside_the_trace(nnx: Any) -> None:
+    model = _single(nnx)
+
+    @nnx.jit
+    def f(x: Any) -> Any:
+        model.a[...] += 1
+        return x
+
+    with raises_named("TraceContextError", r"Cannot mutate Param from a different trace level"):
+        f(1.0)
+
+
+@pytest.mark.apis("jit")
+def test_jit_rejects_a_bound_method(nnx: Any) -> None:
+    class Scale(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.array(2.0))
+
+        def apply(self, x: Any) -> Any:
+            return self.a * x
+
+    with pytest.raises(ValueError, match=r"nnx.jit does not support bound methods"):
+        nnx.jit(Scale().apply)
+
+
+@pytest.mark.apis("while_loop")
+def test_while_loop_rejects_a_body_that_changes_the_loop_structure(nnx: Any) -> None:
+    with pytest.raises(
+        ValueError, match=r"nnx.while_loop requires body function's input and output to have the same"
+    ):
+        nnx.while_loop(lambda v: v[0] < 3, lambda v: (v[0] + 1,), (0, 1))

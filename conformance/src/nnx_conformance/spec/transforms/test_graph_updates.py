@@ -1,0 +1,136 @@
+"""Parity of the lifted transforms with flax.nnx in graph mode: structural changes made
+inside jit, vmap, remat, scan and custom_vjp (swapped Variables, new static attributes,
+self-references, new submodules) propagate out as flax propagates them, and the global
+graph-mode switches combine with a transform's own ``graph`` / ``graph_updates`` as in flax."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import pytest
+
+from nnx_conformance import graph_strategies as gs
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+TRANSFORMS_GUIDE = "guide:transforms (graph updates: changes to Modules inside transforms propagate out)"
+
+
+def _pair(nnx: Any) -> Any:
+    return gs.classes(nnx).node(a=nnx.Param(jnp.ones(2)), b=nnx.Param(jnp.zeros(2)), z=nnx.BatchStat(jnp.zeros(())))
+
+
+def _swap(nnx: Any, m: Any) -> Any:
+    m.a, m.b = m.b, m.a
+    m.z[...] += 1
+    return m.a[...].sum()
+
+
+def _grow(nnx: Any, m: Any) -> Any:
+    m.flag = "on"
+    m.me = m
+    m.sub = nnx.Linear(1, 1, rngs=nnx.Rngs(0))
+    return m.a[...].sum()
+
+
+def _lift(nnx: Any, transform: str, change: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:
+    """``change`` wrapped in ``nnx.<transform>`` in graph mode with graph updates."""
+    if transform == "jit":
+        return nnx.jit(lambda m: change(nnx, m), graph=True, graph_updates=True)
+    if transform == "vmap":
+        lifted = nnx.vmap(lambda m, x: change(nnx, m) + x, in_axes=(None, 0), graph=True, graph_updates=True)
+        return lambda m: lifted(m, jnp.ones(2))
+    if transform == "remat":
+        return nnx.remat(lambda m: change(nnx, m), graph=True, graph_updates=True)
+    if transform == "scan":
+        def step(m: Any, x: Any) -> Any:
+            change(nnx, m)
+            return m, x
+
+        scanned = nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=True, graph_updates=True)
+        return lambda m: scanned(m, jnp.ones(1))
+    if transform == "custom_vjp":
+        f = nnx.custom_vjp(lambda m: change(nnx, m), graph=True, graph_updates=True)
+        f.defvjp(lambda m: (f(m), None), lambda res, g: g)
+        return f
+    raise AssertionError(f"unknown transform {transform!r}")
+
+
+@pytest.mark.apis("jit", "vmap", "remat", "scan", "custom_vjp")
+@pytest.mark.documented(TRANSFORMS_GUIDE)
+@pytest.mark.parametrize("transform", ["jit", "vmap", "remat", "scan", "custom_vjp"])
+def test_swapped_variables_inside_a_transform_are_swapped_after_it(nnx: Any, flax_nnx: Any, transform: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = _pair(nnx)
+        old_a, old_b = m.a, m.b
+        _lift(nnx, transform, _swap)(m)
+        return m, m.a is old_b, m.b is old_a
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.result[1][1:] == [("bool", True), ("bool", True)], "flax swaps the Variables themselves"
+
+
+@pytest.mark.apis("jit", "vmap", "remat", "custom_vjp")
+@pytest.mark.documented(TRANSFORMS_GUIDE)
+@pytest.mark.parametrize("transform", ["jit", "vmap", "remat", "custom_vjp"])
+def test_new_attributes_and_submodules_made_inside_a_transform_appear_after_it(
+    nnx: Any, flax_nnx: Any, transform: str
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = _pair(nnx)
+        _lift(nnx, transform, _grow)(m)
+        return m, m.me is m
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("jit", "set_graph_mode")
+@pytest.mark.documented(None)
+def test_jit_graph_true_under_global_tree_mode_accepts_a_shared_param(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        p = nnx.Param(jnp.ones(2))
+        m = gs.classes(nnx).node(a=p, b=p)
+        with nnx.set_graph_mode(False):
+            @nnx.jit(graph=True)
+            def f(m: Any) -> Any:
+                m.a[...] += 1
+                return m.b[...] * 2
+
+            y = f(m)
+        return y, m
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("grad")
+@pytest.mark.documented(None)
+def test_grad_without_graph_updates_returns_the_module_type_with_the_shared_leaf_at_each_path(
+    nnx: Any, flax_nnx: Any
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        p = nnx.Param(jnp.ones(2))
+        m = gs.classes(nnx).node(a=p, b=p)
+        grads = nnx.grad(lambda m: (m.a[...] * 3).sum(), graph=True, graph_updates=False)(m)
+        return grads, m
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("vmap", "split_rngs")
+@pytest.mark.documented("guide:transforms (vmap over __init__ with split_rngs creates a stack of Modules)")
+def test_vmapped_init_with_split_rngs_makes_stacked_submodules(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        class Block(nnx.Module):
+            @nnx.split_rngs(splits=3)
+            @nnx.vmap(in_axes=(0, 0))
+            def __init__(self, rngs: Any) -> None:
+                self.lin = nnx.Linear(2, 3, rngs=rngs)
+                self.bn = nnx.BatchNorm(3, rngs=rngs)
+
+        rngs = nnx.Rngs(0)
+        return Block(rngs), rngs
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -1,0 +1,1 @@
+"""Variables: values, metadata, sharding metadata, ref and hijax Variables."""

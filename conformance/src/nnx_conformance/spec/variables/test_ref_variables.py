@@ -1,0 +1,100 @@
+"""Laws of Variables whose value lives in a ``jax.Ref`` (``ref=True``) and of hijax
+Variables (``hijax=True``) under transforms.
+
+A ref Variable is written in place, so an NNX transform that updates one leaves it as
+eager execution would, in graph mode ("reference semantics") and in tree mode alike.
+A hijax Variable without ``ref=True`` is read-only under JAX transforms (see the error
+tests) and is passed to ``jax.jit`` as a value, so the same one may be passed twice;
+gradients through hijax Variables are those of their values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import strategies as nst
+
+pytestmark = pytest.mark.kind("property")
+
+Update = Callable[[Any], None]
+
+TRANSFORMS: dict[str, Callable[[Any, Update, bool], Update]] = {
+    "jit": lambda nnx, f, graph: nnx.jit(f, graph=graph),
+    "cond": lambda nnx, f, graph: lambda model: nnx.cond(True, f, f, model, graph=graph),
+    "remat": lambda nnx, f, graph: nnx.remat(f, graph=graph),
+    "checkify": lambda nnx, f, graph: lambda model: nnx.checkify(f, graph=graph)(model)[0].throw(),
+}
+"""Each transform applied to an update function of one Module argument."""
+
+
+@pytest.mark.apis("jit", "cond", "remat", "checkify")
+@pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
+@pytest.mark.parametrize("transform", sorted(TRANSFORMS))
+@given(value=nst.arrays(), amounts=st.lists(st.integers(1, 3), min_size=1, max_size=3))
+def test_updates_to_a_ref_variable_under_a_transform_are_seen_outside_as_after_eager_execution(
+    nnx: Any, transform: str, graph: bool, value: Any, amounts: list[int]
+) -> None:
+    def add_all(model: Any) -> None:
+        for amount in amounts:
+            model.count[...] += amount
+
+    eager = nnx.Dict(count=nnx.Variable(value, ref=True))
+    add_all(eager)
+    model = nnx.Dict(count=nnx.Variable(value, ref=True))
+    TRANSFORMS[transform](nnx, add_all, graph)(model)
+    np.testing.assert_array_equal(
+        np.asarray(model.count[...]), np.asarray(eager.count[...]),
+        err_msg=f"a ref=True Variable after nnx.{transform}(graph={graph}) of adding {amounts} "
+        "should hold what eager execution leaves",
+    )
+
+
+@pytest.mark.apis("Variable")
+@given(value=nst.arrays())
+def test_one_hijax_variable_may_be_passed_twice_to_jax_jit_and_reads_as_its_value(nnx: Any, value: Any) -> None:
+    variable = nnx.Variable(value, hijax=True)
+    total = jax.jit(lambda a, b: a[...] + b[...])(variable, variable)
+    np.testing.assert_array_equal(
+        np.asarray(total), np.asarray(value + value),
+        err_msg="jax.jit(f)(v, v) of a hijax Variable should read v's value on both sides",
+    )
+
+
+@pytest.mark.apis("Variable")
+@given(value=nst.arrays())
+def test_jax_grad_with_respect_to_a_hijax_variable_holds_the_gradient_of_its_value(nnx: Any, value: Any) -> None:
+    value = value.astype(np.float32)
+    gradient = jax.grad(lambda v: (v[...] ** 2).sum())(nnx.Variable(value, hijax=True))
+    np.testing.assert_array_equal(
+        np.asarray(gradient[...]), np.asarray(2 * value),
+        err_msg="jax.grad of sum(v ** 2) for a hijax Variable v should hold 2 * v",
+    )
+
+
+@pytest.mark.apis("grad", "var_defaults", "Linear")
+@given(din=st.integers(1, 3), dout=st.integers(1, 3), batch=st.integers(1, 2), seed=st.integers(0, 3))
+def test_nnx_grad_is_the_same_for_a_module_whether_its_variables_are_hijax_or_not(
+    nnx: Any, din: int, dout: int, batch: int, seed: int
+) -> None:
+    with nnx.var_defaults(hijax=True):
+        hijax_model = nnx.Linear(din, dout, rngs=nnx.Rngs(seed))
+    model = nnx.Linear(din, dout, rngs=nnx.Rngs(seed))
+    x = jax.random.normal(jax.random.key(seed), (batch, din))
+
+    def loss(m: Any) -> Any:
+        return (m(x) ** 2).sum()
+
+    expected = {tuple(p): v[...] for p, v in nnx.to_flat_state(nnx.grad(loss)(model))}
+    got = {tuple(p): v[...] for p, v in nnx.to_flat_state(nnx.grad(loss)(hijax_model))}
+    assert sorted(got) == sorted(expected), f"the hijax gradient has paths {sorted(got)}, expected {sorted(expected)}"
+    for path, gradient in expected.items():
+        np.testing.assert_allclose(
+            np.asarray(got[path]), np.asarray(gradient), rtol=1e-6,
+            err_msg=f"the gradient at {path} differs between hijax and plain Variables",
+        )

@@ -1,0 +1,1 @@
+"""Deprecation warnings and no-op capture."""

@@ -1,0 +1,69 @@
+"""Parity of deprecations and no-op capture with flax.nnx: the DeprecationWarnings flax
+emits (nnx.Data[...], Module.sow/perturb outside nnx.capture, nnx.vars_as) and sow/perturb
+with ``capture_noop=True`` storing nothing outside nnx.capture."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import pytest
+
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+
+def _sower(nnx: Any, **options: Any) -> Any:
+    class Sower(nnx.Module):
+        def __call__(self, x: Any) -> Any:
+            self.sow(nnx.Intermediate, "y", x, **options)
+            return self.perturb("p", x, **options)
+
+    return Sower()
+
+
+def _data_annotation(nnx: Any) -> Any:
+    class Annotated(nnx.Module):
+        x: nnx.Data[int]
+
+        def __init__(self) -> None:
+            self.x = jnp.ones(1)
+
+    return Annotated()
+
+
+def _sow_outside_capture(nnx: Any) -> Any:
+    m = _sower(nnx)
+    return m(jnp.ones(2)), m
+
+
+def _vars_as(nnx: Any) -> Any:
+    return nnx.vars_as(nnx.Linear(1, 1, rngs=nnx.Rngs(0)), ref=True)
+
+
+DEPRECATED = {
+    "Data": (_data_annotation, ("Data",)),
+    "sow_and_perturb": (_sow_outside_capture, ("Module.sow()", "Module.perturb()")),
+    "vars_as": (_vars_as, ("with_vars",)),
+}
+
+
+@pytest.mark.apis("Data", "Module", "vars_as")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("use", sorted(DEPRECATED))
+def test_deprecated_uses_warn_as_in_flax(nnx: Any, flax_nnx: Any, use: str) -> None:
+    scenario, names = DEPRECATED[use]
+    outcome = assert_same(flax_nnx, nnx, scenario, deprecated=names)
+    assert outcome.error is None, f"flax runs the deprecated use {use}"
+
+
+@pytest.mark.apis("Module", "capture")
+@pytest.mark.documented("guide:extracting_intermediates (capture_noop: sow and perturb do nothing outside capture)")
+def test_sow_and_perturb_with_capture_noop_store_nothing_outside_capture(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = _sower(nnx, capture_noop=True)
+        return m(jnp.ones(2)), m
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.result[1][1] == ("Sower", []), f"flax stores nothing: {outcome.result[1][1]}"
