@@ -232,6 +232,16 @@ def _all_diff(n_args: int) -> tuple:
     return tuple(_Diff(...) for _ in range(n_args))
 
 
+def _without_graph_updates(name: str, graph: bool | None, graph_updates: bool | None) -> Mode:
+    """The mode of a jvp or vjp call, which do not take graph mode with graph updates."""
+    mode = trees.resolve_mode(graph, graph_updates)
+    if mode.graph_updates:
+        raise NotImplementedError(
+            f"graph-mode with graph_updates is not supported for nnx.{name}. Set graph=False or graph_updates=False."
+        )
+    return mode
+
+
 def vjp(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     *primals: tp.Any,
@@ -245,7 +255,7 @@ def vjp(
         return lambda fun: functools.wraps(fun)(
             lambda *p: vjp(fun, *p, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
         )
-    mode = trees.resolve_mode(graph, graph_updates)
+    mode = _without_graph_updates("vjp", graph, graph_updates)
     lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=_expand_diff)
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
@@ -285,7 +295,7 @@ def jvp(
         )
     if isinstance(primals, trees.Missing):
         return lambda p, t: jvp(f, p, t, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
-    mode = trees.resolve_mode(graph, graph_updates)
+    mode = _without_graph_updates("jvp", graph, graph_updates)
     lifted = lift.lift("jvp", tuple(primals), None, mode, coalesce=True)
     tangent = lift.lift("jvp", tuple(tangents), None, mode, coalesce=True)
 
