@@ -196,6 +196,37 @@ def test_while_loop_rejects_a_body_that_replaces_a_variable(nnx: Any, flax_nnx: 
     assert isinstance(outcome.error, ValueError), "flax rejects a replaced Variable in while_loop with ValueError"
 
 
+REPLACING_LOOPS = {
+    "while_loop": lambda nnx, body, m, mode: nnx.while_loop(lambda m: m.v[...] < 3, body, m, **mode.kwargs()),
+    "fori_loop": lambda nnx, body, m, mode: nnx.fori_loop(0, 3, lambda i, m: body(m), m, **mode.kwargs()),
+}
+
+
+@pytest.mark.apis("while_loop", "fori_loop")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("loop", sorted(REPLACING_LOOPS))
+@pytest.mark.parametrize("mode", [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
+                         ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}")
+def test_a_loop_keeps_the_variables_of_its_value_unless_graph_updates_carry_new_ones(
+    nnx: Any, flax_nnx: Any, loop: str, mode: gs.Mode
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = gs.classes(nnx).node(v=nnx.Param(jnp.zeros(())))
+
+        def body(m: Any) -> Any:
+            m.v = nnx.Param(m.v[...] + 1)
+            return m
+
+        return REPLACING_LOOPS[loop](nnx, body, m, mode)
+
+    carried = loop == "fori_loop" and mode.graph and mode.updates
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=() if carried else (loop,))
+    assert (outcome.error is None) == carried, (
+        "flax's fori_loop in graph mode with graph updates carries a replaced Variable; "
+        "otherwise a loop rejects it with ValueError"
+    )
+
+
 TWICE = {
     "eval_shape": lambda nnx, p: nnx.eval_shape(lambda a, b: a[...] + b[...], p, p, graph_updates=False),
     "custom_vjp": lambda nnx, p: _custom_vjp_sum(nnx)(p, p),
