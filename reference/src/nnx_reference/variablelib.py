@@ -85,6 +85,13 @@ def _inplace(name: str) -> tp.Callable[..., tp.Any]:
     return method
 
 
+def _same_array_type(raw: tp.Any, value: tp.Any) -> bool:
+    """Whether ``value`` is a JAX array of ``raw``'s shape and dtype: ``variable[...] = value``
+    then stores it as it is (weak type included) instead of scattering into ``raw``."""
+    arrays = jax.Array | jax.core.Tracer
+    return isinstance(raw, arrays) and isinstance(value, arrays) and raw.shape == value.shape and raw.dtype == value.dtype
+
+
 class Variable(tp.Generic[A]):
     """The base class for all Variable types; subclass it to label new kinds of state.
 
@@ -248,9 +255,11 @@ class Variable(tp.Generic[A]):
                 object.__setattr__(self, "_raw_value", value)
         elif reprlib.is_ref(raw):
             raw[index] = value
-        elif isinstance(raw, (jax.Array, np.ndarray)) or isinstance(raw, jax.core.Tracer):
-            object.__setattr__(self, "_raw_value", jax.numpy.asarray(raw).at[index].set(value))
-        else:
+        elif index is Ellipsis and _same_array_type(raw, value):
+            object.__setattr__(self, "_raw_value", value)
+        elif isinstance(raw, jax.Array | jax.core.Tracer):
+            object.__setattr__(self, "_raw_value", raw.at[index].set(value))
+        else:  # a NumPy array or another mutable container: in place
             raw[index] = value
 
     def _check_can_update(self, raw: tp.Any) -> None:

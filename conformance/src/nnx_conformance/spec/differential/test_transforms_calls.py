@@ -68,7 +68,10 @@ def test_custom_vjp_bwd_may_take_updates_g_by_keyword(nnx: Any, flax_nnx: Any) -
         def fwd(m: Any) -> Any:
             return f(m), (jnp.cos(m.x), jnp.sin(m.x), m)
 
+        received = []
+
         def bwd(res: Any, g: Any, *, updates_g: Any) -> Any:
+            received.append(updates_g)
             cos_x, sin_x, m = res
             m_g = nnx.clone(m)
             m_g.x[...] = cos_x * g * m.y
@@ -78,7 +81,7 @@ def test_custom_vjp_bwd_may_take_updates_g_by_keyword(nnx: Any, flax_nnx: Any) -
 
         f.defvjp(fwd, bwd)
         m = _bar(nnx)
-        return nnx.grad(f, graph_updates=False)(m), m
+        return nnx.grad(f, graph_updates=False)(m), m, received
 
     assert_same(flax_nnx, nnx, scenario)
 
