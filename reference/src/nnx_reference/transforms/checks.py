@@ -175,3 +175,16 @@ def reject_prefix_objects(
             f"3. Use nnx.compat.{name} instead e.g.\n\n"
             f"  nnx.compat.{name}(...)"
         )
+
+
+def reject_variable_prefixes(name: str, argname: str, prefix: tp.Any) -> None:
+    """A prefix (shardings, axes) may not hold Variables: it names a prefix for a whole Variable."""
+    paths, _ = jax.tree_util.tree_flatten_with_path(prefix, is_leaf=is_variable)
+    for path, leaf in paths:
+        if is_variable(leaf):
+            raise ValueError(
+                f"Found Variable of type {type(leaf).__name__} at path {jax.tree_util.keystr(path)} in "
+                f"`{argname}` for nnx.{name}. Variables prefixes are not supported."
+                "Pass a prefix for the entire Variable instead of passing a Variable with a prefix for its value."
+            )
+

@@ -252,14 +252,17 @@ def test_the_same_variable_twice_without_graph_updates_is_rejected(nnx: Any, fla
 
 @pytest.mark.apis("jit")
 @pytest.mark.documented(None)
-def test_out_shardings_given_as_a_state_of_variables_is_explained(nnx: Any, flax_nnx: Any) -> None:
+@pytest.mark.parametrize("argument", ["in_shardings", "out_shardings"])
+def test_shardings_given_as_a_state_of_variables_are_explained(nnx: Any, flax_nnx: Any, argument: str) -> None:
     def scenario(nnx: Any) -> Any:
         mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
         m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
         shardings = jax.tree.map(lambda _: NamedSharding(mesh, PartitionSpec()), nnx.state(m))
-        return nnx.jit(lambda m: nnx.state(m), out_shardings=shardings)(m)
+        given = {"in_shardings": (shardings,)} if argument == "in_shardings" else {"out_shardings": shardings}
+        return nnx.jit(lambda m: nnx.state(m), **given)(m)
 
-    assert_same(flax_nnx, nnx, scenario, mentions=("out_shardings", "nnx.jit", "Variable", "bias"))
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(argument, "nnx.jit", "Variable", "bias"))
+    assert isinstance(outcome.error, ValueError), f"flax rejects Variables in {argument} with ValueError"
 
 
 @pytest.mark.apis("cached_partial")
