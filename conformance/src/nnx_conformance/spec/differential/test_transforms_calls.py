@@ -1,8 +1,8 @@
 """Parity of how the lifted transforms are called with flax.nnx: keyword arguments,
 custom_vjp's ``updates_g`` and ``nondiff_argnums``, ref Variables returned from
 eval_shape, Modules from outside a raw ``jax.jit`` (a tracer must not leak into them),
-and the errors flax raises for bound methods, malformed scan axes, a while_loop body
-that replaces a Variable, a Variable passed twice and Variable out_shardings."""
+and the errors flax raises for bound methods, malformed scan axes, a loop body that
+replaces a Variable, a Variable passed twice and Variables in jit's shardings."""
 
 from __future__ import annotations
 
