@@ -85,6 +85,16 @@ def _inplace(name: str) -> tp.Callable[..., tp.Any]:
     return method
 
 
+_VALUE_GET_DEPRECATED = (
+    "'.value' access is now deprecated. For Variable[Array] instances use:\n\n  variable[...]\n\n"
+    "For other Variable types use:\n\n  variable.get_value()\n"
+)
+_VALUE_SET_DEPRECATED = (
+    "'.value' setter is now deprecated. For Variable[Array] instances use:\n\n  variable[...] = value\n\n"
+    "For other Variable types use:\n\n  variable.set_value(value)\n"
+)
+
+
 def _same_array_type(raw: tp.Any, value: tp.Any) -> bool:
     """Whether ``value`` is a JAX array of ``raw``'s shape and dtype: ``variable[...] = value``
     then stores it as it is (weak type included) instead of scattering into ``raw``."""
@@ -208,12 +218,10 @@ class Variable(tp.Generic[A]):
 
     @property
     def value(self) -> A:
-        """The Variable's value (prefer ``variable[...]`` or ``get_value()``)."""
+        """The Variable's value; deprecated for ``variable[...]`` or ``get_value()`` (setting
+        it, handled by ``__setattr__``, for ``variable[...] = value`` or ``set_value``)."""
+        warnings.warn(_VALUE_GET_DEPRECATED, DeprecationWarning, stacklevel=2)
         return self.get_value()
-
-    @value.setter
-    def value(self, value: A) -> None:
-        self.set_value(value)
 
     @property
     def raw_value(self) -> A:
@@ -368,6 +376,7 @@ class Variable(tp.Generic[A]):
 
     def __setattr__(self, name: str, value: tp.Any) -> None:
         if name == "value":
+            warnings.warn(_VALUE_SET_DEPRECATED, DeprecationWarning, stacklevel=2)
             self.set_value(value)
             return
         if name.startswith("_"):

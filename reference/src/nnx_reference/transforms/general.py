@@ -9,7 +9,7 @@ import jax
 from jax.experimental import checkify as checkify_lib
 
 from ..graphlib import set_graph_updates
-from . import checks, lift, traced, trees
+from . import checks, lift, refs, traced, trees
 from .statics import insert_statics, remove_statics
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
@@ -74,7 +74,8 @@ def eval_shape(
     if not trees.resolve_mode(graph, graph_updates).graph_updates:
         checks.check_no_sharing("eval_shape", (args, kwargs))
     lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
-    result = jax.eval_shape(_pure("eval_shape", lifted, f), lifted.pure)
+    pure_fn = _pure("eval_shape", lifted, f)
+    result = jax.eval_shape(lambda pure: refs.read_refs(pure_fn(pure)), lifted.pure)
     return lift.apply(lifted, result, write=False)
 
 
