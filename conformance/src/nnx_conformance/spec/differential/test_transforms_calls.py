@@ -265,6 +265,24 @@ def test_shardings_given_as_a_state_of_variables_are_explained(nnx: Any, flax_nn
     assert isinstance(outcome.error, ValueError), f"flax rejects Variables in {argument} with ValueError"
 
 
+@pytest.mark.apis("scan", "StateAxes")
+@pytest.mark.documented("guide:randomness (a broadcast cell's count advances on every scan step in tree mode)")
+@pytest.mark.parametrize("mode", [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
+                         ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}")
+def test_scan_carries_broadcast_state_unless_graph_updates_drop_it(nnx: Any, flax_nnx: Any, mode: gs.Mode) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = gs.classes(nnx).node(count=nnx.BatchStat(jnp.zeros(())))
+
+        def body(m: Any, carry: Any) -> Any:
+            m.count[...] += 1
+            return carry, m.count[...]
+
+        out = nnx.scan(body, in_axes=(None, nnx.Carry), out_axes=(nnx.Carry, 0), length=3, **mode.kwargs())(m, 0)
+        return out, m
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @pytest.mark.apis("cached_partial")
 @pytest.mark.documented("api graph page: cached_partial example")
 def test_cached_partial_updates_the_cached_module(nnx: Any, flax_nnx: Any) -> None:
