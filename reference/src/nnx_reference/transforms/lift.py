@@ -29,6 +29,7 @@ from .. import filterlib, graphlib, statelib, variablelib
 from . import refs
 from .checks import (
     check_consistent_aliasing,
+    check_current_trace,
     check_no_aliasing,
     check_no_sharing,
     has_shared_variables,
@@ -200,6 +201,8 @@ def lift(
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
         static = InStatic(False, False, treedef, slots, obj_prefixes=obj_prefixes)
         return Lifted(static, Layout(leaves, []), Layout(prefixes, []), objs)
+    if graph_updates:
+        check_current_trace(name, objs)
     slot_set = set(slots)
     arg_leaves = [None if i in slot_set else v for i, v in enumerate(leaves)]
     if coalesce:
