@@ -95,6 +95,7 @@ def _axis_metadata(
 
 
 def _out_objects(out: tp.Any, out_axes: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
+    """The graph objects of ``out`` (arguments or results), each with its entry of ``out_axes``."""
     leaves = jax.tree_util.tree_leaves(out, is_leaf=trees.is_node_leaf)
     prefixes = trees.broadcast_prefix(out_axes, out, trees.is_node_leaf)
     return [(leaf, p) for leaf, p in zip(leaves, prefixes) if trees.is_object(leaf)]
@@ -256,15 +257,23 @@ def transform_metadata(
     partition: str | None,
     graph: bool | None = None,
 ) -> tp.Any:
-    """Declare, for code that maps by hand, the axis ``partition`` adds to Variable metadata.
+    """Moves the partition name of a mapped axis in Variable metadata, for code that maps by hand.
 
-    The wrapped function is called unchanged; the axes only describe metadata.
+    The wrapped function is called unchanged, but inside it the input Variables'
+    ``out_sharding`` lacks ``partition`` at their ``in_axes`` axis; after it, the
+    inputs get it back there and the output's Variables get it at ``out_axes``.
     """
+    metadata = {PARTITION_NAME: partition} if partition is not None else {}
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            return fun(*args, **kwargs)
+            in_objects = _out_objects(args, per_arg(in_axes, args))
+            _axis_metadata(metadata, in_objects, add=False)
+            out = fun(*args, **kwargs)
+            _axis_metadata(metadata, in_objects, add=True)
+            _axis_metadata(metadata, _out_objects(out, out_axes), add=True)
+            return out
 
         return wrapper
 
