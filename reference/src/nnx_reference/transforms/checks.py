@@ -7,7 +7,7 @@ import typing as tp
 import jax
 
 from .. import graphlib, variablelib
-from .._tracing import current_trace_state, inside_transformation
+from .._tracing import check_same_trace, current_trace_state, inside_transformation
 from ..errors import TraceContextError
 from ..reprlib import is_ref
 from .prefix import PrefixMapping
@@ -211,4 +211,12 @@ def check_current_trace(name: str, objs: list[tp.Any]) -> None:
             if name in _EXTRACTING:
                 raise ValueError(f"Cannot extract graph node from different trace level, got {node!r}")
             raise TraceContextError(f"Cannot mutate {type(node).__name__} from a different trace level")
+
+
+def check_current_trace_of_updated(variables: list[variablelib.Variable[tp.Any]]) -> None:
+    """Without graph updates under a JAX trace, the Variables a transform updated must come
+    from that trace, or it would write its values into another trace's Variables."""
+    for variable in variables:
+        if not is_ref(variable.get_raw_value()):
+            check_same_trace(variable.__dict__.get("_trace_state"), f"{type(variable).__name__} from a different trace")
 

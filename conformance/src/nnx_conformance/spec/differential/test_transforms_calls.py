@@ -111,22 +111,23 @@ def test_eval_shape_returns_a_ref_variable_created_inside_it(nnx: Any, flax_nnx:
 
 
 LEAKS = {
-    "jit": lambda nnx, m, x: nnx.jit(lambda m, x: m(x))(m, x),
-    "grad": lambda nnx, m, x: nnx.grad(lambda m, x: m(x).sum())(m, x),
-    "value_and_grad": lambda nnx, m, x: nnx.value_and_grad(lambda m, x: m(x).sum())(m, x)[0],
-    "remat": lambda nnx, m, x: nnx.remat(lambda m, x: m(x).sum())(m, x),
+    "jit": lambda nnx, m, x, updates: nnx.jit(lambda m, x: m(x), graph_updates=updates)(m, x),
+    "grad": lambda nnx, m, x, updates: nnx.grad(lambda m, x: m(x).sum(), graph_updates=updates)(m, x),
+    "value_and_grad": lambda nnx, m, x, updates: nnx.value_and_grad(lambda m, x: m(x).sum(), graph_updates=updates)(m, x)[0],
+    "remat": lambda nnx, m, x, updates: nnx.remat(lambda m, x: m(x).sum(), graph_updates=updates)(m, x),
 }
 
 
 @pytest.mark.apis("jit", "grad", "value_and_grad", "remat")
 @pytest.mark.documented(None)
+@pytest.mark.parametrize("graph_updates", [True, False], ids=["graph_updates", "no_graph_updates"])
 @pytest.mark.parametrize("transform", sorted(LEAKS))
 def test_a_module_from_outside_a_raw_jit_is_rejected_instead_of_leaking_a_tracer(
-    nnx: Any, flax_nnx: Any, transform: str
+    nnx: Any, flax_nnx: Any, transform: str, graph_updates: bool
 ) -> None:
     def scenario(nnx: Any) -> Any:
         m = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
-        y = jax.jit(lambda x: LEAKS[transform](nnx, m, x))(jnp.ones((3, 2)))
+        y = jax.jit(lambda x: LEAKS[transform](nnx, m, x, graph_updates))(jnp.ones((3, 2)))
         return y, m
 
     outcome = assert_same(flax_nnx, nnx, scenario)
