@@ -297,10 +297,17 @@ def exit(
     (in_part, out_tree), holes = refs.to_holes((result.in_part, result.out_tree), entered.pure)
     out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
     if not static.graph:
-        given = [entered.pure.leaves[slot].get_raw_value() for slot in static.obj_slots]
-        updated = tuple(i for i, (v, old) in enumerate(zip(objs, given)) if v.get_raw_value() is not old)
-        out_static = dataclasses.replace(out_static, updated=updated) if updated else out_static
+        out_static = dataclasses.replace(out_static, updated=_updated(name, static, entered))
     return Result(out_static, in_part, out_tree)
+
+
+def _updated(name: str, static: InStatic, entered: Entered) -> tuple[int, ...]:
+    """Tree mode: which input Variables the call gave new values. The branches of cond and
+    switch must return the same static part, so there every Variable counts as updated."""
+    if name in ("cond", "switch"):
+        return tuple(range(len(entered.objects)))
+    given = [entered.pure.leaves[slot].get_raw_value() for slot in static.obj_slots]
+    return tuple(i for i, (v, old) in enumerate(zip(entered.objects, given)) if v.get_raw_value() is not old)
 
 
 def _exit(
