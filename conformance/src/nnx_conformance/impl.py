@@ -2,7 +2,8 @@
 
 Doc examples keep their ``from flax import nnx``; when the implementation is not
 ``flax.nnx``, :class:`ImportAlias` makes ``flax``, ``flax.nnx`` and every
-``flax.nnx.<submodule>`` resolve to the implementation and its submodules.
+``flax.nnx.<submodule>`` resolve to the implementation and its submodules, and
+``flax.config`` to its package's ``config`` when it has one.
 Hand-written tests take the implementation from the ``nnx`` fixture, an
 :class:`ImplProxy` that turns a missing name into a failure naming it.
 """
@@ -161,6 +162,12 @@ class _OutsideNnxLoader(importlib.abc.Loader):
         pass
 
 
+def implementation_config(impl: ModuleType) -> Any | None:
+    """What ``flax.config`` is under the alias: the ``config`` attribute of the package the
+    implementation belongs to (``mylib.config`` for ``mylib.nnx``), if it has one."""
+    return getattr(sys.modules[impl.__name__.partition(".")[0]], "config", None)
+
+
 class ImportAlias(importlib.abc.MetaPathFinder):
     """Makes ``flax`` and ``flax.nnx[.<submodule>]`` import as the implementation (and any
     other ``flax.<module>`` as an :class:`OutsideNnx` placeholder)."""
@@ -193,6 +200,9 @@ class ImportAlias(importlib.abc.MetaPathFinder):
         package.__path__ = []
         package.__spec__ = importlib.machinery.ModuleSpec("flax", None, is_package=True)
         package.nnx = self._impl  # type: ignore[attr-defined]
+        config = implementation_config(self._impl)
+        if config is not None:
+            package.config = config  # type: ignore[attr-defined]
         sys.modules["flax"] = package
         sys.modules[FLAX_NNX] = self._impl
         sys.meta_path.insert(0, self)

@@ -27,6 +27,7 @@ from . import (
     variablelib,
     visualization,
 )
+from ._config import config
 from .extract import *  # noqa: F403
 from .filterlib import *  # noqa: F403
 from .graphlib import *  # noqa: F403
@@ -43,6 +44,7 @@ from .transforms import *  # noqa: F403
 from .variablelib import *  # noqa: F403
 from .visualization import *  # noqa: F403
 
+#: ``config`` holds the NNX options of ``flax.config`` (``config.update("nnx_sow_capture_noop", True)``).
 #: The documentation also reaches these modules under their older names.
 graph = graphlib
 object = pytreelib

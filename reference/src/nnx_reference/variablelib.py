@@ -85,6 +85,23 @@ def _inplace(name: str) -> tp.Callable[..., tp.Any]:
     return method
 
 
+_VALUE_GET_DEPRECATED = (
+    "'.value' access is now deprecated. For Variable[Array] instances use:\n\n  variable[...]\n\n"
+    "For other Variable types use:\n\n  variable.get_value()\n"
+)
+_VALUE_SET_DEPRECATED = (
+    "'.value' setter is now deprecated. For Variable[Array] instances use:\n\n  variable[...] = value\n\n"
+    "For other Variable types use:\n\n  variable.set_value(value)\n"
+)
+
+
+def _same_array_type(raw: tp.Any, value: tp.Any) -> bool:
+    """Whether ``value`` is a JAX array of ``raw``'s shape and dtype: ``variable[...] = value``
+    then stores it as it is (weak type included) instead of scattering into ``raw``."""
+    arrays = jax.Array | jax.core.Tracer
+    return isinstance(raw, arrays) and isinstance(value, arrays) and raw.shape == value.shape and raw.dtype == value.dtype
+
+
 class Variable(tp.Generic[A]):
     """The base class for all Variable types; subclass it to label new kinds of state.
 
@@ -201,12 +218,10 @@ class Variable(tp.Generic[A]):
 
     @property
     def value(self) -> A:
-        """The Variable's value (prefer ``variable[...]`` or ``get_value()``)."""
+        """The Variable's value; deprecated for ``variable[...]`` or ``get_value()`` (setting
+        it, handled by ``__setattr__``, for ``variable[...] = value`` or ``set_value``)."""
+        warnings.warn(_VALUE_GET_DEPRECATED, DeprecationWarning, stacklevel=2)
         return self.get_value()
-
-    @value.setter
-    def value(self, value: A) -> None:
-        self.set_value(value)
 
     @property
     def raw_value(self) -> A:
@@ -248,9 +263,11 @@ class Variable(tp.Generic[A]):
                 object.__setattr__(self, "_raw_value", value)
         elif reprlib.is_ref(raw):
             raw[index] = value
-        elif isinstance(raw, (jax.Array, np.ndarray)) or isinstance(raw, jax.core.Tracer):
-            object.__setattr__(self, "_raw_value", jax.numpy.asarray(raw).at[index].set(value))
-        else:
+        elif index is Ellipsis and _same_array_type(raw, value):
+            object.__setattr__(self, "_raw_value", value)
+        elif isinstance(raw, jax.Array | jax.core.Tracer):
+            object.__setattr__(self, "_raw_value", raw.at[index].set(value))
+        else:  # a NumPy array or another mutable container: in place
             raw[index] = value
 
     def _check_can_update(self, raw: tp.Any) -> None:
@@ -359,6 +376,7 @@ class Variable(tp.Generic[A]):
 
     def __setattr__(self, name: str, value: tp.Any) -> None:
         if name == "value":
+            warnings.warn(_VALUE_SET_DEPRECATED, DeprecationWarning, stacklevel=2)
             self.set_value(value)
             return
         if name.startswith("_"):

@@ -243,10 +243,12 @@ class RoPE(Module):
             raise ValueError("`embedding_size` must be positive and even.")
         seq_len = x.shape[-2]
         if self.cached_sin is not None and self.cached_sin.shape[-1] == dim // 2:
+            # through ``.value``, which warns that it is deprecated, as flax's RoPE does
+            cached_sin, cached_cos = self.cached_sin.value, self.cached_cos.value
             if input_positions is None:
-                sin, cos = self.cached_sin[...][:seq_len], self.cached_cos[...][:seq_len]
+                sin, cos = cached_sin[:seq_len], cached_cos[:seq_len]
             else:
-                sin, cos = self.cached_sin[...][input_positions], self.cached_cos[...][input_positions]
+                sin, cos = cached_sin[input_positions], cached_cos[input_positions]
         else:
             positions = jnp.arange(seq_len) if input_positions is None else input_positions
             sin, cos = _rope_frequencies(self.theta, dim, positions)

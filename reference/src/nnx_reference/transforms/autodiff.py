@@ -1,4 +1,4 @@
-"""Differentiation transforms: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``custom_vjp``, ``remat``."""
+"""Differentiation transforms: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``remat``."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import jax
 from .. import graphlib
 from ..filterlib import to_predicate
 from ..graphlib import Mode
-from ..statelib import State, merge_state, to_flat_state
+from ..statelib import State
 from ..variablelib import Param
 from . import checks, lift, trees
 from .statics import insert_statics, remove_statics
 
-__all__ = ["DiffState", "custom_vjp", "grad", "jvp", "remat", "value_and_grad", "vjp"]
+__all__ = ["DiffState", "grad", "jvp", "remat", "value_and_grad", "vjp"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,22 +32,22 @@ class DiffState:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Diff:
+class DiffPrefix:
     """The prefix entry of an argument: differentiate it, and which substate if a node."""
 
     filter: tp.Any  # None: not differentiated
 
 
-def _expand_diff(prefix: _Diff, obj: tp.Any) -> list:
+def expand_diff(prefix: DiffPrefix, obj: tp.Any) -> list:
     """A graph node splits into its differentiable substate and the rest; a bare
     Variable of a differentiated argument is differentiated whatever its type."""
     if prefix.filter is None or trees.is_variable(obj):
         return [(..., prefix)]
-    return [(prefix.filter, prefix), (..., _Diff(None))]
+    return [(prefix.filter, prefix), (..., DiffPrefix(None))]
 
 
-def _is_diff(prefix: tp.Any) -> bool:
-    return isinstance(prefix, _Diff) and prefix.filter is not None
+def is_diff(prefix: tp.Any) -> bool:
+    return isinstance(prefix, DiffPrefix) and prefix.filter is not None
 
 
 def _arg_prefixes(argnums: tuple, n_args: int) -> tuple:
@@ -57,14 +57,14 @@ def _arg_prefixes(argnums: tuple, n_args: int) -> tuple:
             filters[a.argnum] = a.filter
         else:
             filters[a] = Param
-    return tuple(_Diff(filters.get(i)) for i in range(n_args))
+    return tuple(DiffPrefix(filters.get(i)) for i in range(n_args))
 
 
 def _argnum(a: int | DiffState) -> int:
     return a.argnum if isinstance(a, DiffState) else a
 
 
-def _substate(state: tp.Any, keys: tuple) -> tp.Any:
+def substate(state: tp.Any, keys: tuple) -> tp.Any:
     """The sub-State of ``state`` under ``keys`` (an empty State when absent)."""
     for key in keys:
         try:
@@ -86,15 +86,15 @@ def _per_arg_grads(lifted: lift.Lifted, grads: tp.Any, argnums: tuple) -> tuple:
     if static.graph and not static.graph_updates:
         # shared Variables without graph updates: gradients are copies of the objects,
         # each Variable holding its gradient (the other groups are never returned)
-        full = [g if _is_diff(group.prefix) else s for group, g, s in zip(static.groups, states, lifted.pure.states)]
+        full = [g if is_diff(group.prefix) else s for group, g, s in zip(static.groups, states, lifted.pure.states)]
         objs, _ = graphlib.merge(static.graphdef, *full)
         for group in static.groups:
-            if _is_diff(group.prefix):
+            if is_diff(group.prefix):
                 node_grads[static.obj_slots[group.obj]] = objs[group.obj]
     elif static.graph:
         for group, state in zip(static.groups, states):
-            if _is_diff(group.prefix):
-                node_grads[static.obj_slots[group.obj]] = _substate(state, (0, group.obj))
+            if is_diff(group.prefix):
+                node_grads[static.obj_slots[group.obj]] = substate(state, (0, group.obj))
     out = []
     for a in argnums:
         i = _argnum(a)
@@ -129,9 +129,9 @@ def _grad_call(
     _check_tree_mode_argnums(name, nums, mode)
     prefixes = _arg_prefixes(nums, len(args))
     if not mode.graph_updates:  # the whole argument is differentiated, as a tree
-        prefixes = tuple(_Diff(... if p.filter is not None else None) for p in prefixes)
-    lifted = lift.lift(name, (args, {}), (prefixes, {}), mode, expand=_expand_diff)
-    diff, rest = trees.partition(lifted.pure, lifted.prefix, _is_diff)
+        prefixes = tuple(DiffPrefix(... if p.filter is not None else None) for p in prefixes)
+    lifted = lift.lift(name, (args, {}), (prefixes, {}), mode, expand=expand_diff)
+    diff, rest = trees.partition(lifted.pure, lifted.prefix, is_diff)
 
     def pure_fn(diff: tp.Any, rest: tp.Any) -> tuple[tp.Any, tp.Any]:
         entered = lift.enter(lifted.static, trees.join(diff, rest))
@@ -229,7 +229,17 @@ def value_and_grad(
 
 
 def _all_diff(n_args: int) -> tuple:
-    return tuple(_Diff(...) for _ in range(n_args))
+    return tuple(DiffPrefix(...) for _ in range(n_args))
+
+
+def _without_graph_updates(name: str, graph: bool | None, graph_updates: bool | None) -> Mode:
+    """The mode of a jvp or vjp call, which do not take graph mode with graph updates."""
+    mode = trees.resolve_mode(graph, graph_updates)
+    if mode.graph_updates:
+        raise NotImplementedError(
+            f"graph-mode with graph_updates is not supported for nnx.{name}. Set graph=False or graph_updates=False."
+        )
+    return mode
 
 
 class VjpOptions(tp.TypedDict, total=False):
@@ -258,8 +268,8 @@ def vjp(
         return lambda fun: functools.wraps(fun)(
             lambda *p: vjp(fun, *p, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
         )
-    mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=_expand_diff)
+    mode = _without_graph_updates("vjp", graph, graph_updates)
+    lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=expand_diff)
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
         entered = lift.enter(lifted.static, pure)
@@ -318,7 +328,7 @@ def jvp(
         )
     if isinstance(primals, trees.Missing):
         return lambda p, t: jvp(f, p, t, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
-    mode = trees.resolve_mode(graph, graph_updates)
+    mode = _without_graph_updates("jvp", graph, graph_updates)
     lifted = lift.lift("jvp", tuple(primals), None, mode, coalesce=True)
     tangent = lift.lift("jvp", tuple(tangents), None, mode, coalesce=True)
 
@@ -380,161 +390,3 @@ def remat(
         return wrapper
 
     return trees.decorator_or_call(f, make)
-
-
-# --------------------------------------------------------------------------- custom_vjp
-
-
-class CustomVjp:
-    """A function with a custom backward pass over graph nodes; see :func:`custom_vjp`."""
-
-    def __init__(self, fun: tp.Callable, nondiff_argnums: tuple, graph: bool | None, graph_updates: bool | None):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = nondiff_argnums
-        self.graph = graph
-        self.graph_updates = graph_updates
-        self.fwd: tp.Callable | None = None
-        self.bwd: tp.Callable | None = None
-
-    def defvjp(self, fwd: tp.Callable, bwd: tp.Callable, symbolic_zeros: bool = False) -> None:
-        """Set the forward (``fwd(*args) -> (out, residuals)``) and backward functions."""
-        self.fwd, self.bwd = fwd, bwd
-
-    def __call__(self, *args: tp.Any) -> tp.Any:
-        mode = trees.resolve_mode(self.graph, self.graph_updates)
-        checks.reject_prefix_objects("custom_vjp", self.nondiff_argnums, DiffState, mode, "nondiff_argnums")
-        if mode != (True, True):
-            return self._call_tree(args)
-        return self._call_graph(args)
-
-    def _call_tree(self, args: tuple) -> tp.Any:
-        """Without graph updates: ``jax.custom_vjp`` over the arguments as pytrees."""
-        checks.check_no_sharing("custom_vjp", args)
-        nums = tuple(a for a in self.nondiff_argnums if isinstance(a, int))
-        inner = jax.custom_vjp(self.fun, nondiff_argnums=nums)
-        inner.defvjp(self.fwd, self.bwd)
-        return inner(*args)
-
-    def _call_graph(self, args: tuple) -> tp.Any:
-        """Graph mode: input updates are extra outputs; ``bwd`` sees ``(updates_g, out_g)``."""
-        filters: dict[int, tp.Any] = {i: ... for i in range(len(args))}
-        for a in self.nondiff_argnums:
-            if isinstance(a, DiffState):
-                filters[a.argnum] = a.filter
-            else:
-                filters[a] = None
-        prefixes = tuple(_Diff(filters[i]) for i in range(len(args)))
-        lifted = lift.lift("custom_vjp", (args, {}), (prefixes, {}), Mode(True, True), expand=_expand_diff)
-        static = lifted.static
-        diff, rest = trees.partition(lifted.pure, lifted.prefix, _is_diff)
-        fun, fwd, bwd = self.fun, self.fwd, self.bwd
-        nums = tuple(range(len(args)))
-
-        def run(user: tp.Callable[..., tp.Any], pure: trees.Layout) -> tuple[tp.Any, lift.Entered]:
-            entered = lift.enter(static, pure)
-            inner_args, _ = entered.args
-            return user(*inner_args), entered
-
-        @jax.custom_vjp
-        def pure_fn(diff: trees.Layout, rest: trees.Layout) -> lift.Result:
-            out, entered = run(fun, trees.join(diff, rest))
-            return lift.exit("custom_vjp", static, entered, out)
-
-        def pure_fwd(diff: trees.Layout, rest: trees.Layout) -> tuple[lift.Result, tp.Any]:
-            (out, residuals), entered = run(fwd, trees.join(diff, rest))
-            return lift.exit("custom_vjp", static, entered, out), (residuals, rest)
-
-        def pure_bwd(res: tp.Any, g: tp.Any) -> tuple[tp.Any, tp.Any]:
-            residuals, rest = res
-            _, in_part_g, out_g = g
-            updates_g = _node_updates(lifted, in_part_g, len(nums))
-            tangents = bwd(residuals, (updates_g, out_g))
-            if not isinstance(tangents, tuple):
-                tangents = (tangents,)
-            diff_g = _pure_tangents(lifted, diff, tangents)
-            return diff_g, jax.tree.map(lambda x: None, rest)
-
-        pure_fn.defvjp(pure_fwd, pure_bwd)
-        return lift.apply(lifted, pure_fn(diff, rest))
-
-
-def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any:
-    """Put the user's per-argument tangents into the pure layout of ``diff``.
-
-    A graph node's tangent is a State; each differentiable Variable takes the
-    tangent at its path (extra entries, e.g. non-differentiable ones, are ignored).
-    """
-    leaves, states = diff
-    static = lifted.static
-    arg_treedefs = static.treedef.children()[0].children()
-    starts = [0]
-    for t in arg_treedefs:
-        starts.append(starts[-1] + t.num_leaves)
-    obj_at = {slot: k for k, slot in enumerate(static.obj_slots)}
-    new_leaves, new_states = list(leaves), list(states)
-    for i, tangent in enumerate(tangents[: len(arg_treedefs)]):
-        if tangent is None:
-            continue
-        slots = range(starts[i], starts[i + 1])
-        objs = {obj_at[j] for j in slots if j in obj_at}
-        if objs:
-            by_path = {tuple(p): v for p, v in to_flat_state(tangent)}
-            for gi, group in enumerate(static.groups):
-                if group.obj in objs and states[gi] is not None:
-                    values = [by_path[tuple(p)[2:]] for p, _ in to_flat_state(states[gi])]
-                    new_states[gi] = jax.tree.unflatten(
-                        jax.tree.structure(states[gi]), jax.tree.leaves(values)
-                    )
-        else:
-            for j, leaf in zip(slots, jax.tree.leaves(tangent)):
-                if new_leaves[j] is not None:
-                    new_leaves[j] = leaf
-    return trees.Layout(new_leaves, new_states)
-
-
-def _node_updates(lifted: lift.Lifted, in_part: list, n_args: int) -> tuple:
-    """The cotangents of the input updates: a State per graph-node argument, else None."""
-    static = lifted.static
-    arg_treedefs = static.treedef.children()[0].children()
-    starts = [0]
-    for t in arg_treedefs:
-        starts.append(starts[-1] + t.num_leaves)
-    per_obj: dict[int, list] = {}
-    for group, state in zip(static.groups, in_part):
-        per_obj.setdefault(group.obj, []).append(_substate(state, (0, group.obj)))
-    out = []
-    for i in range(n_args):
-        objs = [k for k, slot in enumerate(static.obj_slots) if starts[i] <= slot < starts[i + 1]]
-        out.append(merge_state(*per_obj[objs[0]]) if objs else None)
-    return tuple(out)
-
-
-class CustomVjpOptions(tp.TypedDict, total=False):
-    """The keyword arguments of :func:`custom_vjp`."""
-
-    nondiff_argnums: tuple[int | DiffState, ...]
-    graph: bool | None
-    graph_updates: bool | None
-
-
-@tp.overload
-def custom_vjp(fun: trees.Fn, /, **options: tp.Unpack[CustomVjpOptions]) -> CustomVjp: ...
-@tp.overload
-def custom_vjp(**options: tp.Unpack[CustomVjpOptions]) -> tp.Callable[[trees.Fn], CustomVjp]: ...
-def custom_vjp(
-    fun: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
-    *,
-    nondiff_argnums: tuple[int | DiffState, ...] = (),
-    graph: bool | None = None,
-    graph_updates: bool | None = None,
-) -> CustomVjp | tp.Callable[[trees.Fn], CustomVjp]:
-    """Lifted ``jax.custom_vjp``: Modules as arguments; define the rule with ``defvjp``."""
-    trees.reject_bound_method("custom_vjp", fun)
-    checks.reject_prefix_objects(
-        "custom_vjp", nondiff_argnums, DiffState, trees.resolve_mode(graph, graph_updates),
-        "nondiff_argnums",
-    )
-    return trees.decorator_or_call(
-        fun, lambda f: CustomVjp(f, tuple(nondiff_argnums), graph, graph_updates)
-    )

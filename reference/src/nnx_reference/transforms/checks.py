@@ -7,6 +7,9 @@ import typing as tp
 import jax
 
 from .. import graphlib, variablelib
+from .._tracing import check_same_trace, current_trace_state, inside_transformation
+from ..errors import TraceContextError
+from ..reprlib import is_ref
 from .prefix import PrefixMapping
 from .trees import is_variable
 
@@ -175,3 +178,45 @@ def reject_prefix_objects(
             f"3. Use nnx.compat.{name} instead e.g.\n\n"
             f"  nnx.compat.{name}(...)"
         )
+
+
+def reject_variable_prefixes(name: str, argname: str, prefix: tp.Any) -> None:
+    """A prefix (shardings, axes) may not hold Variables: it names a prefix for a whole Variable."""
+    paths, _ = jax.tree_util.tree_flatten_with_path(prefix, is_leaf=is_variable)
+    for path, leaf in paths:
+        if is_variable(leaf):
+            raise ValueError(
+                f"Found Variable of type {type(leaf).__name__} at path {jax.tree_util.keystr(path)} in "
+                f"`{argname}` for nnx.{name}. Variables prefixes are not supported."
+                "Pass a prefix for the entire Variable instead of passing a Variable with a prefix for its value."
+            )
+
+
+_EXTRACTING = frozenset({"grad", "value_and_grad", "vmap", "pmap", "scan", "shard_map"})
+"""Transforms that reject another trace's Variable as they take the graph apart (ValueError)."""
+_WRITING = frozenset({"jit", "remat", "cond", "switch", "while_loop", "fori_loop", "checkify"})
+"""Transforms that reject it as a Variable they would write (TraceContextError)."""
+
+
+def check_current_trace(name: str, objs: list[tp.Any]) -> None:
+    """With graph updates under a JAX trace (a raw ``jax.jit``, ...), the objects' Variables
+    must come from that trace: updates cannot be written to a Variable of an outer one."""
+    if name not in _EXTRACTING and name not in _WRITING or not inside_transformation():
+        return
+    current = current_trace_state()
+    for _, node in graphlib.iter_graph(objs, graph=True):
+        if not is_variable(node) or is_ref(node.get_raw_value()):
+            continue
+        if node.__dict__.get("_trace_state", current) != current:
+            if name in _EXTRACTING:
+                raise ValueError(f"Cannot extract graph node from different trace level, got {node!r}")
+            raise TraceContextError(f"Cannot mutate {type(node).__name__} from a different trace level")
+
+
+def check_current_trace_of_updated(variables: list[variablelib.Variable[tp.Any]]) -> None:
+    """Without graph updates under a JAX trace, the Variables a transform updated must come
+    from that trace, or it would write its values into another trace's Variables."""
+    for variable in variables:
+        if not is_ref(variable.get_raw_value()):
+            check_same_trace(variable.__dict__.get("_trace_state"), f"{type(variable).__name__} from a different trace")
+

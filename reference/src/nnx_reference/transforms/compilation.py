@@ -309,6 +309,8 @@ def jit(
 ) -> JitWrapped | tp.Callable[[trees.Fn], JitWrapped]:
     """Lifted ``jax.jit``: Modules and Variables as arguments, their updates propagated."""
     trees.reject_bound_method("jit", fun)
+    checks.reject_variable_prefixes("jit", "in_shardings", in_shardings)
+    checks.reject_variable_prefixes("jit", "out_shardings", out_shardings)
     return trees.decorator_or_call(
         fun,
         lambda f: JitWrapped(

@@ -8,7 +8,8 @@ import typing as tp
 import jax
 from jax.experimental import checkify as checkify_lib
 
-from . import checks, lift, traced, trees
+from ..graphlib import set_graph_updates
+from . import checks, lift, refs, traced, trees
 from .statics import insert_statics, remove_statics
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
@@ -73,7 +74,8 @@ def eval_shape(
     if not trees.resolve_mode(graph, graph_updates).graph_updates:
         checks.check_no_sharing("eval_shape", (args, kwargs))
     lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
-    result = jax.eval_shape(_pure("eval_shape", lifted, f), lifted.pure)
+    pure_fn = _pure("eval_shape", lifted, f)
+    result = jax.eval_shape(lambda pure: refs.read_refs(pure_fn(pure)), lifted.pure)
     return lift.apply(lifted, result, write=False)
 
 
@@ -114,7 +116,10 @@ def make_jaxpr(
     graph_updates: bool | None = None,
     static_argnums: int | tp.Sequence[int] = (),
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
-    """Lifted ``jax.make_jaxpr``: the jaxpr of ``f`` over the arguments' pure state."""
+    """Lifted ``jax.make_jaxpr``: the jaxpr of ``f`` over the arguments' pure state, whose
+    outputs are what ``f`` returns; it takes no graph updates."""
+    if graph_updates if graph_updates is not None else set_graph_updates.current_value():
+        raise ValueError("nnx.make_jaxpr does not support graph_updates=True.")
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     def make(fun: tp.Callable) -> tp.Callable:
@@ -126,8 +131,9 @@ def make_jaxpr(
                 full, _ = insert_statics(dyn, {}, statics)
                 return fun(*full, **kw)
 
-            lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, graph_updates)
-            return jax.make_jaxpr(_pure("make_jaxpr", lifted, call))(lifted.pure)
+            lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, False)
+            pure_fn = _pure("make_jaxpr", lifted, call)
+            return jax.make_jaxpr(lambda pure: pure_fn(pure).out_tree)(lifted.pure)
 
         return wrapper
 

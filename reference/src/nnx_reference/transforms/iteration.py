@@ -9,7 +9,9 @@ import typing as tp
 import jax
 
 from .._sharding import PARTITION_NAME
+from .. import graphlib
 from ..graphlib import Mode
+from ..variablelib import Variable
 from . import checks, lift, traced, trees
 from .prefix import PrefixMapping
 
@@ -93,6 +95,7 @@ def _axis_metadata(
 
 
 def _out_objects(out: tp.Any, out_axes: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
+    """The graph objects of ``out`` (arguments or results), each with its entry of ``out_axes``."""
     leaves = jax.tree_util.tree_leaves(out, is_leaf=trees.is_node_leaf)
     prefixes = trees.broadcast_prefix(out_axes, out, trees.is_node_leaf)
     return [(leaf, p) for leaf, p in zip(leaves, prefixes) if trees.is_object(leaf)]
@@ -254,15 +257,23 @@ def transform_metadata(
     partition: str | None,
     graph: bool | None = None,
 ) -> tp.Any:
-    """Declare, for code that maps by hand, the axis ``partition`` adds to Variable metadata.
+    """Moves the partition name of a mapped axis in Variable metadata, for code that maps by hand.
 
-    The wrapped function is called unchanged; the axes only describe metadata.
+    The wrapped function is called unchanged, but inside it the input Variables'
+    ``out_sharding`` lacks ``partition`` at their ``in_axes`` axis; after it, the
+    inputs get it back there and the output's Variables get it at ``out_axes``.
     """
+    metadata = {PARTITION_NAME: partition} if partition is not None else {}
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            return fun(*args, **kwargs)
+            in_objects = _out_objects(args, per_arg(in_axes, args))
+            _axis_metadata(metadata, in_objects, add=False)
+            out = fun(*args, **kwargs)
+            _axis_metadata(metadata, in_objects, add=True)
+            _axis_metadata(metadata, _out_objects(out, out_axes), add=True)
+            return out
 
         return wrapper
 
@@ -272,22 +283,39 @@ def transform_metadata(
 # --------------------------------------------------------------------------- loops
 
 
-def _loop_body(name: str, static: lift.InStatic, step: tp.Callable[[tp.Any], tp.Any]) -> tp.Callable:
-    """Wrap ``step`` (value -> value) as a pure carry function checking the structure."""
+def _loop_body(
+    name: str, static: lift.InStatic, step: tp.Callable[[tp.Any], tp.Any], keeps_variables: bool
+) -> tp.Callable:
+    """Wrap ``step`` (value -> value) as a pure carry function checking the structure;
+    ``keeps_variables``: the body must also return the very Variables it was given."""
 
     def body(pure: tp.Any) -> tp.Any:
-        new_value = step(lift.enter(static, pure).args)
+        value = lift.enter(static, pure).args
+        variables = _variables(value) if keeps_variables else None
+        new_value = step(value)
+        if variables is not None and _variables(new_value) != variables:
+            if static.graph_updates:
+                raise ValueError(_STRUCTURE_CHANGED.format(name=name))
+            raise ValueError(f"{name} Variable identity must be preserved across iterations.")
         mode = Mode(static.graph, static.graph_updates)
         relifted = lift.lift(name, new_value, None, mode, coalesce=True)
         if not _same_structure(relifted, static, pure):
-            raise ValueError(
-                f"nnx.{name} requires body function's input and output to have the same "
-                "reference and pytree structure, but they differ: the body changed the "
-                "containers, graph nodes or Variables of the loop value"
-            )
+            raise ValueError(_STRUCTURE_CHANGED.format(name=name))
         return _match_types(relifted.pure, pure)
 
     return body
+
+
+_STRUCTURE_CHANGED = (
+    "nnx.{name} requires body function's input and output to have the same reference and "
+    "pytree structure, but they differ: the body changed the containers, graph nodes or "
+    "Variables of the loop value"
+)
+
+
+def _variables(value: tp.Any) -> list[int]:
+    """The identities of the Variables in ``value``, in graph order."""
+    return [id(v) for _, v in graphlib.iter_graph(value, graph=True) if isinstance(v, Variable)]
 
 
 def _same_structure(new: lift.Lifted, old: lift.InStatic, old_pure: tp.Any) -> bool:
@@ -323,7 +351,9 @@ def while_loop(
         return lambda pure: call(lift.enter(static, pure).args)
 
     cond = traced.pure_function(cond_fun, ("while_loop cond", static), build_cond)
-    body = traced.pure_function(body_fun, ("while_loop body", static), lambda call: _loop_body("while_loop", static, call))
+    body = traced.pure_function(
+        body_fun, ("while_loop body", static), lambda call: _loop_body("while_loop", static, call, True)
+    )
     result = jax.lax.while_loop(cond, body, lifted.pure)
     return lift.apply_same(lifted, result)
 
@@ -346,7 +376,8 @@ def fori_loop(
 
     def build(call: tp.Callable) -> tp.Callable:
         def body(i: tp.Any, pure: tp.Any) -> tp.Any:
-            return _loop_body("fori_loop", static, lambda value: call(i, value))(pure)
+            step = _loop_body("fori_loop", static, lambda value: call(i, value), not static.graph_updates)
+            return step(pure)
 
         return body
 

@@ -26,9 +26,12 @@ import typing as tp
 import jax
 
 from .. import filterlib, graphlib, statelib, variablelib
+from .._tracing import inside_transformation
 from . import refs
 from .checks import (
     check_consistent_aliasing,
+    check_current_trace,
+    check_current_trace_of_updated,
     check_no_aliasing,
     check_no_sharing,
     has_shared_variables,
@@ -137,6 +140,7 @@ class OutStatic:
     out_groups: tuple[Group, ...] = ()
     unchanged: bool = False  # flat layout only: no output objects, input structure kept
     holes: bool = False  # the result holds ``refs.Hole``s for input Refs
+    updated: tuple[int, ...] = ()  # tree mode: the input Variables the call gave new values
 
 
 jax.tree_util.register_static(OutStatic)
@@ -200,6 +204,8 @@ def lift(
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
         static = InStatic(False, False, treedef, slots, obj_prefixes=obj_prefixes)
         return Lifted(static, Layout(leaves, []), Layout(prefixes, []), objs)
+    if graph_updates:
+        check_current_trace(name, objs)
     slot_set = set(slots)
     arg_leaves = [None if i in slot_set else v for i, v in enumerate(leaves)]
     if coalesce:
@@ -290,7 +296,18 @@ def exit(
     result = _exit(name, static, objs, ref_index, out, out_prefix, expand, same_prefixes, carry_arg)
     (in_part, out_tree), holes = refs.to_holes((result.in_part, result.out_tree), entered.pure)
     out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
+    if not static.graph:
+        out_static = dataclasses.replace(out_static, updated=_updated(name, static, entered))
     return Result(out_static, in_part, out_tree)
+
+
+def _updated(name: str, static: InStatic, entered: Entered) -> tuple[int, ...]:
+    """Tree mode: which input Variables the call gave new values. The branches of cond and
+    switch must return the same static part, so there every Variable counts as updated."""
+    if name in ("cond", "switch"):
+        return tuple(range(len(entered.objects)))
+    given = [entered.pure.leaves[slot].get_raw_value() for slot in static.obj_slots]
+    return tuple(i for i, (v, old) in enumerate(zip(entered.objects, given)) if v.get_raw_value() is not old)
 
 
 def _exit(
@@ -355,6 +372,8 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
     if out_static.holes:
         in_part, out_tree = refs.fill_holes((in_part, out_tree), lifted.pure)
     if not lifted.static.graph:
+        if out_static.updated and lifted.originals and inside_transformation():
+            check_current_trace_of_updated([lifted.originals[i] for i in out_static.updated])
         for original, new in zip(lifted.originals, in_part):
             _assign(original, new)
         return out_tree

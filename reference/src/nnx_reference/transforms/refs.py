@@ -52,3 +52,10 @@ def fill_holes(tree: tp.Any, inputs: tp.Any) -> tp.Any:
 def shapes_of_refs(tree: tp.Any) -> tp.Any:
     """``tree`` with each Ref replaced by its shape and dtype (what ``eval_shape`` gives back)."""
     return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype) if is_ref(x) else x, tree)
+
+
+def read_refs(tree: tp.Any) -> tp.Any:
+    """``tree`` with each Ref made inside a transform replaced by its value (such a Ref
+    cannot leave the transform; what comes out is its shape, ``eval_shape``'s answer)."""
+    return jax.tree_util.tree_map(lambda x: x[...] if is_ref(x) else x, tree)
+

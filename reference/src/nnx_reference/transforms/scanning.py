@@ -64,7 +64,8 @@ def scan(
     """Lifted ``jax.lax.scan``: arguments marked ``Carry`` are carried, ints are scanned.
 
     Graph nodes scanned along an axis have their updated state stacked back on
-    it; carried or broadcast (``None``) graph node state is carried.
+    it; carried graph node state is carried, and so is broadcast (``None``) state
+    except with graph updates, where each step sees it unchanged and keeps none of its updates.
     """
     trees.reject_bound_method("scan", f)
     reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
@@ -190,8 +191,10 @@ class _ScanPlan:
         prefixes = [*lifted.prefix.leaves, *lifted.prefix.states]
         n_leaves = len(lifted.pure.leaves)
         objects = tuple(range(n_leaves, len(values))) if lifted.static.graph else lifted.static.obj_slots
-        is_object = set(objects)
-        carried = tuple(i for i, p in enumerate(prefixes) if p is Carry or (p is None and i in is_object))
+        # broadcast (None) object state is carried, except with graph updates, where
+        # every step sees it as it was and its updates are dropped
+        carried_broadcast = set() if lifted.static.graph_updates else set(objects)
+        carried = tuple(i for i, p in enumerate(prefixes) if p is Carry or (p is None and i in carried_broadcast))
         scanned = tuple(i for i, p in enumerate(prefixes) if is_scanned(p))
         return cls(values, prefixes, n_leaves, objects, carried, scanned)
 

@@ -27,7 +27,6 @@ import jax
 
 from .. import graphlib, reprlib
 from ..pytreelib import Pytree
-from ..variablelib import Variable
 from . import lift
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics

@@ -1,8 +1,8 @@
 """Parity of how the lifted transforms are called with flax.nnx: keyword arguments,
 custom_vjp's ``updates_g`` and ``nondiff_argnums``, ref Variables returned from
 eval_shape, Modules from outside a raw ``jax.jit`` (a tracer must not leak into them),
-and the errors flax raises for bound methods, malformed scan axes, a while_loop body
-that replaces a Variable, a Variable passed twice and Variable out_shardings."""
+and the errors flax raises for bound methods, malformed scan axes, a loop body that
+replaces a Variable, a Variable passed twice and Variables in jit's shardings."""
 
 from __future__ import annotations
 
@@ -68,7 +68,10 @@ def test_custom_vjp_bwd_may_take_updates_g_by_keyword(nnx: Any, flax_nnx: Any) -
         def fwd(m: Any) -> Any:
             return f(m), (jnp.cos(m.x), jnp.sin(m.x), m)
 
+        received = []
+
         def bwd(res: Any, g: Any, *, updates_g: Any) -> Any:
+            received.append(updates_g)
             cos_x, sin_x, m = res
             m_g = nnx.clone(m)
             m_g.x[...] = cos_x * g * m.y
@@ -78,7 +81,7 @@ def test_custom_vjp_bwd_may_take_updates_g_by_keyword(nnx: Any, flax_nnx: Any) -
 
         f.defvjp(fwd, bwd)
         m = _bar(nnx)
-        return nnx.grad(f, graph_updates=False)(m), m
+        return nnx.grad(f, graph_updates=False)(m), m, received
 
     assert_same(flax_nnx, nnx, scenario)
 
@@ -108,22 +111,23 @@ def test_eval_shape_returns_a_ref_variable_created_inside_it(nnx: Any, flax_nnx:
 
 
 LEAKS = {
-    "jit": lambda nnx, m, x: nnx.jit(lambda m, x: m(x))(m, x),
-    "grad": lambda nnx, m, x: nnx.grad(lambda m, x: m(x).sum())(m, x),
-    "value_and_grad": lambda nnx, m, x: nnx.value_and_grad(lambda m, x: m(x).sum())(m, x)[0],
-    "remat": lambda nnx, m, x: nnx.remat(lambda m, x: m(x).sum())(m, x),
+    "jit": lambda nnx, m, x, updates: nnx.jit(lambda m, x: m(x), graph_updates=updates)(m, x),
+    "grad": lambda nnx, m, x, updates: nnx.grad(lambda m, x: m(x).sum(), graph_updates=updates)(m, x),
+    "value_and_grad": lambda nnx, m, x, updates: nnx.value_and_grad(lambda m, x: m(x).sum(), graph_updates=updates)(m, x)[0],
+    "remat": lambda nnx, m, x, updates: nnx.remat(lambda m, x: m(x).sum(), graph_updates=updates)(m, x),
 }
 
 
 @pytest.mark.apis("jit", "grad", "value_and_grad", "remat")
 @pytest.mark.documented(None)
+@pytest.mark.parametrize("graph_updates", [True, False], ids=["graph_updates", "no_graph_updates"])
 @pytest.mark.parametrize("transform", sorted(LEAKS))
 def test_a_module_from_outside_a_raw_jit_is_rejected_instead_of_leaking_a_tracer(
-    nnx: Any, flax_nnx: Any, transform: str
+    nnx: Any, flax_nnx: Any, transform: str, graph_updates: bool
 ) -> None:
     def scenario(nnx: Any) -> Any:
         m = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
-        y = jax.jit(lambda x: LEAKS[transform](nnx, m, x))(jnp.ones((3, 2)))
+        y = jax.jit(lambda x: LEAKS[transform](nnx, m, x, graph_updates))(jnp.ones((3, 2)))
         return y, m
 
     outcome = assert_same(flax_nnx, nnx, scenario)
@@ -196,6 +200,37 @@ def test_while_loop_rejects_a_body_that_replaces_a_variable(nnx: Any, flax_nnx: 
     assert isinstance(outcome.error, ValueError), "flax rejects a replaced Variable in while_loop with ValueError"
 
 
+REPLACING_LOOPS = {
+    "while_loop": lambda nnx, body, m, mode: nnx.while_loop(lambda m: m.v[...] < 3, body, m, **mode.kwargs()),
+    "fori_loop": lambda nnx, body, m, mode: nnx.fori_loop(0, 3, lambda i, m: body(m), m, **mode.kwargs()),
+}
+
+
+@pytest.mark.apis("while_loop", "fori_loop")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("loop", sorted(REPLACING_LOOPS))
+@pytest.mark.parametrize("mode", [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
+                         ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}")
+def test_a_loop_keeps_the_variables_of_its_value_unless_graph_updates_carry_new_ones(
+    nnx: Any, flax_nnx: Any, loop: str, mode: gs.Mode
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = gs.classes(nnx).node(v=nnx.Param(jnp.zeros(())))
+
+        def body(m: Any) -> Any:
+            m.v = nnx.Param(m.v[...] + 1)
+            return m
+
+        return REPLACING_LOOPS[loop](nnx, body, m, mode)
+
+    carried = loop == "fori_loop" and mode.graph and mode.updates
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=() if carried else (loop,))
+    assert (outcome.error is None) == carried, (
+        "flax's fori_loop in graph mode with graph updates carries a replaced Variable; "
+        "otherwise a loop rejects it with ValueError"
+    )
+
+
 TWICE = {
     "eval_shape": lambda nnx, p: nnx.eval_shape(lambda a, b: a[...] + b[...], p, p, graph_updates=False),
     "custom_vjp": lambda nnx, p: _custom_vjp_sum(nnx)(p, p),
@@ -218,14 +253,35 @@ def test_the_same_variable_twice_without_graph_updates_is_rejected(nnx: Any, fla
 
 @pytest.mark.apis("jit")
 @pytest.mark.documented(None)
-def test_out_shardings_given_as_a_state_of_variables_is_explained(nnx: Any, flax_nnx: Any) -> None:
+@pytest.mark.parametrize("argument", ["in_shardings", "out_shardings"])
+def test_shardings_given_as_a_state_of_variables_are_explained(nnx: Any, flax_nnx: Any, argument: str) -> None:
     def scenario(nnx: Any) -> Any:
         mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
         m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
         shardings = jax.tree.map(lambda _: NamedSharding(mesh, PartitionSpec()), nnx.state(m))
-        return nnx.jit(lambda m: nnx.state(m), out_shardings=shardings)(m)
+        given = {"in_shardings": (shardings,)} if argument == "in_shardings" else {"out_shardings": shardings}
+        return nnx.jit(lambda m: nnx.state(m), **given)(m)
 
-    assert_same(flax_nnx, nnx, scenario, mentions=("out_shardings", "nnx.jit", "Variable", "bias"))
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(argument, "nnx.jit", "Variable", "bias"))
+    assert isinstance(outcome.error, ValueError), f"flax rejects Variables in {argument} with ValueError"
+
+
+@pytest.mark.apis("scan", "StateAxes")
+@pytest.mark.documented("guide:randomness (a broadcast cell's count advances on every scan step in tree mode)")
+@pytest.mark.parametrize("mode", [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
+                         ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}")
+def test_scan_carries_broadcast_state_unless_graph_updates_drop_it(nnx: Any, flax_nnx: Any, mode: gs.Mode) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = gs.classes(nnx).node(count=nnx.BatchStat(jnp.zeros(())))
+
+        def body(m: Any, carry: Any) -> Any:
+            m.count[...] += 1
+            return carry, m.count[...]
+
+        out = nnx.scan(body, in_axes=(None, nnx.Carry), out_axes=(nnx.Carry, 0), length=3, **mode.kwargs())(m, 0)
+        return out, m
+
+    assert_same(flax_nnx, nnx, scenario)
 
 
 @pytest.mark.apis("cached_partial")

@@ -1,5 +1,6 @@
 """Parity of Variables with flax.nnx: copy.copy, has_metadata, metadata drawn over the
-documented Variable types, and a Variable made with an ``out_sharding``."""
+documented Variable types, a Variable made with an ``out_sharding``, and what
+``variable[index] = value`` stores (dtype, weak type, the array itself or a copy)."""
 
 from __future__ import annotations
 
@@ -41,5 +42,33 @@ def test_a_variable_takes_a_named_sharding_as_out_sharding(nnx: Any, flax_nnx: A
         mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
         variable = nnx.Param(jnp.ones(2), out_sharding=NamedSharding(mesh, PartitionSpec("x")))
         return variable[...], str(variable[...].sharding.spec)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+SETS = {
+    "same_shape_and_dtype": (lambda: jnp.array(1.0), lambda: jnp.zeros(()), ...),
+    "python_scalar": (lambda: jnp.array(1.0), lambda: 0.0, ...),
+    "other_dtype": (lambda: jnp.ones(2), lambda: jnp.zeros(2, jnp.float16), ...),
+    "broadcast": (lambda: jnp.ones((2, 2)), lambda: jnp.zeros(2), ...),
+    "empty_tuple_index": (lambda: jnp.array(1.0), lambda: jnp.zeros(()), ()),
+    "slice_index": (lambda: jnp.ones(2), lambda: jnp.zeros(2), slice(None)),
+    "numpy_value": (lambda: jnp.ones(2), lambda: np.zeros(2, np.float32), ...),
+    "numpy_variable": (lambda: np.ones(2), lambda: jnp.zeros(2), ...),
+}
+
+
+@pytest.mark.apis("Variable")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("case", sorted(SETS))
+def test_setting_a_variable_by_index_stores_what_flax_stores(nnx: Any, flax_nnx: Any, case: str) -> None:
+    make_value, make_new, index = SETS[case]
+
+    def scenario(nnx: Any) -> Any:
+        variable = nnx.Param(make_value())
+        before, new = variable.get_raw_value(), make_new()
+        variable[index] = new
+        stored = variable.get_raw_value()
+        return type(stored).__name__, stored, getattr(stored, "weak_type", None), stored is new, stored is before
 
     assert_same(flax_nnx, nnx, scenario)

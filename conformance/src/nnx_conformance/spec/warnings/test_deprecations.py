@@ -1,5 +1,6 @@
 """Parity of deprecations and no-op capture with flax.nnx: the DeprecationWarnings flax
-emits (nnx.Data[...], Module.sow/perturb outside nnx.capture, nnx.vars_as) and sow/perturb
+emits (nnx.Data[...], Module.sow/perturb outside nnx.capture, nnx.vars_as, Variable.value
+read or set) and sow/perturb
 with ``capture_noop=True`` storing nothing outside nnx.capture."""
 
 from __future__ import annotations
@@ -42,14 +43,21 @@ def _vars_as(nnx: Any) -> Any:
     return nnx.vars_as(nnx.Linear(1, 1, rngs=nnx.Rngs(0)), ref=True)
 
 
+def _value_access(nnx: Any) -> Any:
+    variable = nnx.Param(jnp.ones(2))
+    variable.value = variable.value + 1
+    return variable
+
+
 DEPRECATED = {
     "Data": (_data_annotation, ("Data",)),
     "sow_and_perturb": (_sow_outside_capture, ("Module.sow()", "Module.perturb()")),
     "vars_as": (_vars_as, ("with_vars",)),
+    "Variable.value": (_value_access, ("'.value' access", "'.value' setter")),
 }
 
 
-@pytest.mark.apis("Data", "Module", "vars_as")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(DEPRECATED))
 def test_deprecated_uses_warn_as_in_flax(nnx: Any, flax_nnx: Any, use: str) -> None:

@@ -1,0 +1,241 @@
+"""``custom_vjp``: a function over graph nodes with a user-defined backward pass.
+
+With graph updates (graph mode), the input updates are extra outputs and ``bwd``
+receives ``(updates_g, out_g)``. Otherwise the arguments are pytrees, as with
+``jax.custom_vjp``; the Variables ``f`` (or ``fwd``) updates are written back to the
+caller's, and a ``bwd`` that declares an ``updates_g`` keyword receives their
+cotangents.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing as tp
+
+import jax
+
+from ..graphlib import Mode
+from ..statelib import merge_state, to_flat_state
+from ..variablelib import Variable
+from . import checks, lift, trees
+from .autodiff import DiffState, DiffPrefix, expand_diff, is_diff, substate
+
+__all__ = ["custom_vjp"]
+
+Updates = tuple[list[tp.Any], ...]
+"""Per argument, the new value of each of its Variables (in leaf order), None where unchanged."""
+
+
+class CustomVjp:
+    """A function with a custom backward pass over graph nodes; see :func:`custom_vjp`."""
+
+    def __init__(self, fun: tp.Callable, nondiff_argnums: tuple, graph: bool | None, graph_updates: bool | None):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = nondiff_argnums
+        self.graph = graph
+        self.graph_updates = graph_updates
+        self.fwd: tp.Callable | None = None
+        self.bwd: tp.Callable | None = None
+
+    def defvjp(self, fwd: tp.Callable, bwd: tp.Callable, symbolic_zeros: bool = False) -> None:
+        """Set the forward (``fwd(*args) -> (out, residuals)``) and backward functions."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: tp.Any) -> tp.Any:
+        mode = trees.resolve_mode(self.graph, self.graph_updates)
+        checks.reject_prefix_objects("custom_vjp", self.nondiff_argnums, DiffState, mode, "nondiff_argnums")
+        if mode != (True, True):
+            return self._call_tree(args)
+        return self._call_graph(args)
+
+    def _call_tree(self, args: tuple) -> tp.Any:
+        """Without graph updates: ``jax.custom_vjp`` over the arguments as pytrees, the
+        Variable updates an extra output whose cotangents ``bwd`` may take as ``updates_g``."""
+        checks.check_no_sharing("custom_vjp", args)
+        nums = tuple(a for a in self.nondiff_argnums if isinstance(a, int))
+        fun, fwd, bwd = self.fun, self.fwd, self.bwd
+        takes_updates_g = "updates_g" in inspect.signature(bwd).parameters
+
+        def pure_fn(*inner: tp.Any) -> tuple[tp.Any, Updates]:
+            before = _values(inner)
+            out = fun(*inner)
+            return out, _updates(inner, before)
+
+        def pure_fwd(*inner: tp.Any) -> tuple[tuple[tp.Any, Updates], tp.Any]:
+            before = _values(inner)
+            out, residuals = fwd(*inner)
+            return (out, _updates(inner, before)), residuals
+
+        def pure_bwd(*res_and_g: tp.Any) -> tp.Any:
+            *nondiff, residuals, (out_g, updates_cotangents) = res_and_g
+            if not takes_updates_g:
+                return bwd(*nondiff, residuals, out_g)
+            return bwd(*nondiff, residuals, out_g, updates_g=_updates_g(args, updates_cotangents))
+
+        inner = jax.custom_vjp(pure_fn, nondiff_argnums=nums)
+        inner.defvjp(pure_fwd, pure_bwd)
+        out, updates = inner(*args)
+        for variables, values in zip(_variables(args), updates):
+            for variable, value in zip(variables, values):
+                if value is not None:
+                    variable.set_raw_value(value)
+        return out
+
+    def _call_graph(self, args: tuple) -> tp.Any:
+        """Graph mode: input updates are extra outputs; ``bwd`` sees ``(updates_g, out_g)``."""
+        filters: dict[int, tp.Any] = {i: ... for i in range(len(args))}
+        for a in self.nondiff_argnums:
+            if isinstance(a, DiffState):
+                filters[a.argnum] = a.filter
+            else:
+                filters[a] = None
+        prefixes = tuple(DiffPrefix(filters[i]) for i in range(len(args)))
+        lifted = lift.lift("custom_vjp", (args, {}), (prefixes, {}), Mode(True, True), expand=expand_diff)
+        static = lifted.static
+        diff, rest = trees.partition(lifted.pure, lifted.prefix, is_diff)
+        fun, fwd, bwd = self.fun, self.fwd, self.bwd
+        nums = tuple(range(len(args)))
+
+        def run(user: tp.Callable[..., tp.Any], pure: trees.Layout) -> tuple[tp.Any, lift.Entered]:
+            entered = lift.enter(static, pure)
+            inner_args, _ = entered.args
+            return user(*inner_args), entered
+
+        @jax.custom_vjp
+        def pure_fn(diff: trees.Layout, rest: trees.Layout) -> lift.Result:
+            out, entered = run(fun, trees.join(diff, rest))
+            return lift.exit("custom_vjp", static, entered, out)
+
+        def pure_fwd(diff: trees.Layout, rest: trees.Layout) -> tuple[lift.Result, tp.Any]:
+            (out, residuals), entered = run(fwd, trees.join(diff, rest))
+            return lift.exit("custom_vjp", static, entered, out), (residuals, rest)
+
+        def pure_bwd(res: tp.Any, g: tp.Any) -> tuple[tp.Any, tp.Any]:
+            residuals, rest = res
+            _, in_part_g, out_g = g
+            updates_g = _node_updates(lifted, in_part_g, len(nums))
+            tangents = bwd(residuals, (updates_g, out_g))
+            if not isinstance(tangents, tuple):
+                tangents = (tangents,)
+            diff_g = _pure_tangents(lifted, diff, tangents)
+            return diff_g, jax.tree.map(lambda x: None, rest)
+
+        pure_fn.defvjp(pure_fwd, pure_bwd)
+        return lift.apply(lifted, pure_fn(diff, rest))
+
+
+def _variables(args: tuple) -> list[list[Variable[tp.Any]]]:
+    """Per argument, its Variables in leaf order."""
+    return [[v for v in jax.tree.leaves(arg, is_leaf=trees.is_variable) if trees.is_variable(v)] for arg in args]
+
+
+def _values(args: tuple) -> list[list[tp.Any]]:
+    """Per argument, the raw values of its Variables."""
+    return [[v.get_raw_value() for v in variables] for variables in _variables(args)]
+
+
+def _updates(args: tuple, before: list[list[tp.Any]]) -> Updates:
+    """Per argument, each Variable's new value where the call replaced it, else None."""
+    return tuple(
+        [v.get_raw_value() if v.get_raw_value() is not old else None for v, old in zip(variables, values)]
+        for variables, values in zip(_variables(args), before)
+    )
+
+
+def _updates_g(args: tuple, cotangents: Updates) -> tuple[tp.Any, ...]:
+    """``updates_g``: each argument's structure with its updated Variables holding their
+    cotangents and every other leaf None."""
+
+    def per_arg(arg: tp.Any, values: list[tp.Any]) -> tp.Any:
+        leaves, treedef = jax.tree.flatten(arg, is_leaf=trees.is_variable)
+        remaining = iter(values)
+        new_leaves = []
+        for leaf in leaves:
+            value = next(remaining) if trees.is_variable(leaf) else None
+            new_leaves.append(None if value is None else leaf.copy(value))
+        return jax.tree.unflatten(treedef, new_leaves)
+
+    return tuple(per_arg(arg, values) for arg, values in zip(args, cotangents))
+
+
+def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any:
+    """Put the user's per-argument tangents into the pure layout of ``diff``.
+
+    A graph node's tangent is a State; each differentiable Variable takes the
+    tangent at its path (extra entries, e.g. non-differentiable ones, are ignored).
+    """
+    leaves, states = diff
+    static = lifted.static
+    arg_treedefs = static.treedef.children()[0].children()
+    starts = [0]
+    for t in arg_treedefs:
+        starts.append(starts[-1] + t.num_leaves)
+    obj_at = {slot: k for k, slot in enumerate(static.obj_slots)}
+    new_leaves, new_states = list(leaves), list(states)
+    for i, tangent in enumerate(tangents[: len(arg_treedefs)]):
+        if tangent is None:
+            continue
+        slots = range(starts[i], starts[i + 1])
+        objs = {obj_at[j] for j in slots if j in obj_at}
+        if objs:
+            by_path = {tuple(p): v for p, v in to_flat_state(tangent)}
+            for gi, group in enumerate(static.groups):
+                if group.obj in objs and states[gi] is not None:
+                    values = [by_path[tuple(p)[2:]] for p, _ in to_flat_state(states[gi])]
+                    new_states[gi] = jax.tree.unflatten(
+                        jax.tree.structure(states[gi]), jax.tree.leaves(values)
+                    )
+        else:
+            for j, leaf in zip(slots, jax.tree.leaves(tangent)):
+                if new_leaves[j] is not None:
+                    new_leaves[j] = leaf
+    return trees.Layout(new_leaves, new_states)
+
+
+def _node_updates(lifted: lift.Lifted, in_part: list, n_args: int) -> tuple:
+    """The cotangents of the input updates: a State per graph-node argument, else None."""
+    static = lifted.static
+    arg_treedefs = static.treedef.children()[0].children()
+    starts = [0]
+    for t in arg_treedefs:
+        starts.append(starts[-1] + t.num_leaves)
+    per_obj: dict[int, list] = {}
+    for group, state in zip(static.groups, in_part):
+        per_obj.setdefault(group.obj, []).append(substate(state, (0, group.obj)))
+    out = []
+    for i in range(n_args):
+        objs = [k for k, slot in enumerate(static.obj_slots) if starts[i] <= slot < starts[i + 1]]
+        out.append(merge_state(*per_obj[objs[0]]) if objs else None)
+    return tuple(out)
+
+
+class CustomVjpOptions(tp.TypedDict, total=False):
+    """The keyword arguments of :func:`custom_vjp`."""
+
+    nondiff_argnums: tuple[int | DiffState, ...]
+    graph: bool | None
+    graph_updates: bool | None
+
+
+@tp.overload
+def custom_vjp(fun: trees.Fn, /, **options: tp.Unpack[CustomVjpOptions]) -> CustomVjp: ...
+@tp.overload
+def custom_vjp(**options: tp.Unpack[CustomVjpOptions]) -> tp.Callable[[trees.Fn], CustomVjp]: ...
+def custom_vjp(
+    fun: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
+    *,
+    nondiff_argnums: tuple[int | DiffState, ...] = (),
+    graph: bool | None = None,
+    graph_updates: bool | None = None,
+) -> CustomVjp | tp.Callable[[trees.Fn], CustomVjp]:
+    """Lifted ``jax.custom_vjp``: Modules as arguments; define the rule with ``defvjp``."""
+    trees.reject_bound_method("custom_vjp", fun)
+    checks.reject_prefix_objects(
+        "custom_vjp", nondiff_argnums, DiffState, trees.resolve_mode(graph, graph_updates),
+        "nondiff_argnums",
+    )
+    return trees.decorator_or_call(
+        fun, lambda f: CustomVjp(f, tuple(nondiff_argnums), graph, graph_updates)
+    )
