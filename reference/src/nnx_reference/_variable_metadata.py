@@ -3,7 +3,8 @@
 :func:`var_defaults` holds the ``hijax`` / ``ref`` defaults; :func:`with_metadata`
 wraps an initializer so that its value arrives with metadata and hooks (a
 :class:`VariableMetadata`); :func:`as_ref` is how a ``ref=True`` Variable stores
-its value. The public face of these is :mod:`variablelib`.
+its value; :class:`Metadata` is the dict a Variable keeps its metadata in. The public
+face of these is :mod:`variablelib`.
 """
 
 from __future__ import annotations
@@ -134,3 +135,51 @@ def as_ref(value: tp.Any) -> tp.Any:
     if reprlib.is_ref(value) or not isinstance(value, (jax.Array, np.ndarray, int, float, bool)):
         return value
     return jax.new_ref(jax.numpy.asarray(value))
+
+
+class Metadata(dict[str, tp.Any]):
+    """A Variable's metadata: a dict that keeps its sorted items (the Variable's pytree
+    auxiliary data) until it changes, since flattening Variables is on ``jit``'s per-call path."""
+
+    _sorted: tuple[tuple[str, tp.Any], ...] | None = None
+
+    def sorted_items(self) -> tuple[tuple[str, tp.Any], ...]:
+        """The items sorted by key."""
+        if self._sorted is None:
+            self._sorted = tuple(sorted(self.items()))
+        return self._sorted
+
+    def _changed(self) -> None:
+        self._sorted = None
+
+    def __setitem__(self, key: str, value: tp.Any) -> None:
+        self._changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._changed()
+        super().__delitem__(key)
+
+    def __ior__(self, other: tp.Any) -> tp.Self:  # type: ignore[override]
+        self._changed()
+        return super().__ior__(other)
+
+    def update(self, *args: tp.Any, **kwargs: tp.Any) -> None:
+        self._changed()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: str, default: tp.Any = None) -> tp.Any:
+        self._changed()
+        return super().setdefault(key, default)
+
+    def pop(self, *args: tp.Any) -> tp.Any:
+        self._changed()
+        return super().pop(*args)
+
+    def popitem(self) -> tuple[str, tp.Any]:
+        self._changed()
+        return super().popitem()
+
+    def clear(self) -> None:
+        self._changed()
+        super().clear()

@@ -25,6 +25,7 @@ from ._tracing import check_same_trace, current_trace_state, inside_transformati
 from ._variable_metadata import (
     HOOK_NAMES,
     MISSING,
+    Metadata,
     REQUIRED_METADATA,
     VarDefaults,
     VariableMetadata,
@@ -111,7 +112,7 @@ class Variable(tp.Generic[A]):
 
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
     _raw_value: tp.Any
-    _var_metadata: dict[str, tp.Any]
+    _var_metadata: Metadata
 
     def __init__(
         self,
@@ -135,7 +136,7 @@ class Variable(tp.Generic[A]):
             eager_sharding=using_eager_sharding() if eager_sharding is None else eager_sharding,
         )
         rename_sharding_keys(metadata)
-        object.__setattr__(self, "_var_metadata", metadata)
+        object.__setattr__(self, "_var_metadata", Metadata(metadata))
         object.__setattr__(self, "_hooks", hooks)
         object.__setattr__(self, "_trace_state", current_trace_state())
         for hook in hooks.get("on_create_value", ()):
@@ -158,7 +159,7 @@ class Variable(tp.Generic[A]):
         """Builds a Variable without running ``__init__`` (used by unflatten and copies)."""
         variable = object.__new__(cls)
         object.__setattr__(variable, "_raw_value", raw_value)
-        object.__setattr__(variable, "_var_metadata", dict(metadata))
+        object.__setattr__(variable, "_var_metadata", Metadata(metadata))
         object.__setattr__(variable, "_hooks", {})
         object.__setattr__(variable, "_trace_state", current_trace_state())
         return variable
@@ -201,7 +202,7 @@ class Variable(tp.Generic[A]):
     def copy_from(self, other: Variable[A]) -> None:
         """Takes ``other``'s value and metadata in place."""
         object.__setattr__(self, "_raw_value", other._raw_value)
-        object.__setattr__(self, "_var_metadata", dict(other._var_metadata))
+        object.__setattr__(self, "_var_metadata", Metadata(other._var_metadata))
 
     def update_from_state(self, variable_state: Variable[A]) -> None:
         """Takes the value and metadata of ``variable_state`` in place."""
@@ -310,7 +311,7 @@ class Variable(tp.Generic[A]):
         """Replaces all metadata (a dict), sets one entry (name, value), or updates from kwargs."""
         if len(args) == 1 and isinstance(args[0], tp.Mapping) and not kwargs:
             required = {k: self._var_metadata[k] for k in REQUIRED_METADATA if k in self._var_metadata}
-            object.__setattr__(self, "_var_metadata", {**args[0], **required})
+            object.__setattr__(self, "_var_metadata", Metadata({**args[0], **required}))
         elif len(args) == 2 and not kwargs:
             self._var_metadata[args[0]] = args[1]
         elif not args:
@@ -484,9 +485,7 @@ _REQUIRED_DEFAULTS = {"hijax": False, "ref": False, "eager_sharding": True}
 
 
 def _flatten_with_keys(variable: Variable[tp.Any]) -> tuple[tuple[tuple[tp.Any, tp.Any], ...], tp.Any]:
-    return ((jax.tree_util.GetAttrKey("value"), variable._raw_value),), tuple(
-        sorted(variable._var_metadata.items())
-    )
+    return ((jax.tree_util.GetAttrKey("value"), variable._raw_value),), variable._var_metadata.sorted_items()
 
 
 def _register_pytree(cls: type[Variable[tp.Any]]) -> None:
@@ -494,7 +493,7 @@ def _register_pytree(cls: type[Variable[tp.Any]]) -> None:
         cls,
         _flatten_with_keys,
         lambda metadata, children: cls._new(children[0], dict(metadata)),
-        lambda variable: ((variable._raw_value,), tuple(sorted(variable._var_metadata.items()))),
+        lambda variable: ((variable._raw_value,), variable._var_metadata.sorted_items()),
     )
 
 

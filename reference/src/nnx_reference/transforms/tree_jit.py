@@ -63,8 +63,8 @@ class Outcome(tp.NamedTuple):
 
 
 class Flat(tp.NamedTuple):
-    """A call's arguments flattened: the leaves, their structure, and every node met on
-    the way (containers, objects, leaves) in flatten order."""
+    """A call's arguments flattened: the leaves, their structure, and (in graph mode) every
+    node met on the way (containers, objects, leaves) in flatten order."""
 
     leaves: list[tp.Any]
     treedef: jax.tree_util.PyTreeDef
@@ -72,17 +72,27 @@ class Flat(tp.NamedTuple):
 
 
 def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
-    """``jax.tree_util.tree_flatten`` of ``tree``, recording its nodes; raises
-    :class:`NotHandled` on a leaf reached twice (a shared Variable, or the same array
-    passed twice) and, with ``graph``, on a Pytree reached twice (shared, or a cycle)
-    or a Pytree that is no JAX pytree. (Tree mode skips that check: it costs a Python
-    call per node, and tree mode rejects shared objects and cycles anyway.)"""
+    """``jax.tree_util.tree_flatten`` of ``tree``; raises :class:`NotHandled` on a leaf
+    reached twice (a shared Variable, or the same array passed twice). With ``graph`` it
+    records every node met on the way and raises on a Pytree reached twice (shared, or a
+    cycle) or a Pytree that is no JAX pytree. Tree mode records nothing (:func:`nodes_of`
+    finds the nodes when they are needed): a Python call per node is most of a call's
+    cost, and tree mode rejects shared objects and cycles anyway."""
     nodes: list[tp.Any] = []
-    record = _guarded_recorder(nodes) if graph else nodes.append
-    leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=record)
+    if graph:
+        leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=_guarded_recorder(nodes))
+    else:
+        leaves, treedef = jax.tree_util.tree_flatten(tree)
     if len(set(map(id, leaves))) != len(leaves):
         raise NotHandled
     return Flat(leaves, treedef, nodes)
+
+
+def nodes_of(tree: tp.Any) -> list[tp.Any]:
+    """Every node of ``tree`` (containers, objects, leaves) in flatten order."""
+    nodes: list[tp.Any] = []
+    jax.tree_util.tree_flatten(tree, is_leaf=nodes.append)
+    return nodes
 
 
 def _guarded_recorder(nodes: list[tp.Any]) -> tp.Callable[[tp.Any], None]:
@@ -137,7 +147,7 @@ class TreeJit:
         key = PlanKey(flat.treedef, statics, mode)
         jitted = self.plans.get(key, False)
         if jitted is False:
-            jitted = self._plan(key, flat)
+            jitted = self._plan(key, flat, (args, kwargs))
         if jitted is None:
             return False, None
         try:
@@ -148,16 +158,18 @@ class TreeJit:
         if outcome.general is not None:
             lifted = lift.lift(self.name, (args, kwargs), None, mode, coalesce=True)
             return True, lift.apply(lifted, outcome.general)
-        nodes = flat.nodes
-        for position, value in zip(outcome.assigned.positions, outcome.values):
-            nodes[position].set_raw_value(value)
+        if outcome.assigned.positions:
+            nodes = flat.nodes if mode.graph else nodes_of((args, kwargs))
+            for position, value in zip(outcome.assigned.positions, outcome.values):
+                nodes[position].set_raw_value(value)
         return True, outcome.out
 
-    def _plan(self, key: PlanKey, flat: Flat) -> jax.stages.Wrapped | None:
+    def _plan(self, key: PlanKey, flat: Flat, tree: tp.Any) -> jax.stages.Wrapped | None:
         if len(self.plans) >= _MAX_PLANS:
             self.plans.clear()
         pure = self._graph_pure(key) if key.mode.graph else self._tree_pure(key)
-        jitted = jax.jit(pure, **self.jit_kwargs) if _handled(flat.nodes, flat.leaves) else None
+        nodes = flat.nodes if key.mode.graph else nodes_of(tree)
+        jitted = jax.jit(pure, **self.jit_kwargs) if _handled(nodes, flat.leaves) else None
         self.plans[key] = jitted
         return jitted
 
@@ -168,7 +180,7 @@ class TreeJit:
             if any(map(reprlib.is_ref, leaves)):
                 raise NotHandled
             dynamic = jax.tree_util.tree_unflatten(key.treedef, leaves)
-            nodes = flatten_once(dynamic, graph=False).nodes
+            nodes = nodes_of(dynamic)
             before = [_raw(x) for x in nodes]
             args, kwargs = insert_statics(*dynamic, key.statics)
             out = self.fun(*args, **kwargs)
