@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax.numpy as jnp
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,15 +21,19 @@ STREAMS = st.lists(st.sampled_from(["params", "dropout", "noise"]), unique=True,
 
 @pytest.mark.apis("RngState", "state")
 @given(seed=strategies.seeds, streams=STREAMS, draws=st.integers(0, 2))
-def test_rng_state_selects_every_key_and_count_of_the_streams(
+def test_rng_state_selects_every_key_and_count_of_the_streams_and_its_own_subclasses(
     nnx: Any, flax_nnx: Any, seed: int, streams: list[str], draws: int
 ) -> None:
     def scenario(nnx: Any) -> Any:
+        class Seed(nnx.RngState):
+            """Rng state of a user's own kind."""
+
         rngs = nnx.Rngs(seed, **{name: seed + i for i, name in enumerate(streams)})
         for _ in range(draws):
             rngs.default()
         layer = nnx.Dropout(0.5, rngs=rngs)
         layer.norm = nnx.BatchNorm(2, rngs=rngs)
+        layer.seed = Seed(jnp.uint32(seed))
         return nnx.state(layer, nnx.RngState), nnx.state(layer, nnx.Not(nnx.RngState))
 
     assert_same(flax_nnx, nnx, scenario)
