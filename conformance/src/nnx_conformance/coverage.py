@@ -249,7 +249,8 @@ class Recorder:
                 if parameter.name not in varied and parameter.varied(frame_locals):
                     varied.add(parameter.name)
                     learned = True
-        if len(target.owners) == 1 and len(record.varied[target.owners[0].name]) == len(target.owners[0].parameters):
+        only = target.owners[0] if len(target.owners) == 1 else None
+        if only is not None and len(record.varied.get(only.name, ())) == len(only.parameters):
             return sys.monitoring.DISABLE  # the one name it serves is recorded, every parameter varied
         idle = 0 if learned else self._idle.get(code, 0) + 1
         self._idle[code] = idle

@@ -433,8 +433,8 @@ def fork_rngs(
 
     ``split=None`` forks every stream; a shape splits every stream; a mapping
     ``{filter: shape | None}`` splits (or, for ``None``, forks) the streams its first
-    matching filter selects and leaves the others alone. In place or on a copy as
-    for ``split_rngs``.
+    matching filter selects and leaves the others alone; splitting is deprecated, as
+    for ``RngStream.fork``. In place or on a copy as for ``split_rngs``.
     """
     graph, graph_updates = graphlib.resolve_mode(graph, graph_updates)
     rules = _rules(split) if split is not None else [(filterlib.Everything(), None)]
@@ -443,7 +443,10 @@ def fork_rngs(
         for predicate, shape in rules:
             if _selects_state(predicate, path, stream):
                 key = stream()
-                return key if shape is None else jax.random.split(key, shape)
+                if shape is None:
+                    return key
+                _warn_fork_split()
+                return jax.random.split(key, shape)
         return None
 
     def apply(target: tp.Any) -> tp.Any:

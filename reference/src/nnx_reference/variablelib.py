@@ -537,7 +537,7 @@ def register_variable_name(
     """Registers a pair of Linen collection name and its NNX Variable type (also a decorator)."""
     if typ is MISSING:
         return functools.partial(register_variable_name, name, overwrite=overwrite)
-    if name in _NAME_TO_TYPE and not overwrite and _NAME_TO_TYPE[name] is not typ:
+    if name in _NAME_TO_TYPE and not overwrite:
         raise ValueError(
             f"Name {name} already mapped to type {_NAME_TO_TYPE[name]}. "
             "To overwrite, call register_variable_name() with `overwrite=True`."

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from hypothesis import strategies as st
@@ -53,12 +54,36 @@ def dtype_args(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+KERNEL_INITIALIZERS = (jax.nn.initializers.normal(0.5), jax.nn.initializers.glorot_uniform())
+"""Kernel initializers drawn instead of a layer's default."""
+
+BIAS_INITIALIZERS = (jax.nn.initializers.ones, jax.nn.initializers.normal(0.5))
+"""Bias initializers drawn instead of a layer's default."""
+
+PRECISIONS = (jax.lax.Precision.DEFAULT, jax.lax.Precision.HIGHEST, "float32")
+"""Matmul precisions drawn instead of a layer's default (None)."""
+
+
+@st.composite
+def kernel_options(draw: st.DrawFn) -> dict[str, Any]:
+    """Each of ``kernel_init``, ``bias_init``, ``precision`` and ``kernel_metadata``, or the
+    layer's default where the draw leaves it out."""
+    options = {
+        "kernel_init": draw(st.sampled_from(KERNEL_INITIALIZERS), label="kernel_init"),
+        "bias_init": draw(st.sampled_from(BIAS_INITIALIZERS), label="bias_init"),
+        "precision": draw(st.sampled_from(PRECISIONS), label="precision"),
+        "kernel_metadata": {"spec_tag": draw(st.integers(0, 1), label="kernel_metadata tag")},
+    }
+    kept = draw(st.sets(st.sampled_from(sorted(options))), label="options given")
+    return {name: value for name, value in options.items() if name in kept}
+
+
 @st.composite
 def linear_args(draw: st.DrawFn) -> LayerArgs:
     """``Linear(in_features, out_features, use_bias=..., dtypes)`` and a batched input."""
     in_features = draw(features, label="in_features")
     out_features = draw(features, label="out_features")
-    kwargs = {"use_bias": draw(st.booleans(), label="use_bias"), **draw(dtype_args())}
+    kwargs = {"use_bias": draw(st.booleans(), label="use_bias"), **draw(dtype_args()), **draw(kernel_options())}
     return LayerArgs((in_features, out_features), kwargs, draw(batch_shapes, label="batch") + (in_features,))
 
 
@@ -68,7 +93,7 @@ def linear_general_args(draw: st.DrawFn) -> LayerArgs:
     in_shape = tuple(draw(st.lists(features, min_size=1, max_size=2), label="in_features"))
     out_shape = tuple(draw(st.lists(features, min_size=1, max_size=2), label="out_features"))
     axis = tuple(range(-len(in_shape), 0))
-    kwargs = {"axis": axis, "use_bias": draw(st.booleans(), label="use_bias"), **draw(dtype_args())}
+    kwargs = {"axis": axis, "use_bias": draw(st.booleans(), label="use_bias"), **draw(dtype_args()), **draw(kernel_options())}
     return LayerArgs((in_shape, out_shape), kwargs, draw(batch_shapes, label="batch") + in_shape)
 
 
@@ -109,6 +134,7 @@ def conv_args(draw: st.DrawFn, *, transpose: bool = False) -> LayerArgs:
         "strides": draw(st.integers(1, 2), label="strides"),
         "use_bias": draw(st.booleans(), label="use_bias"),
         **draw(dtype_args()),
+        **draw(kernel_options()),
     }
     paddings = CONV_TRANSPOSE_PADDINGS if transpose else CONV_PADDINGS
     if rank > 1:  # causal padding is defined for one spatial axis only

@@ -144,12 +144,16 @@ def _raise_leaf_count(graphdef: GraphDef[tp.Any], got: int) -> tp.NoReturn:
 
 
 def unflatten_leaves(
-    graphdef: GraphDef[A], leaves: list[tuple[PathParts, tp.Any]], index_ref: dict[int, tp.Any] | None, copy: bool
+    graphdef: GraphDef[A],
+    leaves: list[tuple[PathParts, tp.Any]],
+    index_ref: dict[int, tp.Any] | None,
+    copy: bool,
+    recreate_variables: bool = True,
 ) -> A:
     """Rebuilds the object of ``graphdef`` from ``(path, leaf)`` pairs, checking their number."""
     if len(leaves) != graphdef.num_leaves:
         _raise_leaf_count(graphdef, len(leaves))
-    return from_leaves(graphdef.root, leaves, index_ref, copy)  # type: ignore[no-any-return]
+    return from_leaves(graphdef.root, leaves, index_ref, copy, recreate_variables)  # type: ignore[no-any-return]
 
 
 def split(node: A, *filters: tp.Any, graph: bool | None = None) -> tuple[tp.Any, ...]:
@@ -188,7 +192,7 @@ def merge(graphdef: GraphDef[A], /, *states: tp.Any, copy: bool = False, recreat
         graphdef, states = graphdef.graphdef, (graphdef, *states)
     if not isinstance(graphdef, GraphDef):
         raise TypeError(f"Expected a GraphDef or GraphState object, got: {graphdef!r}")
-    return unflatten_leaves(graphdef, collect_leaves(states), None, copy)
+    return unflatten_leaves(graphdef, collect_leaves(states), None, copy, recreate_variables)
 
 
 class ApplyCaller:

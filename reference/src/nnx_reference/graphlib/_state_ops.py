@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing as tp
+import warnings
 
 import jax
 
@@ -123,9 +124,10 @@ def pop(node: tp.Any, *filters: tp.Any) -> tp.Any:
 
 
 def map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: A, /, *, graph: bool | None = None, recreate_variables: bool = True) -> A:
-    """A copy of ``node`` whose state leaves are ``f(path, leaf)``."""
+    """A copy of ``node`` whose state leaves are ``f(path, leaf)``; a plain value ``f``
+    gives for a Variable is wrapped back in one only if ``recreate_variables`` (graph mode)."""
     gdef, flat = flatten_for(node, graph, "map")
-    return unflatten_leaves(gdef, [(p, f(p, v)) for p, v in flat], None, False)
+    return unflatten_leaves(gdef, [(p, f(p, v)) for p, v in flat], None, False, recreate_variables)
 
 
 def unpack(node: A, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
@@ -135,11 +137,14 @@ def unpack(node: A, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
     return graph_states[0] if len(graph_states) == 1 else graph_states
 
 
-def pure(tree: A) -> A:
+def as_pure(tree: A) -> A:
     """``tree`` with every Variable replaced by its plain value."""
     return jax.tree.map(
         lambda x: x.get_value() if isinstance(x, Variable) else x, tree, is_leaf=lambda x: isinstance(x, Variable)
     )
 
 
-as_pure = pure
+def pure(tree: A) -> A:
+    """Deprecated spelling of :func:`as_pure`."""
+    warnings.warn("This function is deprecated. Use as_pure instead.", DeprecationWarning, stacklevel=2)
+    return as_pure(tree)

@@ -121,21 +121,22 @@ def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, 
 
 
 def find_duplicates(node: tp.Any, /, *, only: tp.Any = ...) -> list[list[PathParts]]:
-    """Groups of paths that reach the same Pytree or Variable (matching ``only``)."""
+    """Groups of paths that reach the same Pytree or Variable: a node is entered at its
+    first path, and each later path that reaches it is listed if it matches ``only``."""
     predicate = to_predicate(only)
     paths: dict[int, list[PathParts]] = {}
 
-    def visit(x: tp.Any, path: PathParts, stack: set[int]) -> None:
+    def visit(x: tp.Any, path: PathParts) -> None:
         if isinstance(x, (Pytree, Variable)):
-            if predicate(path, x):
-                paths.setdefault(id(x), []).append(path)
-            if id(x) in stack or len(paths.get(id(x), ())) > 1:
+            if id(x) in paths:
+                if predicate(path, x):
+                    paths[id(x)].append(path)
                 return
-            stack = stack | {id(x)}
+            paths[id(x)] = [path]
         for key, child in children_of(x):
-            visit(child, (*path, key), stack)
+            visit(child, (*path, key))
 
-    visit(node, (), set())
+    visit(node, ())
     return [p for p in paths.values() if len(p) > 1]
 
 
@@ -157,9 +158,10 @@ def with_vars(
     only: tp.Any = ...,
     allow_duplicates: bool = False,
 ) -> A:
-    """A copy of ``node`` whose Variables (matching ``only``) have the given hijax/ref settings."""
+    """A copy of ``node`` whose Variables (matching ``only``) have the given hijax/ref settings;
+    turning Variables into refs or hijax ones needs ``allow_duplicates`` where some are shared."""
     predicate = to_predicate(only)
-    if not allow_duplicates:
+    if not allow_duplicates and (ref or hijax):
         duplicates = find_duplicates(node, only=Variable)
         if duplicates:
             raise ValueError(

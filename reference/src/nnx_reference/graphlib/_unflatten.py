@@ -28,17 +28,19 @@ from ._nodes import Key, PathParts
 
 class _UnflattenContext:
     """Where the leaves come from: a path -> leaf mapping, or an iterator of leaves in
-    flatten order."""
+    flatten order; ``recreate`` wraps a plain leaf at a Variable's place in a Variable."""
 
     def __init__(
         self,
         leaves: dict[PathParts, tp.Any] | tp.Iterator[tp.Any],
         index_ref: dict[int, tp.Any] | None,
         copy: bool,
+        recreate: bool = True,
     ) -> None:
         self.leaves = leaves
         self.index_ref: dict[int, tp.Any] = {} if index_ref is None else index_ref
         self.copy = copy
+        self.recreate = recreate
 
     def leaf(self, path: PathParts) -> tp.Any:
         leaves = self.leaves
@@ -60,6 +62,8 @@ def _graph_unflatten(d: Definition, path: PathParts, ctx: _UnflattenContext) -> 
                 existing.update_from_state(leaf)
                 return existing
             variable = leaf.copy() if ctx.copy else leaf
+        elif not ctx.recreate:
+            variable = leaf
         elif existing is not None:
             existing.set_raw_value(leaf)
             return existing
@@ -113,16 +117,21 @@ def collect_leaves(states: tp.Sequence[tp.Any]) -> list[tuple[PathParts, tp.Any]
 
 
 def from_leaves(
-    root: RootDefinition, leaves: list[tuple[PathParts, tp.Any]], index_ref: dict[int, tp.Any] | None, copy: bool
+    root: RootDefinition,
+    leaves: list[tuple[PathParts, tp.Any]],
+    index_ref: dict[int, tp.Any] | None,
+    copy: bool,
+    recreate: bool = True,
 ) -> tp.Any:
-    """The object ``root`` describes, each leaf found by its path."""
+    """The object ``root`` describes, each leaf found by its path (a plain leaf at a
+    Variable's place kept as it is unless ``recreate``)."""
     by_path = dict(leaves)
     if isinstance(root, TreeDef):
         missing = [p for p in root.paths if p not in by_path]
         if missing:
             raise ValueError(f"The state has no leaf at path {missing[0]} that the GraphDef expects.")
         return from_values(root, [by_path[p] for p in root.paths], index_ref, copy)
-    return _graph_unflatten(root, (), _UnflattenContext(by_path, index_ref, copy))
+    return _graph_unflatten(root, (), _UnflattenContext(by_path, index_ref, copy, recreate))
 
 
 def from_values(root: RootDefinition, values: list[tp.Any], index_ref: dict[int, tp.Any] | None, copy: bool) -> tp.Any:

@@ -157,10 +157,10 @@ class Optimizer(pytreelib.Pytree, tp.Generic[M]):
         Returns the updates (a State of arrays shaped like the selected parameters).
         """
         param_vars = graphlib.state(model, self.wrt, graph=self.graph)
-        params = graphlib.pure(param_vars)
-        grads = graphlib.pure(graphlib.state(grads, self.wrt, graph=self.graph))
+        params = graphlib.as_pure(param_vars)
+        grads = graphlib.as_pure(graphlib.state(grads, self.wrt, graph=self.graph))
         _check_same_structure(params, grads, self.wrt)
-        opt_state = graphlib.pure(self.opt_state)
+        opt_state = graphlib.as_pure(self.opt_state)
         extra_args = {name: _plain(value) for name, value in kwargs.items()}
         updates, new_opt_state = self.tx.update(grads, opt_state, params, **extra_args)
         _assign(param_vars, optax.apply_updates(params, updates))

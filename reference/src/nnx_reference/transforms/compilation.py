@@ -349,8 +349,11 @@ def jit_partial(
 ) -> tp.Callable:
     """``jit`` of ``fun`` with ``partial_args`` bound as its first positional arguments.
 
-    Updates to the Variables of the bound arguments are propagated after every call.
+    Updates to the Variables of the bound arguments are propagated after every call;
+    graph updates are not supported (``graph=False`` or ``graph_updates=False``).
     """
+    if trees.resolve_mode(graph, graph_updates).graph_updates:
+        raise ValueError("`graph_updates` not supported by `jit_partial`")
     jitted = jit(
         fun,
         in_shardings=in_shardings,

@@ -1,0 +1,85 @@
+"""Parity of two nn building blocks with flax.nnx: a cell written on ``RNNCellBase`` run by
+``RNN``, and ``dot_product_attention_with_rope`` on drawn queries, keys and values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import strategies
+from nnx_conformance.compare_state import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+
+def _leaky_cell(nnx: Any, features: int, seed: int) -> Any:
+    """A cell of one Linear that mixes the input into a decaying carry, written on RNNCellBase."""
+
+    class LeakyCell(nnx.RNNCellBase):
+        def __init__(self, rngs: Any) -> None:
+            self.mix = nnx.Linear(features, features, rngs=rngs)
+
+        def __call__(self, carry: Any, x: Any) -> tuple[Any, Any]:
+            carry = 0.5 * carry + self.mix(x)
+            return carry, jnp.tanh(carry)
+
+        def initialize_carry(self, input_shape: tuple[int, ...], rngs: Any = None) -> Any:
+            return jnp.zeros((*input_shape[:-1], features))
+
+        @property
+        def num_feature_axes(self) -> int:
+            return 1
+
+    return LeakyCell(nnx.Rngs(seed))
+
+
+@pytest.mark.apis("RNNCellBase", "RNN")
+@given(
+    seed=strategies.seeds,
+    input_seed=strategies.seeds,
+    features=strategies.features,
+    length=st.sampled_from([1, 3]),
+    options=st.sampled_from([{}, {"reverse": True, "keep_order": True}, {"return_carry": True}]),
+)
+def test_a_cell_written_on_rnn_cell_base_runs_in_rnn_as_in_flax(
+    nnx: Any, flax_nnx: Any, seed: int, input_seed: int, features: int, length: int, options: dict[str, Any]
+) -> None:
+    x = strategies.layer_input((2, length, features), input_seed)
+
+    def scenario(nnx: Any) -> Any:
+        cell = _leaky_cell(nnx, features, seed)
+        return nnx.RNN(cell, **options)(x), cell.num_feature_axes, isinstance(cell, nnx.Module)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("dot_product_attention_with_rope", "RoPE")
+@given(
+    input_seed=strategies.seeds,
+    batch=strategies.batch_shapes,
+    length=st.sampled_from([1, 4]),
+    heads=st.integers(1, 2),
+    head_dim=st.sampled_from([2, 8]),
+    theta=st.sampled_from([10_000.0, 100.0]),
+    cached=st.booleans(),
+)
+def test_dot_product_attention_with_rope_rotates_queries_and_keys_as_flax_does(
+    nnx: Any, flax_nnx: Any, input_seed: int, batch: tuple[int, ...], length: int, heads: int, head_dim: int,
+    theta: float, cached: bool,
+) -> None:
+    # Not drawn: ``input_positions``, which flax 0.12.12 maps over the heads axis (a
+    # vmap size error unless there are as many heads as positions).
+    shape = (*batch, length, heads, head_dim)
+    query, key, value = (strategies.layer_input(shape, input_seed + i) for i in range(3))
+
+    def scenario(nnx: Any) -> Any:
+        sizes = {"embedding_size": head_dim, "max_seq_len": 4} if cached else {}
+        rope = nnx.RoPE(theta, **sizes)
+        return nnx.dot_product_attention_with_rope(query, key, value, rope=rope)
+
+    assert_same(flax_nnx, nnx, scenario)
