@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import pytest
 from hypothesis import given
