@@ -19,7 +19,7 @@ from hypothesis import settings as hypothesis_settings
 
 from . import artifacts, coverage, coverage_summary, devices, hypothesis_profiles, isolation, report, scheduling, settings
 from .impl import ImplProxy, MissingName, Yardstick
-from .items import DOCS_MODULE, doc_case, in_suite, in_suite_nodeid
+from .items import DOCS_MODULE, describe, doc_case, in_suite, in_suite_nodeid
 from .report import RunError
 from .suite import KEY, Suite
 
@@ -203,8 +203,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     tests = [item for item in session.items if in_suite(item)]
     suite.collected = len(tests)
     if suite.error is not None:
-        for item in tests:
-            suite.outcomes.not_run(suite.infos[item.nodeid], suite.error.message)
+        for item in tests:  # a collection stopped by -x never reached pytest_collection_modifyitems
+            info = suite.infos.get(item.nodeid) or describe(item)
+            suite.outcomes.not_run(info, suite.error.message)
         session.items[:] = [item for item in session.items if not in_suite(item)]
 
 

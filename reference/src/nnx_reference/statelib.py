@@ -9,6 +9,7 @@ A :class:`FlatState` is the same content as a sorted sequence of ``(path, leaf)`
 from __future__ import annotations
 
 import typing as tp
+import warnings
 from collections.abc import MutableMapping
 
 import jax
@@ -216,33 +217,62 @@ class State(MutableMapping[Key, tp.Any]):
     def __repr__(self) -> str:
         return self.__nnx_repr__()
 
+    def __or__(self, other: tp.Mapping[Key, tp.Any]) -> State:
+        """``merge_state(self, other)``: later entries win."""
+        return merge_state(self, other)
+
+    def __sub__(self, other: tp.Mapping[Key, tp.Any]) -> State:
+        """The entries of ``self`` whose paths ``other`` lacks (deprecated)."""
+        _warn_deprecated("diff")
+        taken = {path for path, _ in to_flat_state(other if isinstance(other, State) else State(other))}
+        return from_flat_state([(path, leaf) for path, leaf in to_flat_state(self) if path not in taken], cls=type(self))
+
     def flat_state(self) -> FlatState:
-        """The ``(path, leaf)`` pairs of this State, sorted by path."""
+        """The ``(path, leaf)`` pairs of this State, sorted by path (deprecated)."""
+        _warn_deprecated("to_flat_state")
         return FlatState(_iter_flat(self._mapping, ()))
 
     @classmethod
     def from_flat_path(cls, flat_state: tp.Any, /) -> State:
-        """Builds a nested State from ``(path, leaf)`` pairs."""
+        """Builds a nested State from ``(path, leaf)`` pairs (deprecated)."""
+        _warn_deprecated("from_flat_state")
         return from_flat_state(flat_state, cls=cls)
 
     def to_pure_dict(self, extract_fn: tp.Callable[[tp.Any], tp.Any] | None = None) -> dict[Key, tp.Any]:
+        _warn_deprecated("to_pure_dict")
         return to_pure_dict(self, extract_fn)
 
     def replace_by_pure_dict(self, pure_dict: dict[Key, tp.Any], replace_fn: tp.Any = None) -> None:
+        _warn_deprecated("to_pure_dict")  # flax's method reads the State through to_pure_dict first
+        _warn_deprecated("replace_by_pure_dict")
         replace_by_pure_dict(self, pure_dict, replace_fn)
 
     def map(self, f: tp.Callable[[PathParts, tp.Any], tp.Any]) -> State:
+        _warn_deprecated("map_state")
         return map_state(f, self)
 
     def filter(self, first: tp.Any, /, *filters: tp.Any) -> State | tuple[State, ...]:
+        _warn_deprecated("filter_state")
         return filter_state(self, first, *filters)
 
     def split(self, first: tp.Any, /, *filters: tp.Any) -> State | tuple[State, ...]:
+        _warn_deprecated("split_state")
         return split_state(self, first, *filters)
 
     @staticmethod
     def merge(state: tp.Mapping[Key, tp.Any], /, *states: tp.Mapping[Key, tp.Any]) -> State:
+        _warn_deprecated("merge_state")
         return merge_state(state, *states)
+
+
+def _warn_deprecated(equivalent: str) -> None:
+    """flax's DeprecationWarning for a State method with a function ``nnx.<equivalent>``."""
+    warnings.warn(
+        "`flax.nnx.State` will be deprecated and be replaced by the built-in Python dict. "
+        f"Please use the equivalent `nnx.{equivalent}` instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def _nested_repr(value: tp.Any, summarize: bool) -> str:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.compare_state import assert_same
+from nnx_conformance.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 

@@ -1,6 +1,6 @@
 """Parity of deprecations and no-op capture with flax.nnx: the DeprecationWarnings flax
 emits (nnx.Data[...], Module.sow/perturb outside nnx.capture, nnx.vars_as, Variable.value
-read or set) and sow/perturb
+read or set, the State methods that have a function of their own) and sow/perturb
 with ``capture_noop=True`` storing nothing outside nnx.capture."""
 
 from __future__ import annotations
@@ -49,15 +49,29 @@ def _value_access(nnx: Any) -> Any:
     return variable
 
 
+def _state_methods(nnx: Any) -> Any:
+    state = nnx.state(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    kernel, rest = state.split(nnx.PathContains("kernel"), ...)
+    state.replace_by_pure_dict(state.to_pure_dict())
+    return (
+        state.flat_state(), type(state).from_flat_path(state.flat_state()), state.map(lambda path, v: v * 2),
+        state.filter(nnx.Param), type(state).merge(kernel, rest), kernel | rest, state - kernel, state,
+    )
+
+
 DEPRECATED = {
     "Data": (_data_annotation, ("Data",)),
     "sow_and_perturb": (_sow_outside_capture, ("Module.sow()", "Module.perturb()")),
     "vars_as": (_vars_as, ("with_vars",)),
     "Variable.value": (_value_access, ("'.value' access", "'.value' setter")),
+    "State methods": (_state_methods, (
+        "nnx.split_state", "nnx.to_pure_dict", "nnx.replace_by_pure_dict", "nnx.to_flat_state",
+        "nnx.from_flat_state", "nnx.map_state", "nnx.filter_state", "nnx.merge_state", "nnx.diff",
+    )),
 }
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(DEPRECATED))
 def test_deprecated_uses_warn_as_in_flax(nnx: Any, flax_nnx: Any, use: str) -> None:
