@@ -1,13 +1,17 @@
 """Run-level errors: an implementation that does not import, a spec that does not match
-its manifest. Each stops the run with one message and its own exit status, never a
+its manifest, a suite module that cannot be collected. Each stops the run with one message and its own exit status, never a
 verdict of non-conformance."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 
+import nnx_conformance
 from nnx_conformance.suite import HARNESS_ERROR, IMPL_UNAVAILABLE
 from specbuilder import ApiPage, GuidePage, write_spec
 from suiteruns import BROKEN
@@ -74,3 +78,20 @@ def test_hand_written_tests_alone_need_no_spec(pytester: pytest.Pytester, fake_i
     result = pytester.runpytest("--pyargs", "nnx_conformance.spec.api", "--impl", fake_impl,
                                 "--spec-dir", str(pytester.path / "absent"), "-p", "no:cacheprovider", "--co", "-q")
     assert result.ret == pytest.ExitCode.OK, "the spec is checked only where doc examples are collected"
+
+
+@pytest.mark.parametrize("stop", [[], ["-x"]], ids=["run on", "stop at the first failure"])
+def test_a_suite_module_that_cannot_be_collected_is_a_harness_error(
+    pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch, stop: list[str]
+) -> None:
+    suite = pytester.path / "suite"
+    shutil.copytree(Path(nnx_conformance.__file__).parent, suite / "nnx_conformance",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (suite / "nnx_conformance" / "spec" / "api" / "test_zz_broken.py").write_text("import a_module_that_is_not_there\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(suite), str(pytester.path)]))
+    result = pytester.runpytest_subprocess("--pyargs", "nnx_conformance.spec.api", "nnx_conformance.spec.filterlib", "--impl", fake_impl,
+                                           "--spec-dir", str(pytester.path / "absent"), "-p", "no:cacheprovider", *stop)
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output, f"a module that cannot be collected is reported, not a crash of pytest:\n{output}"
+    assert result.ret == HARNESS_ERROR, "a suite module that cannot be collected has the harness error's exit status"
+    result.stdout.fnmatch_lines(["*the suite cannot collect *test_zz_broken.py*ModuleNotFoundError*"])
