@@ -350,8 +350,8 @@ def _scan_function(
 
     It is jitted and kept per user function and structure (see :mod:`traced`), so the
     body is traced once per structure; where the structure cannot key a cache (an
-    unhashable static item, a graph object among the static items, a Ref) it is built
-    afresh and runs unjitted.
+    unhashable static item, a graph object among the static items, a Ref) or where a
+    carried or scanned item is no array (a Python scalar) it is built afresh and runs unjitted.
     """
     carried_or_scanned = {*plan.carried, *plan.scanned}
     dynamic = tuple(i for i, v in enumerate(plan.values) if i in carried_or_scanned or _is_dynamic(v))
@@ -381,6 +381,8 @@ def _scan_function(
         hash(key)
     except TypeError:
         return build(fun), items
+    if not all(map(_is_dynamic, items)):
+        return build(fun), items  # jax.jit would turn a Python scalar passing through into an array
     held = jax.tree_util.tree_leaves(skeleton, is_leaf=trees.is_object)
     if any(map(trees.is_object, held)) or any(map(reprlib.is_ref, jax.tree_util.tree_leaves(plan.values))):
         return build(fun), items  # a cache would hold the objects, or JAX would get Refs

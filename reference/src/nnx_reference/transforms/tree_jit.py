@@ -26,6 +26,7 @@ import typing as tp
 import jax
 
 from .. import graphlib, reprlib
+from .._tracing import inside_transformation
 from ..pytreelib import Pytree
 from . import lift
 from .checks import check_no_aliasing
@@ -140,6 +141,8 @@ class TreeJit:
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
     ) -> tuple[bool, tp.Any]:
         """``(True, output)`` for a call handled here, ``(False, None)`` for the general path."""
+        if inside_transformation():
+            return False, None  # under a JAX trace the general path checks each Variable's trace
         try:
             flat = flatten_once((args, kwargs), graph=mode.graph)
         except NotHandled:
