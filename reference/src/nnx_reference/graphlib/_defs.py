@@ -12,6 +12,7 @@ import typing as tp
 
 import jax
 
+from ..variablelib import Variable
 from ._nodes import Key, PathParts
 
 
@@ -113,12 +114,26 @@ class ContainerDef:
     children: tuple[tuple[Key, Definition], ...]
 
 
+class VariableTemplate(tp.NamedTuple):
+    """What a tree-mode leaf that was a Variable wraps a plain value back into."""
+
+    type: type[Variable[tp.Any]]
+    metadata: tuple[tuple[str, tp.Any], ...]
+
+    def wrap(self, value: tp.Any) -> tp.Any:
+        """``value`` as a Variable of this type and metadata (a Variable is kept as it is)."""
+        return value if isinstance(value, Variable) else self.type._new(value, dict(self.metadata))
+
+
 @dataclasses.dataclass(frozen=True)
 class TreeDef:
-    """Tree mode: the ``PyTreeDef`` (Variables as leaves) and the NNX path of each leaf."""
+    """Tree mode: the ``PyTreeDef`` (Variables as leaves), the NNX path of each leaf and,
+    for a leaf that was a Variable, its template (as flax's tree-mode definition keeps the
+    Variable's type and metadata)."""
 
     treedef: jax.tree_util.PyTreeDef
     paths: tuple[PathParts, ...]
+    templates: tuple[VariableTemplate | None, ...]
 
 
 Definition = StaticDef | LeafDef | ArrayRefDef | VariableDef | VariableRef | NodeRef | NodeDef | ContainerDef

@@ -23,6 +23,7 @@ from ._defs import (
     TreeDef,
     VariableDef,
     VariableRef,
+    VariableTemplate,
 )
 from ._nodes import PathParts, is_container, jax_key, one_level, pytree_children
 from ._tree_check import check_tree
@@ -106,7 +107,11 @@ def _tree_flatten(node: tp.Any, api: str) -> Flattened:
     check_tree(node, api, "keystr")
     pairs, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x: isinstance(x, Variable))
     leaves = [(tuple(jax_key(e) for e in path), leaf) for path, leaf in pairs]
-    return Flattened(TreeDef(treedef, tuple(p for p, _ in leaves)), leaves)
+    templates = tuple(
+        VariableTemplate(type(leaf), leaf._var_metadata.sorted_items()) if isinstance(leaf, Variable) else None
+        for _, leaf in leaves
+    )
+    return Flattened(TreeDef(treedef, tuple(p for p, _ in leaves), templates), leaves)
 
 
 def flatten_node(node: tp.Any, graph: bool, api: str, ref_index: RefMap | None = None) -> Flattened:

@@ -139,5 +139,6 @@ def from_values(root: RootDefinition, values: list[tp.Any], index_ref: dict[int,
     if isinstance(root, TreeDef):
         if copy:
             values = [v.copy() if isinstance(v, Variable) else v for v in values]
+        values = [v if t is None else t.wrap(v) for v, t in zip(values, root.templates)]
         return jax.tree_util.tree_unflatten(root.treedef, values)
     return _graph_unflatten(root, (), _UnflattenContext(iter(values), index_ref, copy))

@@ -113,6 +113,25 @@ def test_map_applies_a_function_to_every_variable_value(
     assert_same_outcome(flax_nnx, nnx, call, f"map(scale by {scale}, graph={graph}, recreate_variables={recreate})")
 
 
+@pytest.mark.apis("map", "merge")
+@given(seed=strategies.seeds, recreate=st.booleans(), scale=st.integers(-3, 3))
+def test_tree_mode_map_and_merge_wrap_plain_values_back_into_their_variables(
+    nnx: Any, flax_nnx: Any, seed: int, recreate: bool, scale: int
+) -> None:
+    def call(nnx: Any) -> Any:
+        model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(seed)), nnx.BatchNorm(3, rngs=nnx.Rngs(seed)))
+        mapped = nnx.map(lambda path, value: value[...] * scale, model, graph=False, recreate_variables=recreate)
+        graphdef, state = nnx.split(model, graph=False)
+        merged = nnx.merge(graphdef, nnx.to_pure_dict(state), recreate_variables=recreate)
+        leaf_types = [
+            [type(leaf).__name__ for leaf in jax.tree_util.tree_leaves(node, is_leaf=lambda x: isinstance(x, nnx.Variable))]
+            for node in (mapped, merged)
+        ]
+        return leaf_types, _state_of(nnx, mapped), _state_of(nnx, merged)
+
+    assert_same_outcome(flax_nnx, nnx, call, f"tree-mode map (scale by {scale}) and merge, recreate_variables={recreate}")
+
+
 @pytest.mark.apis("has_data")
 @pytest.mark.parametrize("value", ["array", "int", "list of arrays", "Param"])
 def test_has_data_lists_the_array_data_of_a_value(nnx: Any, flax_nnx: Any, value: str) -> None:
