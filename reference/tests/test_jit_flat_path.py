@@ -86,3 +86,15 @@ def test_a_graph_with_a_cycle_goes_to_the_general_path() -> None:
     total = jitted(first)
     assert total.tolist() == [2.0, 2.0], f"a cyclic graph through nnx.jit gave {total}, expected [2.0, 2.0]"
     assert jitted.jitted_fn._cache_size() == 1, "the cyclic graph did not go to the general path"
+
+
+@pytest.mark.parametrize("mode", MODES.values(), ids=MODES.keys())
+def test_calls_that_alternate_two_structures_keep_both_plans(mode: dict) -> None:
+    jitted = nnx.jit(_forward, **mode)
+    models = [nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Linear(2, 3, rngs=nnx.Rngs(0))]
+    for i in range(10):
+        jitted(models[i % 2], jnp.ones((1, 2)))
+    plans = jitted._tree_jit.plans
+    assert len(plans) == 2, f"calls alternating two structures left {len(plans)} plans, expected 2"
+    traced = sum(plan._cache_size() for plan in plans.values())
+    assert traced == 2, f"calls alternating two structures were traced {traced} times, expected 2"

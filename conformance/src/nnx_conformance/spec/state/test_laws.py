@@ -120,3 +120,16 @@ def test_merge_state_lets_later_states_win(nnx: Any, data: st.DataObject) -> Non
     problem = difference(state_snapshot(nnx, bumped), state_snapshot(nnx, merged))
     assert problem is None, f"merge_state(state, state + 1) differs from state + 1 {problem}"
     assert set(state_variables(nnx, merged)) == set(variables_by_path(nnx, node)), "merge_state changed the paths"
+
+
+@given(data=st.data())
+def test_states_with_other_leaves_are_unequal_and_a_flat_state_split_by_one_filter_is_its_first_group(
+    nnx: Any, data: st.DataObject
+) -> None:
+    state = draw_state(nnx, data)
+    flat = nnx.to_flat_state(state)
+    assert state == nnx.from_flat_state(flat), "a State equals the State rebuilt from its flat state"
+    if len(flat) >= 2:
+        smaller = nnx.from_flat_state(list(flat)[:-1])
+        assert state != smaller and smaller != state, "a State with one leaf fewer is a different State"
+    assert list(flat.split(...)) == list(flat), "split by the one filter ... is the whole flat state, not a tuple"
