@@ -5,12 +5,17 @@ sample of them is drawn, and each mutant is judged in a fresh pytest process aga
 a fresh copy of the package, put first on PYTHONPATH, with JAX's persistent compilation
 cache off: nothing compiled from another copy can judge it. The suite and the reference
 are those of the last commit (``git archive HEAD``), so edits in progress in the work
-tree judge nothing; ``--worktree`` takes the work tree's instead. A mutant is judged first
-by the tests of its module's areas and names (``mutation_focus``) with ``-x``, and only
-if they all pass by the whole suite with ``-x``. A run past the timeout counts as
-killed. An unmutated copy runs the whole suite first: if it fails, nothing is judged.
+tree judge nothing; ``--worktree`` takes the work tree's instead.
 
-    python -m tools.mutation [--sample N] [--seed S] [--module nnx_reference.nn.linear]
+An unmutated copy runs the whole suite first, recording which tests run each line
+(``mutation_lines``): if it fails, nothing is judged. A mutant inside a function body
+is judged by the tests that ran its line (stage ``covering``); one whose line no test
+ran survives unjudged (stage ``uncovered``). Any other mutant (a line that also runs at
+import: definitions, defaults, class attributes) is judged first by the tests of its
+module's areas and names (``mutation_focus``) and, only if they all pass, by the whole
+suite. Every run stops at its first failure; a run past the timeout counts as killed.
+
+    python -m tools.mutation [--sample N] [--seed S] [--module nnx_reference.nn.linear] [--jobs 2]
 
 Mutants listed in conformance/mutation/equivalent.txt are left out of the score. The
 score per module is printed; reports/mutation/ gets results.json and survivors.txt
@@ -29,13 +34,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
 from .mutants import Outcome as SuiteOutcome
-from .mutation_sites import Mutant, Site, find_sites, make_mutant, module_path, read_equivalents, sample
+from .mutation_lines import LineMap, record_options, statement_line
+from .mutation_sites import (
+    Mutant,
+    Site,
+    find_sites,
+    make_mutant,
+    module_path,
+    read_equivalents,
+    sample,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path("reference") / "src" / "nnx_reference"
@@ -46,6 +61,8 @@ EQUIVALENTS = REPO / "conformance" / "mutation" / "equivalent.txt"
 OUT = REPO / "reports" / "mutation"
 FOCUS_PLUGIN = "tools.mutation_focus"
 MIN_TIMEOUT_S = 120.0
+SERIAL_BELOW = 100
+"""A run of fewer tests than this goes without pytest-xdist: starting its workers would cost more."""
 
 Outcome = Literal["killed", "survived", "equivalent", "error"]
 
@@ -77,7 +94,8 @@ class Verdict:
     fingerprint: str
     outcome: Outcome
     stage: str
-    """Which run decided: ``focused``, ``suite`` (either with `` (timeout)``), or ``-`` for an equivalent."""
+    """Which run decided: ``covering``, ``focused``, ``suite`` (any with `` (timeout)``), ``uncovered``
+    (no test runs the line), or ``-`` for an equivalent."""
     detail: str | None
     """The first failing test of a killed mutant and its error; the listed reason of an equivalent one."""
     seconds: float
@@ -106,21 +124,21 @@ def judge_env(tree: Path, copy_root: Path) -> dict[str, str]:
     return env
 
 
-def run_suite(tree: Path, copy_root: Path, focus: str | None, select: str | None, timeout: float | None) -> Run:
-    """The tree's suite (or its tests of ``focus``) against the copy at ``copy_root``, stopping at a failure."""
+def run_suite(tree: Path, copy_root: Path, select: str | None, timeout: float | None,
+              options: Sequence[str] = (), env: Mapping[str, str] | None = None) -> Run:
+    """The tree's suite, with ``options`` (a focus, a list of tests), against the copy at
+    ``copy_root``, stopping at a failure."""
     command = [
         sys.executable, "-m", "pytest", "--pyargs", "nnx_conformance", "--impl", PACKAGE.name,
         "--spec-dir", str(tree / SPEC_DIR.name), "-p", "no:cacheprovider", "-p", FOCUS_PLUGIN,
-        "-q", "-x", "-rfE",
+        "-q", "-x", "-rfE", *options,
     ]
-    if focus:
-        command += ["--mutation-focus", focus]
     if select:
         command += ["-k", select]
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, cwd=tree, env=judge_env(tree, copy_root), capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run(command, check=False, cwd=tree, capture_output=True, text=True, timeout=timeout,
+                              env={**judge_env(tree, copy_root), **(env or {})})
     except subprocess.TimeoutExpired as expired:
         output = expired.stdout.decode() if isinstance(expired.stdout, bytes) else expired.stdout or ""
         return Run(None, time.perf_counter() - start, output)
@@ -145,23 +163,54 @@ def copies_are_imported(tree: Path, copy_root: Path) -> bool:
     return suite.startswith(str(tree / SUITE)) and reference.startswith(str(copy_root))
 
 
-def judge(mutant: Mutant, tree: Path, source: Path, copy_root: Path, select: str | None, timeout: float) -> Verdict:
-    """Run the focused tests, then the whole suite, on a fresh copy of ``source`` holding ``mutant``."""
+@dataclass(frozen=True)
+class Judging:
+    """What every judgement of a run shares: the suite's tree, the unmutated package, which tests
+    ran each line, the ``-k`` subset and the timeout of one stage."""
+
+    tree: Path
+    source: Path
+    lines: LineMap
+    select: str | None
+    timeout: float
+
+
+def stages(mutant: Mutant, judging: Judging, scratch: Path) -> Iterator[tuple[str, list[str]]]:
+    """The runs that judge ``mutant``, in order, each as its stage name and pytest options;
+    none when no test runs its line."""
     site = mutant.site
-    fresh_copy(source, copy_root, mutant)
-    seconds = 0.0
-    for stage, focus in (("focused", site.module), ("suite", None)):
-        run = run_suite(tree, copy_root, focus, select, timeout)
+    located = statement_line(mutant.source, site.line)
+    module_file = str(site.path.relative_to(judging.source))
+    covering = judging.lines.covering(module_file, located.first) if located.in_body else None
+    if covering is None:
+        yield "focused", [f"--mutation-focus={site.module}"]
+        yield "suite", []
+    elif covering:
+        listed = scratch / "tests.txt"
+        listed.write_text("\n".join(sorted(covering)) + "\n")
+        serial = ["-p", "no:xdist"] if len(covering) < SERIAL_BELOW else []
+        yield "covering", [f"--mutation-tests={listed}", *serial]  # one token: not taken for a path to collect
+
+
+def judge(mutant: Mutant, judging: Judging, copy_root: Path) -> Verdict:
+    """Run the stages of ``mutant`` on a fresh copy of the package holding it."""
+    site = mutant.site
+    fresh_copy(judging.source, copy_root, mutant)
+    seconds, stage = 0.0, "uncovered"
+    for stage, options in stages(mutant, judging, copy_root):
+        run = run_suite(judging.tree, copy_root, judging.select, judging.timeout, options)
         seconds += run.seconds
         if run.returncode is None:
             return _verdict(mutant, "killed", f"{stage} (timeout)", None, seconds)
         if run.returncode == 1:
             return _verdict(mutant, "killed", stage, run.failure, seconds)
-        if run.returncode not in (0, 5):  # 5: the focus kept no test
+        if run.returncode not in (0, 5) or (run.returncode == 5 and stage == "covering"):
+            # 5: no test was kept, which only a module's focus may do: the tests that ran a line must exist
             tail = "\n".join(run.output.splitlines()[-15:])
             print(f"error: pytest exited {run.returncode} on {site.module}:{site.line}:\n{tail}", file=sys.stderr)
             return _verdict(mutant, "error", stage, None, seconds)
-    return _verdict(mutant, "survived", "suite", None, seconds)
+    detail = "no test runs this line" if stage == "uncovered" else None
+    return _verdict(mutant, "survived", stage, detail, seconds)
 
 
 def _verdict(mutant: Mutant, outcome: Outcome, stage: str, detail: str | None, seconds: float) -> Verdict:
@@ -208,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--module", action="append", metavar="DOTTED",
                         help="mutate this module only (repeatable), e.g. nnx_reference.nn.linear")
     parser.add_argument("-k", dest="select", metavar="EXPR", help="judge with the suite's -k EXPR subset only")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="judge N mutants at a time (default 1)")
     parser.add_argument("--timeout-factor", type=float, default=3.0,
                         help=f"a stage's timeout: this times the baseline's time, at least {MIN_TIMEOUT_S:.0f} s")
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS, help="the equivalent mutants' file")
@@ -234,21 +284,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("error: the judging process does not import the suite and the reference from their copies",
                   file=sys.stderr)
             return 2
-        baseline = run_suite(tree, copy_root, None, args.select, None)
-        print(f"baseline (unmutated copy): exit {baseline.returncode} in {baseline.seconds:.0f}s")
+        data_file = Path(tmp) / "lines.coverage"
+        baseline = run_suite(tree, copy_root, args.select, None, record_options(PACKAGE.name),
+                             {"COVERAGE_FILE": str(data_file)})
+        print(f"baseline (unmutated copy, recording the lines each test runs): exit {baseline.returncode} "
+              f"in {baseline.seconds:.0f}s")
         if baseline.returncode != 0:
             print("error: the suite fails on the unmutated reference:\n"
                   + "\n".join(baseline.output.splitlines()[-20:]), file=sys.stderr)
             return 2
-        timeout = max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds)
+        judging = Judging(tree, snapshot, LineMap.read(data_file, copy_root / PACKAGE.name), args.select,
+                          max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds))
         meta: dict[str, object] = {
-            "sample": args.sample, "seed": args.seed, "sites": len(sites),
+            "sample": args.sample, "seed": args.seed, "sites": len(sites), "jobs": args.jobs,
             "modules": [str(p.relative_to(snapshot)) for p in paths], "baseline_s": round(baseline.seconds, 1),
         }
         verdicts: list[Verdict] = []
         survivors = write_reports(args.out, verdicts, meta)
-        for site in chosen:  # the reports are rewritten after each verdict: a stopped run keeps what it judged
-            verdicts.append(_judge_site(site, equivalents, tree, snapshot, copy_root, args.select, timeout))
+        for verdict in _judge_all(chosen, equivalents, judging, Path(tmp) / "copies", args.jobs):
+            verdicts.append(verdict)  # the reports are rewritten after each verdict: a stopped run keeps them
             meta["wall_s"] = round(time.perf_counter() - started, 1)
             survivors = write_reports(args.out, verdicts, meta)
     print(f"\n{'module':<38} {'killed':>6} {'survived':>8} {'equivalent':>10} {'error':>5} {'score':>6}")
@@ -259,16 +313,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if "survived" in outcomes else 2 if "error" in outcomes else 0
 
 
-def _judge_site(site: Site, equivalents: dict[str, str], tree: Path, source: Path, copy_root: Path,
-                select: str | None, timeout: float) -> Verdict:
-    """The verdict on one sampled site, printed as it comes."""
+def _judge_all(sites: Sequence[Site], equivalents: dict[str, str], judging: Judging, copies: Path,
+               jobs: int) -> Iterator[Verdict]:
+    """The verdicts on ``sites``, ``jobs`` at a time, each on a copy of its own, as they come."""
+    free = [copies / str(job) for job in range(jobs)]
+    pending: dict[Future[Verdict], Path] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for site in sites:
+            if not free:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    free.append(pending.pop(future))
+                    yield _printed(future.result())
+            copy_root = free.pop()
+            pending[pool.submit(_judge_site, site, equivalents, judging, copy_root)] = copy_root
+        for future in pending:
+            yield _printed(future.result())
+
+
+def _judge_site(site: Site, equivalents: dict[str, str], judging: Judging, copy_root: Path) -> Verdict:
+    """The verdict on one sampled site."""
     mutant = make_mutant(site, site.path.read_text())
     if mutant is None:
         raise RuntimeError(f"cosmic-ray no longer finds {site.operator} #{site.occurrence} in {site.module}")
     if mutant.fingerprint in equivalents:
-        verdict = _verdict(mutant, "equivalent", "-", equivalents[mutant.fingerprint], 0.0)
-    else:
-        verdict = judge(mutant, tree, source, copy_root, select, timeout)
+        return _verdict(mutant, "equivalent", "-", equivalents[mutant.fingerprint], 0.0)
+    return judge(mutant, judging, copy_root)
+
+
+def _printed(verdict: Verdict) -> Verdict:
     print(f"{verdict.outcome:<10} {verdict.seconds:>6.1f}s  {verdict.module}:{verdict.line} "
           f"{verdict.operator} [{verdict.fingerprint}] {verdict.stage} {(verdict.detail or '')[:200]}", flush=True)
     return verdict

@@ -15,7 +15,7 @@ pytest.importorskip("cosmic_ray", reason="tools/mutation.py needs cosmic-ray: no
 
 REPO = Path(__file__).resolve().parents[2]
 
-from tools import mutation_focus, mutation_sites  # noqa: E402 - cosmic-ray first
+from tools import mutation_focus, mutation_lines, mutation_sites  # noqa: E402 - cosmic-ray first
 
 PACKAGE = REPO / "reference" / "src" / "nnx_reference"
 MODULE = "nnx_reference.filterlib"
@@ -85,6 +85,47 @@ def test_an_equivalents_line_without_a_reason_is_refused(tmp_path: Path) -> None
 ])
 def test_a_module_is_focused_on_the_areas_that_spec_it(module: str, areas: tuple[str, ...]) -> None:
     assert mutation_focus.areas_of(module) == areas, f"expected {module} to map to {areas}"
+
+
+SOURCE = """import os
+
+def f(a,
+      b=1):
+    if (a and
+        b):
+        return [1,
+                2]
+    try:
+        pass
+    except OSError:
+        return 3
+"""
+
+
+@pytest.mark.parametrize(("line", "first", "in_body"), [
+    (1, 1, False), (4, 3, False), (6, 5, True), (8, 7, True), (11, 11, True), (12, 12, True),
+])
+def test_a_mutated_line_maps_to_its_statement_and_whether_a_function_body_holds_it(
+    line: int, first: int, in_body: bool
+) -> None:
+    located = mutation_lines.statement_line(SOURCE, line)
+    assert located == mutation_lines.StatementLine(first, in_body), \
+        f"expected line {line} to map to statement line {first} (in a body: {in_body}), got {located}"
+
+
+def test_a_line_is_judged_by_the_tests_that_ran_it_unless_it_also_ran_outside_any_test(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    module = str(package / "mod.py")
+    data = mutation_lines.coverage.CoverageData(str(tmp_path / "lines.coverage"))
+    for context, lines in (("", [1]), ("spec/a.py::test_a|run", [1, 2]), ("spec/b.py::test_b|setup", [2, 3])):
+        data.set_context(context)
+        data.add_lines({module: lines})
+    data.write()
+    lines = mutation_lines.LineMap.read(tmp_path / "lines.coverage", package)
+    assert lines.covering("mod.py", 1) is None, "expected a line run at import to be left to the whole suite"
+    assert lines.covering("mod.py", 2) == {"spec/a.py::test_a", "spec/b.py::test_b"}, \
+        "expected a line's tests to be the node ids of every phase that ran it"
+    assert lines.covering("mod.py", 4) == frozenset(), "expected a line no test ran to have no tests"
 
 
 def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) -> None:
