@@ -340,7 +340,7 @@ def _carry_stream(rngs: bool | rnglib.Rngs) -> rnglib.RngStream | None:
 
 def _carries_all_state(state_axes: tp.Any) -> bool:
     """Whether ``state_axes`` is the default of ``RNN``: every Variable of the cell carried."""
-    return state_axes is None or list(state_axes.items()) == [(..., ScanCarry)]
+    return list(state_axes.items()) == [(..., ScanCarry)]
 
 
 class RNN(Module):
