@@ -107,12 +107,16 @@ def _abstract(value: tp.Any) -> tp.Any:
     return value
 
 
-def _inputs_key(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> tuple[tp.Any, ...]:
+def _inputs_key(
+    args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]
+) -> tuple[jax.tree_util.PyTreeDef, list[tp.Any]]:
     """What tells a call's inputs apart: their structure, and their leaves with arrays
     reduced to shape and dtype."""
     leaves, treedef = jax.tree.flatten((args, kwargs))
-    described = [(np.shape(leaf), np.result_type(leaf)) if hasattr(leaf, "dtype") else leaf for leaf in leaves]
-    return treedef, described
+    return treedef, [
+        (tuple(leaf.shape), leaf.dtype) if hasattr(leaf, "shape") and hasattr(leaf, "dtype") else leaf
+        for leaf in leaves
+    ]
 
 
 def _public_methods(cls: type) -> dict[str, Callable[..., tp.Any]]:

@@ -283,6 +283,9 @@ def transform_metadata(
     The wrapped function is called unchanged, but inside it the input Variables'
     ``out_sharding`` lacks ``partition`` at their ``in_axes`` axis; after it, the
     inputs get it back there and the output's Variables get it at ``out_axes``.
+    ``ValueError`` when that axis holds another name, when the output holds an input's
+    Variable, or, in tree mode, when the inputs hold one Variable twice; after an error
+    the inputs are as they were.
     """
     metadata = {PARTITION_NAME: partition}
 
