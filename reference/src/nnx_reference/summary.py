@@ -107,6 +107,18 @@ def _abstract(value: tp.Any) -> tp.Any:
     return value
 
 
+def _inputs_key(
+    args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]
+) -> tuple[jax.tree_util.PyTreeDef, list[tp.Any]]:
+    """What tells a call's inputs apart: their structure, and their leaves with arrays
+    reduced to shape and dtype."""
+    leaves, treedef = jax.tree.flatten((args, kwargs))
+    return treedef, [
+        (tuple(leaf.shape), leaf.dtype) if hasattr(leaf, "shape") and hasattr(leaf, "dtype") else leaf
+        for leaf in leaves
+    ]
+
+
 def _public_methods(cls: type) -> dict[str, Callable[..., tp.Any]]:
     """``__call__`` and the public methods of ``cls`` (inherited ones included): the calls a
     summary records."""
@@ -125,9 +137,11 @@ def _recording(
 ) -> Iterator[None]:
     """Wraps the public methods of ``classes`` so that a call on a tracked object (``paths``
     maps object ids to graph paths) appends its CallInfo and inputs to ``calls``, as flax
-    records them: the path ends with the method's name unless it is ``__call__``, and once
-    a call on an object has returned, later calls on it are not recorded."""
-    finished: set[int] = set()
+    records them: in the order the calls start, the path ending with the method's name
+    unless it is ``__call__``; a call that returns after another call on the same object
+    with the same inputs (shapes, dtypes and other values), whatever its method, is not
+    recorded."""
+    returned: dict[int, list[tp.Any]] = {}
     originals = {(cls, name): method for cls in classes for name, method in _public_methods(cls).items()}
 
     def wrap(original: Callable[..., tp.Any]) -> Callable[..., tp.Any]:
@@ -135,12 +149,16 @@ def _recording(
 
         @functools.wraps(original)
         def wrapper(self: tp.Any, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            if id(self) not in paths or id(self) in finished:
+            if id(self) not in paths:
                 return original(self, *args, **kwargs)
             order = len(calls)
             calls.append(None)  # type: ignore[arg-type]  # reserves the call's place
             out = original(self, *args, **kwargs)
-            finished.add(id(self))
+            inputs = _inputs_key(args, kwargs)
+            seen = returned.setdefault(id(self), [])
+            if inputs in seen:
+                return out
+            seen.append(inputs)
             path = paths[id(self)]
             info = CallInfo(order, id(self), type(self), path + suffix, _render_inputs(args, kwargs), _render_output(out))
             calls[order] = (info, Call(path, original.__name__, *jax.tree.map(_abstract, (args, kwargs))))

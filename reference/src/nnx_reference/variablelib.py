@@ -344,26 +344,14 @@ class Variable(tp.Generic[A]):
         return self._var_metadata.get("ref", False)
 
     def add_axis(self, axis_index: int, axis_name: tp.Any) -> None:
-        """Records a new leading axis (added by vmap/scan) in the sharding metadata."""
-        self._insert_axis_name(axis_index, axis_name, remove=False)
+        """Runs the ``on_add_axis`` hooks: a transform added an axis at ``axis_index``."""
         for hook in self._hooks.get("on_add_axis", ()):
             hook(self, axis_index, axis_name)
 
     def remove_axis(self, axis_index: int, axis_name: tp.Any) -> None:
-        """Drops an axis (removed by vmap/scan) from the sharding metadata."""
-        self._insert_axis_name(axis_index, axis_name, remove=True)
+        """Runs the ``on_remove_axis`` hooks: a transform removed the axis at ``axis_index``."""
         for hook in self._hooks.get("on_remove_axis", ()):
             hook(self, axis_index, axis_name)
-
-    def _insert_axis_name(self, axis_index: int, axis_name: tp.Any, remove: bool) -> None:
-        names = self._var_metadata.get("out_sharding")
-        if isinstance(names, tuple):
-            names = list(names)
-            if remove:
-                names.pop(axis_index)
-            else:
-                names.insert(axis_index, axis_name)
-            self._var_metadata["out_sharding"] = tuple(names)
 
     # -- attribute access
 

@@ -9,7 +9,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 
-from .. import graphlib, rnglib
+from .. import filterlib, graphlib, rnglib
 from ..module import Module
 from .aliases import NO_METADATA, Array, Dtype, Metadata
 from . import dtypes, initializers
@@ -17,6 +17,7 @@ from .initializers import Initializer
 from .linear import Linear, default_kernel_init
 from .stochastic import draw_key, fork_stream
 from ..transforms import Carry as ScanCarry
+from ..transforms import StateAxes, scan
 
 __all__ = [
     "RNN",
@@ -339,7 +340,7 @@ def _carry_stream(rngs: bool | rnglib.Rngs) -> rnglib.RngStream | None:
 
 def _carries_all_state(state_axes: tp.Any) -> bool:
     """Whether ``state_axes`` is the default of ``RNN``: every Variable of the cell carried."""
-    return state_axes is None or list(state_axes.items()) == [(..., ScanCarry)]
+    return list(state_axes.items()) == [(..., ScanCarry)]
 
 
 class RNN(Module):
@@ -369,12 +370,8 @@ class RNN(Module):
                 f"Expected rngs to be a jax.Array, int, Rngs, or bool. Got {type(rngs)}."
             )
         self.rngs = _carry_stream(rngs)
-        if broadcast_rngs is not None or not _carries_all_state(state_axes):
-            raise NotImplementedError(
-                "nnx_reference's RNN carries all of the cell's state through the scan: broadcast_rngs "
-                f"and state_axes other than StateAxes({{...: Carry}}) are not supported (got "
-                f"state_axes={state_axes!r}, broadcast_rngs={broadcast_rngs!r})"
-            )
+        self.state_axes = state_axes or StateAxes({...: ScanCarry})
+        self.broadcast_rngs = broadcast_rngs
 
     def __call__(
         self,
@@ -393,6 +390,8 @@ class RNN(Module):
         reverse = self.reverse if reverse is None else reverse
         keep_order = self.keep_order if keep_order is None else keep_order
         rngs = self.rngs if rngs is None else rngs
+        if isinstance(rngs, rnglib.Rngs):
+            rngs = fork_stream(rngs, "carry")  # the carry draws from a fork, not from the stream
 
         time_axis = 0 if time_major else inputs.ndim - (self.cell.num_feature_axes + 1)
         num_batch_dims = inputs.ndim - self.cell.num_feature_axes - 1
@@ -402,20 +401,11 @@ class RNN(Module):
             step_shape = inputs.shape[:time_axis] + inputs.shape[time_axis + 1 :]
             initial_carry = self.cell.initialize_carry(step_shape, rngs)
 
-        graphdef, cell_state = graphlib.split(self.cell)
-
-        def step(loop, x):
-            state, carry = loop
-            cell = graphlib.merge(graphdef, state)
-            carry, y = cell(carry, x)
-            _, state = graphlib.split(cell)
-            return (state, carry), (carry, y)
-
         xs = jnp.moveaxis(inputs, time_axis, 0)
-        (cell_state, carry), (carries, ys) = jax.lax.scan(
-            step, (cell_state, initial_carry), xs, unroll=self.unroll
-        )
-        graphlib.update(self.cell, cell_state)
+        if self.broadcast_rngs is None and _carries_all_state(self.state_axes):
+            carry, (carries, ys) = self._scan_carrying_the_cell(initial_carry, xs)
+        else:
+            carry, (carries, ys) = self._scan_with_state_axes(initial_carry, xs)
         if seq_lengths is not None:
             # The carry after each sequence's last valid step, not after the padding.
             last = jnp.asarray(seq_lengths) - 1
@@ -426,6 +416,41 @@ class RNN(Module):
         if reverse and keep_order:
             outputs = flip_sequences(outputs, seq_lengths, num_batch_dims, time_major)
         return (carry, outputs) if return_carry else outputs
+
+    def _scan_carrying_the_cell(self, carry: Carry, xs: Array) -> tuple[Carry, tuple[Carry, Array]]:
+        """Scans the cell over the leading axis of ``xs`` with all of its state in the carry,
+        returning the last carry and each step's carry and output."""
+        graphdef, cell_state = graphlib.split(self.cell)
+
+        def step(loop, x):
+            state, carry = loop
+            cell = graphlib.merge(graphdef, state)
+            carry, y = cell(carry, x)
+            _, state = graphlib.split(cell)
+            return (state, carry), (carry, y)
+
+        (cell_state, carry), stacked = jax.lax.scan(
+            step, (cell_state, carry), xs, unroll=self.unroll
+        )
+        graphlib.update(self.cell, cell_state)
+        return carry, stacked
+
+    def _scan_with_state_axes(self, carry: Carry, xs: Array) -> tuple[Carry, tuple[Carry, Array]]:
+        """Scans the cell as ``_scan_carrying_the_cell`` does, with its state split by
+        ``state_axes`` and the ``broadcast_rngs`` streams broadcast: each call draws one new
+        key from each of them, the same key for every step."""
+        broadcast = filterlib.All(rnglib.RngState, self.broadcast_rngs)
+        state_axes = StateAxes({broadcast: None, **dict(self.state_axes.items())})
+
+        @rnglib.split_rngs(splits=1, only=self.broadcast_rngs, squeeze=True, graph=True,
+                           graph_updates=True)
+        @scan(in_axes=(state_axes, ScanCarry, 0), out_axes=(ScanCarry, 0), unroll=self.unroll,
+              graph=True, graph_updates=True)
+        def step(cell: RNNCellBase, carry: Carry, x: Array):
+            carry, y = cell(carry, x)
+            return carry, (carry, y)
+
+        return step(self.cell, carry, xs)
 
 
 def _concatenate(a: Array, b: Array) -> Array:

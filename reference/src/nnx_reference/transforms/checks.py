@@ -114,7 +114,12 @@ def check_no_aliasing(
     leaves: list = [None] * treedef.num_leaves
     for slot, obj in zip(obj_slots, objs):
         leaves[slot] = obj
-    args = jax.tree_util.tree_unflatten(treedef, leaves)
+    check_outputs_are_new(name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg)
+
+
+def check_outputs_are_new(name: str, args: tp.Any, out: tp.Any, carry_arg: int | None = None) -> None:
+    """The output may hold neither a Variable of the arguments ``args`` nor one Variable twice
+    (``carry_arg`` as for :func:`check_no_aliasing`)."""
     carry_root = f".args[{carry_arg}]"
     inputs: dict[int, str] = {}
     for path, var in _input_paths(args):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import typing as tp
 
@@ -81,17 +82,37 @@ def _axis_metadata(
     """Add (leaving a mapped call) or remove (entering it) the mapped axis in Variable metadata.
 
     Only when ``metadata`` names a ``PARTITION_NAME``; ``objects`` are ``(object, prefix)``.
+    Every name to remove is checked before any Variable changes.
     """
     if PARTITION_NAME not in metadata:
         return
     name = metadata[PARTITION_NAME]
-    done: set[int] = set()
+    moves: dict[int, tuple[Variable, int, tp.Any]] = {}
     for obj, prefix in objects:
-        for _, var, axis in checks.variable_prefixes(obj, prefix):
-            if id(var) in done or not is_scanned(axis):
-                continue
-            done.add(id(var))
-            (var.add_axis if add else var.remove_axis)(axis, name)
+        for path, var, axis in checks.variable_prefixes(obj, prefix):
+            if id(var) not in moves and is_scanned(axis):
+                moves[id(var)] = (var, axis, _moved_partition(path, var, axis, name, add))
+    for var, axis, sharding in moves.values():
+        if sharding is not None:
+            var.set_metadata("out_sharding", sharding)
+        (var.add_axis if add else var.remove_axis)(axis, name)
+
+
+def _moved_partition(path: tuple, var: Variable, axis: int, name: tp.Any, add: bool) -> tuple | None:
+    """``var``'s ``out_sharding`` with ``name`` inserted at ``axis`` (or removed from there,
+    which must hold ``name``); None for a Variable without partition names."""
+    names = var.get_metadata().get("out_sharding")
+    if not isinstance(names, tuple):
+        return None
+    moved = list(names)
+    if add:
+        moved.insert(axis, name)
+    elif (found := moved.pop(axis)) != name:
+        raise ValueError(
+            f"Expected to remove {name!r} at index {axis} from {names!r}, but found {found!r}. "
+            f"(the out_sharding of the {type(var).__name__} at path {path})"
+        )
+    return tuple(moved)
 
 
 def _out_objects(out: tp.Any, out_axes: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
@@ -262,22 +283,47 @@ def transform_metadata(
     The wrapped function is called unchanged, but inside it the input Variables'
     ``out_sharding`` lacks ``partition`` at their ``in_axes`` axis; after it, the
     inputs get it back there and the output's Variables get it at ``out_axes``.
+    ``ValueError`` when that axis holds another name, when the output holds an input's
+    Variable, or, in tree mode, when the inputs hold one Variable twice; after an error
+    the inputs are as they were.
     """
-    metadata = {PARTITION_NAME: partition} if partition is not None else {}
+    metadata = {PARTITION_NAME: partition}
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+            if not graphlib.resolve_mode(graph, None).graph:
+                checks.check_no_sharing("transform_metadata", (args, kwargs))
             in_objects = _out_objects(args, per_arg(in_axes, args))
-            _axis_metadata(metadata, in_objects, add=False)
-            out = fun(*args, **kwargs)
-            _axis_metadata(metadata, in_objects, add=True)
-            _axis_metadata(metadata, _out_objects(out, out_axes), add=True)
+            with _restored_on_error(_out_objects((args, kwargs), None)):
+                _axis_metadata(metadata, in_objects, add=False)
+                out = fun(*args, **kwargs)
+                checks.check_outputs_are_new("transform_metadata", (args, kwargs), out)
+            _axis_metadata(metadata, in_objects + _out_objects(out, out_axes), add=True)
             return out
 
         return wrapper
 
     return trees.decorator_or_call(f, make)
+
+
+@contextlib.contextmanager
+def _restored_on_error(objects: list[tuple[tp.Any, tp.Any]]) -> tp.Iterator[None]:
+    """Puts back the values and metadata of the Variables of ``objects`` (``(object, prefix)``
+    pairs) if the block raises: flax runs the function on copies of its inputs and keeps
+    what happened to them only when it returns."""
+    saved = [
+        (var, var.get_raw_value(), var.get_metadata())
+        for obj, _ in objects
+        for _, var, _ in checks.variable_prefixes(obj, None)
+    ]
+    try:
+        yield
+    except BaseException:
+        for var, value, metadata in saved:
+            var.set_raw_value(value)
+            var.set_metadata(metadata)
+        raise
 
 
 # --------------------------------------------------------------------------- loops

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import pytest
 from hypothesis import assume, given
@@ -70,3 +71,93 @@ def test_an_rnn_over_a_cell_returns_the_carry_and_outputs_of_flax(
         return nnx.RNN(layer)(x, return_carry=True, reverse=reverse, keep_order=True)
 
     assert_agrees(flax_nnx, nnx, layer_case(cell, drawn, seed, x, call=scan))
+
+
+STATE_AXES = {
+    "all carried": lambda nnx: None,
+    "params broadcast": lambda nnx: nnx.StateAxes({nnx.Param: None, ...: nnx.Carry}),
+    "rng state broadcast": lambda nnx: nnx.StateAxes({nnx.RngState: None, ...: nnx.Carry}),
+    "dropout broadcast": lambda nnx: nnx.StateAxes({"dropout": None, ...: nnx.Carry}),
+}
+"""``RNN(state_axes=...)`` by label, for an implementation."""
+
+BROADCAST_RNGS = {
+    "none": lambda nnx: None,
+    "dropout": lambda nnx: "dropout",
+    "dropout and noise": lambda nnx: ("dropout", "noise"),
+    "RngState": lambda nnx: nnx.RngState,
+    "everything": lambda nnx: ...,
+}
+"""``RNN(broadcast_rngs=...)`` by label, for an implementation."""
+
+CALL_RNGS = {
+    "none": lambda nnx, seed: None,
+    "Rngs": lambda nnx, seed: nnx.Rngs(carry=seed),
+    "RngStream": lambda nnx, seed: nnx.RngStream(seed, tag="carry"),
+}
+"""``RNN.__call__(rngs=...)`` by label, for an implementation."""
+
+
+def _noisy_rnn(nnx: Any, cell: Any, *, state_axes: str, broadcast_rngs: str, call_rngs: str, seed: int) -> Any:
+    """An ``RNN`` over ``cell`` wrapped so that each step also draws from a ``dropout`` and a
+    ``noise`` stream, beside the rngs given to its calls (kept to compare their state)."""
+
+    class NoisyCell(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.cell = cell
+            self.dropout = nnx.Dropout(0.5, rngs=rngs)
+            self.noise = rngs.noise.fork()
+
+        @property
+        def num_feature_axes(self) -> int:
+            return 1
+
+        def initialize_carry(self, input_shape: tuple[int, ...], rngs: Any = None) -> Any:
+            return self.cell.initialize_carry(input_shape, rngs)
+
+        def __call__(self, carry: Any, x: Any) -> Any:
+            carry, y = self.cell(carry, x)
+            return carry, self.dropout(y) + jax.random.uniform(self.noise(), y.shape, y.dtype)
+
+    class NoisyRNN(nnx.Module):
+        def __init__(self) -> None:
+            rngs = nnx.Rngs(dropout=seed + 1, noise=seed + 2)
+            self.rnn = nnx.RNN(
+                NoisyCell(rngs),
+                state_axes=STATE_AXES[state_axes](nnx),
+                broadcast_rngs=BROADCAST_RNGS[broadcast_rngs](nnx),
+            )
+            self.call_rngs = CALL_RNGS[call_rngs](nnx, seed + 3)
+
+        def __call__(self, x: Any) -> Any:
+            return self.rnn(x, rngs=self.call_rngs, return_carry=True)
+
+    return NoisyRNN()
+
+
+@pytest.mark.apis("RNN", "Dropout", "StateAxes", *strategies.RECURRENT_CELLS)
+@given(
+    cell=st.sampled_from(strategies.RECURRENT_CELLS),
+    drawn=strategies.cell_args(),
+    state_axes=st.sampled_from(sorted(STATE_AXES)),
+    broadcast_rngs=st.sampled_from(sorted(BROADCAST_RNGS)),
+    call_rngs=st.sampled_from(sorted(CALL_RNGS)),
+    seed=strategies.seeds,
+    input_seed=strategies.seeds,
+)
+def test_an_rnn_broadcasts_the_streams_and_state_its_axes_name_as_flax_does(
+    nnx: Any, flax_nnx: Any, cell: str, drawn: strategies.LayerArgs, state_axes: str,
+    broadcast_rngs: str, call_rngs: str, seed: int, input_seed: int,
+) -> None:
+    """Broadcast streams draw one key per call, the same mask and noise at every step; the
+    rest of the cell's state is carried; rngs given to a call are forked for the carry."""
+    assume(_buildable(cell, drawn) and _carry_keeps_its_dtype(drawn))
+    x = strategies.layer_input(drawn.input_shape, input_seed)
+
+    def build(nnx: Any, rngs: Any) -> Any:
+        options = dict(state_axes=state_axes, broadcast_rngs=broadcast_rngs, call_rngs=call_rngs, seed=seed)
+        return _noisy_rnn(nnx, drawn.build(nnx, cell, rngs), **options)
+
+    case = layer_case(cell, drawn, seed, x, build=build, calls=2, grad=False)
+    case.name = f"RNN(state_axes={state_axes}, broadcast_rngs={broadcast_rngs}) over {case.name}, called with rngs={call_rngs}"
+    assert_agrees(flax_nnx, nnx, case)

@@ -1,0 +1,93 @@
+"""Differential tests of which calls ``nnx.tabulate`` records: a call on an object makes a
+row unless one of that object's calls with the same inputs returned before it (whatever
+the method), and rows keep the order in which the calls started."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance.differential import Side
+from nnx_conformance.spec.display.test_parity import _difference, _not_flax_against_itself  # noqa: F401
+
+pytestmark = pytest.mark.kind("differential")
+
+
+class SubCall(NamedTuple):
+    """One call the model makes on its submodule: ``sub.<method>(ones(shape, dtype), n)``."""
+
+    method: str
+    shape: tuple[int, ...]
+    dtype: str
+    n: int
+    n_by_keyword: bool
+
+
+class Program(NamedTuple):
+    """What the tabulated model's ``__call__`` does: its submodule calls in order, then
+    optionally a ``sow`` and a call of its own ``helper`` with the inputs it was given."""
+
+    calls: list[SubCall]
+    sows: bool
+    calls_helper: bool
+
+
+sub_calls = st.builds(
+    SubCall,
+    method=st.sampled_from(["__call__", "other"]),
+    shape=st.sampled_from([(1, 2), (3, 2)]),
+    dtype=st.sampled_from(["float32", "int32"]),
+    n=st.sampled_from([1, 2]),
+    n_by_keyword=st.booleans(),
+)
+programs = st.builds(
+    Program, calls=st.lists(sub_calls, min_size=1, max_size=5), sows=st.booleans(), calls_helper=st.booleans()
+)
+
+
+def _model(nnx: Any, program: Program) -> Any:
+    """A model whose ``__call__`` runs ``program``."""
+
+    class Sub(nnx.Module):
+        def __init__(self) -> None:
+            self.w = nnx.Param(jnp.ones(2))
+
+        def __call__(self, x: Any, n: int = 1) -> Any:
+            return x * n
+
+        def other(self, x: Any, n: int = 1) -> Any:
+            return x + n
+
+    class Model(nnx.Module):
+        def __init__(self) -> None:
+            self.sub = Sub()
+
+        def __call__(self, x: Any) -> Any:
+            for call in program.calls:
+                method, y = getattr(self.sub, call.method), jnp.ones(call.shape, call.dtype)
+                method(y, n=call.n) if call.n_by_keyword else method(y, call.n)
+            if program.sows:
+                self.sow(nnx.Intermediate, "seen", x)
+            return self.helper(x) if program.calls_helper else x
+
+        def helper(self, x: Any) -> Any:
+            return x * 2
+
+    return Model()
+
+
+@pytest.mark.apis("tabulate")
+@given(program=programs)
+def test_tabulate_records_the_calls_flax_records(nnx: Any, flax_nnx: Any, program: Program) -> None:
+    def tabulate(n: Any) -> str:
+        return n.tabulate(_model(n, program), jnp.ones((1, 2)), console_kwargs={"width": 200})
+
+    expected, actual = Side(flax_nnx.nnx, flax_nnx.active).run(tabulate), Side(nnx).run(tabulate)
+    if isinstance(expected, Exception) or isinstance(actual, Exception):
+        assert type(expected) is type(actual), f"{program}: flax gives {expected!r}, the implementation {actual!r}"
+        return
+    assert actual == expected, f"the table of {program} differs from flax's:\n{_difference(expected, actual)}"

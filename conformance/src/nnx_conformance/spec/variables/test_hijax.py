@@ -1,0 +1,48 @@
+"""Differential tests of what JAX sees of a hijax Variable (``hijax=True``): flax passes it
+to JAX as one value of a hijax type of its own, not as a pytree of its value, so it is
+its own leaf in ``jax.tree`` and one input of a non-array type in a jaxpr."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from nnx_conformance.assertions import assert_same
+
+pytestmark = pytest.mark.kind("differential")
+
+
+def _kind(nnx: Any, value: Any) -> str:
+    """What a value JAX hands over is: a Variable, an array, or something else."""
+    if isinstance(value, nnx.Variable):
+        return "Variable"
+    return "array" if isinstance(value, jax.Array) else type(value).__name__
+
+
+def _held(nnx: Any, hijax: bool, ref: bool) -> dict[str, Any]:
+    """A Param (hijax or not, ref or not) beside a plain array, in a dict."""
+    return {"param": nnx.Param(jnp.arange(3.0), hijax=hijax, ref=ref), "array": jnp.ones(2)}
+
+
+@pytest.mark.apis("Variable", "Param")
+@pytest.mark.parametrize("hijax", [True, False], ids=["hijax", "plain"])
+@pytest.mark.parametrize("ref", [True, False], ids=["ref", "value"])
+def test_jax_tree_leaves_of_a_variable_are_what_flax_gives(nnx: Any, flax_nnx: Any, hijax: bool, ref: bool) -> None:
+    def leaves(n: Any) -> list[str]:
+        return [_kind(n, leaf) if not isinstance(leaf, jax.Ref) else "Ref" for leaf in jax.tree.leaves(_held(n, hijax, ref))]
+
+    assert_same(flax_nnx, nnx, leaves)
+
+
+@pytest.mark.apis("Variable", "Param")
+@pytest.mark.parametrize("hijax", [True, False], ids=["hijax", "plain"])
+def test_a_jaxpr_takes_a_variable_as_flax_passes_it(nnx: Any, flax_nnx: Any, hijax: bool) -> None:
+    """A hijax Variable is one jaxpr input whose type is not an array's; a plain one is its array."""
+
+    def inputs(n: Any) -> list[bool]:
+        jaxpr = jax.make_jaxpr(lambda held: held["param"][...] * 2 + held["array"].sum())(_held(n, hijax, False))
+        return [isinstance(var.aval, jax.core.ShapedArray) for var in jaxpr.jaxpr.invars]
+
+    assert_same(flax_nnx, nnx, inputs)
