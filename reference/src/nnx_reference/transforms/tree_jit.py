@@ -16,6 +16,10 @@ In graph mode the function is traced as the general path traces it (lift, enter,
 call, exit): when the call kept the structure of its objects and returns none of
 them, only the assigned values come out; otherwise the trace returns the general
 path's :class:`lift.Result`, applied to the caller's objects as that path would.
+
+In tree mode a call on the same objects as the previous one, when nothing changed in
+their structure since, skips the flattening: :mod:`.call_cache` reads the leaves straight
+from the Variables the previous call found.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ import typing as tp
 
 import jax
 
-from .. import graphlib, reprlib
+from .. import _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
 from . import lift
+from .call_cache import CachedCall, cache_call
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics
 from .trees import is_object, is_variable
@@ -136,6 +141,9 @@ class TreeJit:
         self.fun = fun
         self.jit_kwargs = jit_kwargs
         self.plans: dict[PlanKey, jax.stages.Wrapped | None] = {}
+        self.cached: CachedCall | None = None
+        self.uncacheable: set[PlanKey] = set()
+        self.epoch: int | None = None  # the structure's epoch after the last call that flattened
 
     def call(
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
@@ -143,6 +151,16 @@ class TreeJit:
         """``(True, output)`` for a call handled here, ``(False, None)`` for the general path."""
         if inside_transformation():
             return False, None  # under a JAX trace the general path checks each Variable's trace
+        cached = self.cached
+        if cached is not None and not mode.graph:
+            leaves = cached.leaves(args, kwargs, statics)
+            if leaves is not None:
+                outcome: Outcome = cached.jitted(*leaves)
+                if outcome.assigned.positions:
+                    if cached.variables is None:
+                        cached.variables = [x if is_variable(x) else None for x in nodes_of((args, kwargs))]
+                    _write(cached.variables, outcome)
+                return True, outcome.out
         try:
             flat = flatten_once((args, kwargs), graph=mode.graph)
         except NotHandled:
@@ -154,7 +172,7 @@ class TreeJit:
         if jitted is None:
             return False, None
         try:
-            outcome: Outcome = jitted(*flat.leaves)
+            outcome = jitted(*flat.leaves)
         except NotHandled:
             self.plans[key] = None
             return False, None
@@ -162,14 +180,31 @@ class TreeJit:
             lifted = lift.lift(self.name, (args, kwargs), None, mode, coalesce=True)
             return True, lift.apply(lifted, outcome.general)
         if outcome.assigned.positions:
-            nodes = flat.nodes if mode.graph else nodes_of((args, kwargs))
-            for position, value in zip(outcome.assigned.positions, outcome.values):
-                nodes[position].set_raw_value(value)
+            _write(flat.nodes if mode.graph else nodes_of((args, kwargs)), outcome)
+        if not mode.graph:
+            self._cache(key, (args, kwargs), jitted)
         return True, outcome.out
+
+    def _cache(self, key: PlanKey, call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]], jitted: tp.Callable) -> None:
+        """Keeps the structure of a tree-mode call that had to flatten, for the next call: only
+        when nothing changed in structure since the previous such call (a structure that
+        changes between calls would be cached in vain) and this structure can be cached."""
+        epoch = _structure.epoch
+        if epoch != self.epoch or key in self.uncacheable:
+            self.epoch, self.cached = epoch, None
+            return
+        self.cached = cache_call(*call, key.statics, jitted, self._release)
+        if self.cached is None:
+            self.uncacheable.add(key)
+
+    def _release(self, _: tp.Any) -> None:
+        """Forgets the cached call when one of its objects is garbage collected."""
+        self.cached = None
 
     def _plan(self, key: PlanKey, flat: Flat, tree: tp.Any) -> jax.stages.Wrapped | None:
         if len(self.plans) >= _MAX_PLANS:
             self.plans.clear()
+            self.uncacheable.clear()
         pure = self._graph_pure(key) if key.mode.graph else self._tree_pure(key)
         nodes = flat.nodes if key.mode.graph else nodes_of(tree)
         jitted = jax.jit(pure, **self.jit_kwargs) if _handled(nodes, flat.leaves) else None
@@ -213,6 +248,12 @@ class TreeJit:
             return Outcome(Assigned(()), None, [], result)
 
         return pure
+
+
+def _write(nodes: tp.Sequence[tp.Any], outcome: Outcome) -> None:
+    """Sets the values the function assigned on the caller's Variables."""
+    for position, value in zip(outcome.assigned.positions, outcome.values):
+        nodes[position].set_raw_value(value)
 
 
 def _raw(x: tp.Any) -> tp.Any:
