@@ -1,7 +1,7 @@
-"""The cached structure of tree-mode ``nnx.jit`` calls (``transforms/call_cache.py``).
+"""The cached structure of plain ``nnx.jit`` calls (``transforms/call_cache.py``).
 
-A tree-mode call on the same objects as the call before reads the leaves straight
-from the Variables it found then. Each test changes the structure between two calls
+A call on the same objects as the call before, in either mode, reads the leaves
+straight from the Variables it found then. Each test changes the structure between two calls
 in one of the ways a model can change, and checks that the second call sees it, as a
 call on a fresh copy of the model does.
 """
@@ -18,8 +18,16 @@ import pytest
 import nnx_reference as nnx
 
 
-def _jitted(function: tp.Callable[..., tp.Any]) -> tp.Any:
-    return nnx.jit(function, graph=False)
+MODES = {"graph mode": dict(graph=True, graph_updates=True), "tree mode": dict(graph=False)}
+
+
+Jit = tp.Callable[[tp.Callable[..., tp.Any]], tp.Any]
+
+
+@pytest.fixture(params=MODES.values(), ids=MODES.keys())
+def jit(request: pytest.FixtureRequest) -> Jit:
+    """``nnx.jit`` in one mode (every test runs in each)."""
+    return lambda function: nnx.jit(function, **request.param)
 
 
 def _model() -> nnx.Linear:
@@ -43,8 +51,8 @@ def _check(jitted: tp.Any, model: tp.Any, expected: tp.Any, change: str) -> None
     )
 
 
-def test_a_second_call_on_the_same_model_takes_the_cached_structure() -> None:
-    jitted = _jitted(_scaled)
+def test_a_second_call_on_the_same_model_takes_the_cached_structure(jit: Jit) -> None:
+    jitted = jit(_scaled)
     model = _model()
     _cached(jitted, model)
     cached = jitted._tree_jit.cached
@@ -53,8 +61,8 @@ def test_a_second_call_on_the_same_model_takes_the_cached_structure() -> None:
     assert jitted._tree_jit.cached is cached, "a change of value alone made the cached structure stale"
 
 
-def test_a_structure_changed_before_every_call_is_not_cached_in_vain() -> None:
-    jitted = _jitted(_scaled)
+def test_a_structure_changed_before_every_call_is_not_cached_in_vain(jit: Jit) -> None:
+    jitted = jit(_scaled)
     model = _model()
     _cached(jitted, model)
     for step in range(3):
@@ -63,19 +71,19 @@ def test_a_structure_changed_before_every_call_is_not_cached_in_vain() -> None:
     assert jitted._tree_jit.cached is None, "a structure that changes before every call was cached anyway"
 
 
-def test_a_variable_replaced_by_assignment_is_read() -> None:
-    jitted = _jitted(_scaled)
+def test_a_variable_replaced_by_assignment_is_read(jit: Jit) -> None:
+    jitted = jit(_scaled)
     model = _model()
     _cached(jitted, model)
     model.kernel = nnx.Param(jnp.full((2, 2), 3.0))
     _check(jitted, model, jnp.full((2, 2), 3.0), "a Variable was replaced")
 
 
-def test_an_attribute_added_or_deleted_is_seen() -> None:
+def test_an_attribute_added_or_deleted_is_seen(jit: Jit) -> None:
     def total(model: nnx.Module) -> jnp.ndarray:
         return sum(jnp.sum(v[...]) for v in vars(model).values() if isinstance(v, nnx.Param))
 
-    jitted = _jitted(total)
+    jitted = jit(total)
     model = nnx.Module()
     model.a = nnx.Param(jnp.ones(3))
     _cached(jitted, model)
@@ -85,8 +93,8 @@ def test_an_attribute_added_or_deleted_is_seen() -> None:
     _check(jitted, model, 2.0, "an attribute was deleted")
 
 
-def test_a_list_appended_to_is_seen() -> None:
-    jitted = _jitted(lambda layers: sum(jnp.sum(p[...]) for p in layers))
+def test_a_list_appended_to_is_seen(jit: Jit) -> None:
+    jitted = jit(lambda layers: sum(jnp.sum(p[...]) for p in layers))
     layers = nnx.List([nnx.Param(jnp.ones(2))])
     _cached(jitted, layers)
     layers.append(nnx.Param(jnp.ones(3)))
@@ -104,34 +112,34 @@ def test_a_list_appended_to_is_seen() -> None:
     ],
     ids=["one entry set in place", "all metadata replaced", "taken from another Variable"],
 )
-def test_new_metadata_of_a_variable_is_seen(change: tp.Callable[[nnx.Variable], None]) -> None:
-    jitted = _jitted(_scaled)
+def test_new_metadata_of_a_variable_is_seen(jit: Jit, change: tp.Callable[[nnx.Variable], None]) -> None:
+    jitted = jit(_scaled)
     model = _model()
     _cached(jitted, model)
     change(model.kernel)
     _check(jitted, model, model.kernel[...] * 2.0, "the metadata of a Variable changed")
 
 
-def test_a_variable_given_a_value_of_another_structure_is_read_whole() -> None:
-    jitted = _jitted(lambda v: jnp.sum(jnp.stack(jax.tree_util.tree_leaves(v.get_value()))))
+def test_a_variable_given_a_value_of_another_structure_is_read_whole(jit: Jit) -> None:
+    jitted = jit(lambda v: jnp.sum(jnp.stack(jax.tree_util.tree_leaves(v.get_value()))))
     variable = nnx.Variable(jnp.ones(2))
     _cached(jitted, variable)
     variable.set_value((jnp.ones(2), jnp.full(2, 2.0)))
     _check(jitted, variable, 6.0, "a Variable was given a tuple")
 
 
-def test_a_variable_given_a_ref_is_read_through_it() -> None:
-    jitted = _jitted(lambda v: jnp.sum(v[...]))
+def test_a_variable_given_a_ref_is_read_through_it(jit: Jit) -> None:
+    jitted = jit(lambda v: jnp.sum(v[...]))
     variable = nnx.Variable(jnp.ones(2))
     _cached(jitted, variable)
     variable.set_raw_value(jax.new_ref(jnp.full(2, 2.0)))
     _check(jitted, variable, 4.0, "a Variable was given a Ref")
 
 
-def test_a_data_list_changed_in_place_is_seen() -> None:
+def test_a_data_list_changed_in_place_is_seen(jit: Jit) -> None:
     model = nnx.Module()
     model.items = nnx.data([nnx.Param(jnp.ones(2))])
-    jitted = _jitted(lambda m: sum(jnp.sum(p[...]) for p in m.items))
+    jitted = jit(lambda m: sum(jnp.sum(p[...]) for p in m.items))
     jitted(model)
     jitted(model)
     assert jitted._tree_jit.cached is None, "a structure holding a plain list was cached"
@@ -139,22 +147,22 @@ def test_a_data_list_changed_in_place_is_seen() -> None:
     _check(jitted, model, 5.0, "a plain list of the model grew in place")
 
 
-def test_an_attribute_added_by_a_graph_mode_call_is_seen() -> None:
+def test_an_attribute_added_by_a_graph_mode_call_is_seen(jit: Jit) -> None:
     def grow(model: nnx.Linear) -> None:
         model.extra = nnx.Param(jnp.full((2, 2), 5.0))
 
-    jitted = _jitted(lambda m: m.kernel[...] + getattr(m, "extra", nnx.Param(jnp.zeros((2, 2))))[...])
+    jitted = jit(lambda m: m.kernel[...] + getattr(m, "extra", nnx.Param(jnp.zeros((2, 2))))[...])
     model = _model()
     _cached(jitted, model)
     nnx.jit(grow)(model)
     _check(jitted, model, model.kernel[...] + 5.0, "a graph-mode call added an attribute")
 
 
-def test_the_captures_removed_after_capture_are_not_read() -> None:
+def test_the_captures_removed_after_capture_are_not_read(jit: Jit) -> None:
     def variables(model: nnx.Linear) -> jnp.ndarray:
         return jnp.asarray(len(jax.tree_util.tree_leaves(model, is_leaf=lambda x: isinstance(x, nnx.Variable))))
 
-    jitted = _jitted(variables)
+    jitted = jit(variables)
     model = _model()
     _cached(jitted, model)
     inside, _ = nnx.capture(jitted, nnx.Intermediate)(model)
@@ -162,8 +170,8 @@ def test_the_captures_removed_after_capture_are_not_read() -> None:
     _check(jitted, model, 2, "capture removed its attribute")
 
 
-def test_another_model_or_argument_is_flattened_anew() -> None:
-    jitted = _jitted(lambda m, x: m(x))
+def test_another_model_or_argument_is_flattened_anew(jit: Jit) -> None:
+    jitted = jit(lambda m, x: m(x))
     first, second = _model(), nnx.Linear(2, 2, rngs=nnx.Rngs(1))
     x = jnp.ones((1, 2))
     _cached(jitted, first, x)

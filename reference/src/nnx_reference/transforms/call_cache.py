@@ -1,4 +1,4 @@
-"""The flattened structure of a tree-mode ``jit`` call, kept for the next call on the same objects.
+"""The flattened structure of a plain ``jit`` call, kept for the next call on the same objects.
 
 Flattening a model is most of a plain call's cost, and between two training steps its
 structure rarely changes: only the values of its Variables do. A :class:`CachedCall`
@@ -19,7 +19,7 @@ import weakref
 
 import jax
 
-from .. import _structure
+from .. import _structure, graphlib
 from ..pytreelib import Pytree
 from ..reprlib import is_ref
 from ..variablelib import Variable
@@ -58,6 +58,7 @@ class CachedCall:
     arity: int
     keywords: tuple[str, ...]
     statics: Statics
+    mode: graphlib.Mode
     objects: tuple[tuple[Where, weakref.ref[tp.Any]], ...]
     arguments: tuple[tuple[int, Where], ...]  # (leaf position, argument) of the leaf arguments
     sources: list[Variable[tp.Any] | _Held]
@@ -66,13 +67,22 @@ class CachedCall:
     jitted: tp.Callable[..., tp.Any]
     variables: list[Variable[tp.Any] | None] | None = None  # by node position, found on the first write
 
-    def leaves(self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics) -> list[tp.Any] | None:
+    def nodes(self, call: tp.Any) -> list[Variable[tp.Any] | None]:
+        """The Variables of ``call`` (a call of this structure) by position among its nodes."""
+        if self.variables is None:
+            self.variables = [x if isinstance(x, Variable) else None for x in nodes_of(call)]
+        return self.variables
+
+    def leaves(
+        self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
+    ) -> list[tp.Any] | None:
         """The call's leaves, or None when the call differs in structure from the cached one."""
         if (
             self.epoch != _structure.epoch
             or len(args) != self.arity
             or tuple(kwargs) != self.keywords
             or statics != self.statics
+            or mode != self.mode
         ):
             return None
         for where, ref in self.objects:
@@ -86,10 +96,18 @@ class CachedCall:
         return leaves
 
 
+def nodes_of(tree: tp.Any) -> list[tp.Any]:
+    """Every node of ``tree`` (containers, objects, leaves) in flatten order."""
+    nodes: list[tp.Any] = []
+    jax.tree_util.tree_flatten(tree, is_leaf=nodes.append)
+    return nodes
+
+
 def cache_call(
     args: tuple[tp.Any, ...],
     kwargs: dict[str, tp.Any],
     statics: Statics,
+    mode: graphlib.Mode,
     jitted: tp.Callable[..., tp.Any],
     on_release: tp.Callable[[tp.Any], None],
 ) -> CachedCall | None:
@@ -121,6 +139,7 @@ def cache_call(
         len(args),
         tuple(kwargs),
         statics,
+        mode,
         tuple(objects),
         tuple(arguments),
         sources,

@@ -17,8 +17,8 @@ call, exit): when the call kept the structure of its objects and returns none of
 them, only the assigned values come out; otherwise the trace returns the general
 path's :class:`lift.Result`, applied to the caller's objects as that path would.
 
-In tree mode a call on the same objects as the previous one, when nothing changed in
-their structure since, skips the flattening: :mod:`.call_cache` reads the leaves straight
+A call on the same objects as the previous one, when nothing changed in their
+structure since, skips the flattening: :mod:`.call_cache` reads the leaves straight
 from the Variables the previous call found.
 """
 
@@ -33,7 +33,7 @@ from .. import _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
 from . import lift
-from .call_cache import CachedCall, cache_call
+from .call_cache import CachedCall, cache_call, nodes_of
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics
 from .trees import is_object, is_variable
@@ -94,13 +94,6 @@ def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
     return Flat(leaves, treedef, nodes)
 
 
-def nodes_of(tree: tp.Any) -> list[tp.Any]:
-    """Every node of ``tree`` (containers, objects, leaves) in flatten order."""
-    nodes: list[tp.Any] = []
-    jax.tree_util.tree_flatten(tree, is_leaf=nodes.append)
-    return nodes
-
-
 def _guarded_recorder(nodes: list[tp.Any]) -> tp.Callable[[tp.Any], None]:
     """An ``is_leaf`` that appends each node to ``nodes`` and stops at a Pytree seen before."""
     pytrees: set[int] = set()
@@ -151,49 +144,52 @@ class TreeJit:
         """``(True, output)`` for a call handled here, ``(False, None)`` for the general path."""
         if inside_transformation():
             return False, None  # under a JAX trace the general path checks each Variable's trace
+        call = (args, kwargs)
         cached = self.cached
-        if cached is not None and not mode.graph:
-            leaves = cached.leaves(args, kwargs, statics)
+        if cached is not None:
+            leaves = cached.leaves(args, kwargs, statics, mode)
             if leaves is not None:
-                outcome: Outcome = cached.jitted(*leaves)
-                if outcome.assigned.positions:
-                    if cached.variables is None:
-                        cached.variables = [x if is_variable(x) else None for x in nodes_of((args, kwargs))]
-                    _write(cached.variables, outcome)
-                return True, outcome.out
+                return True, self._result(cached.jitted(*leaves), call, mode, lambda: cached.nodes(call))
         try:
-            flat = flatten_once((args, kwargs), graph=mode.graph)
+            flat = flatten_once(call, graph=mode.graph)
         except NotHandled:
             return False, None
         key = PlanKey(flat.treedef, statics, mode)
         jitted = self.plans.get(key, False)
         if jitted is False:
-            jitted = self._plan(key, flat, (args, kwargs))
+            jitted = self._plan(key, flat, call)
         if jitted is None:
             return False, None
         try:
-            outcome = jitted(*flat.leaves)
+            outcome: Outcome = jitted(*flat.leaves)
         except NotHandled:
             self.plans[key] = None
             return False, None
+        out = self._result(outcome, call, mode, lambda: flat.nodes if mode.graph else nodes_of(call))
+        if outcome.general is None:
+            self._cache(key, call, jitted)
+        return True, out
+
+    def _result(self, outcome: Outcome, call: tp.Any, mode: graphlib.Mode, nodes: tp.Callable[[], list[tp.Any]]) -> tp.Any:
+        """The call's output, once the assigned values (or the general path's result, for a
+        graph-mode call that changed the structure of its objects) reach the caller's objects;
+        ``nodes`` gives the nodes of ``call`` in flatten order."""
         if outcome.general is not None:
-            lifted = lift.lift(self.name, (args, kwargs), None, mode, coalesce=True)
-            return True, lift.apply(lifted, outcome.general)
+            lifted = lift.lift(self.name, call, None, mode, coalesce=True)
+            return lift.apply(lifted, outcome.general)
         if outcome.assigned.positions:
-            _write(flat.nodes if mode.graph else nodes_of((args, kwargs)), outcome)
-        if not mode.graph:
-            self._cache(key, (args, kwargs), jitted)
-        return True, outcome.out
+            _write(nodes(), outcome)
+        return outcome.out
 
     def _cache(self, key: PlanKey, call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]], jitted: tp.Callable) -> None:
-        """Keeps the structure of a tree-mode call that had to flatten, for the next call: only
+        """Keeps the structure of a call that had to flatten, for the next call: only
         when nothing changed in structure since the previous such call (a structure that
         changes between calls would be cached in vain) and this structure can be cached."""
         epoch = _structure.epoch
         if epoch != self.epoch or key in self.uncacheable:
             self.epoch, self.cached = epoch, None
             return
-        self.cached = cache_call(*call, key.statics, jitted, self._release)
+        self.cached = cache_call(*call, key.statics, key.mode, jitted, self._release)
         if self.cached is None:
             self.uncacheable.add(key)
 
