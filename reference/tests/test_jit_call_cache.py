@@ -71,6 +71,15 @@ def test_a_structure_changed_before_every_call_is_not_cached_in_vain(jit: Jit) -
     assert jitted._tree_jit.cached is None, "a structure that changes before every call was cached anyway"
 
 
+def test_models_called_in_turn_are_not_cached_in_vain(jit: Jit) -> None:
+    jitted = jit(_scaled)
+    first, second = _model(), nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+    for _ in range(2):
+        _check(jitted, first, first.kernel[...], "a call on another model")
+        _check(jitted, second, second.kernel[...], "a call on another model")
+    assert jitted._tree_jit.cached is None, "models called in turn were cached anyway"
+
+
 def test_a_variable_replaced_by_assignment_is_read(jit: Jit) -> None:
     jitted = jit(_scaled)
     model = _model()

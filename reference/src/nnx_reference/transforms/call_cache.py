@@ -103,6 +103,11 @@ def nodes_of(tree: tp.Any) -> list[tp.Any]:
     return nodes
 
 
+def identities(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> tuple[int, ...]:
+    """The ids of a call's Pytree and Variable arguments."""
+    return tuple(id(x) for x in (*args, *kwargs.values()) if isinstance(x, (Pytree, Variable)))
+
+
 def cache_call(
     args: tuple[tp.Any, ...],
     kwargs: dict[str, tp.Any],

@@ -33,7 +33,7 @@ from .. import _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
 from . import lift
-from .call_cache import CachedCall, cache_call, nodes_of
+from .call_cache import CachedCall, cache_call, identities, nodes_of
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics
 from .trees import is_object, is_variable
@@ -136,7 +136,7 @@ class TreeJit:
         self.plans: dict[PlanKey, jax.stages.Wrapped | None] = {}
         self.cached: CachedCall | None = None
         self.uncacheable: set[PlanKey] = set()
-        self.epoch: int | None = None  # the structure's epoch after the last call that flattened
+        self.seen: tuple[int, tuple[int, ...]] | None = None  # the epoch and objects of the last call that flattened
 
     def call(
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
@@ -182,12 +182,13 @@ class TreeJit:
         return outcome.out
 
     def _cache(self, key: PlanKey, call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]], jitted: tp.Callable) -> None:
-        """Keeps the structure of a call that had to flatten, for the next call: only
-        when nothing changed in structure since the previous such call (a structure that
-        changes between calls would be cached in vain) and this structure can be cached."""
-        epoch = _structure.epoch
-        if epoch != self.epoch or key in self.uncacheable:
-            self.epoch, self.cached = epoch, None
+        """Keeps the structure of a call that had to flatten, for the next call: only when the
+        call before that flattened too was on the same objects, with no structural change
+        since (objects that change between calls would be cached in vain), and this
+        structure can be cached."""
+        seen = (_structure.epoch, identities(*call))
+        if seen != self.seen or key in self.uncacheable:
+            self.seen, self.cached = seen, None
             return
         self.cached = cache_call(*call, key.statics, key.mode, jitted, self._release)
         if self.cached is None:
