@@ -170,7 +170,9 @@ class TreeJit:
             self._cache(key, call, jitted)
         return True, out
 
-    def _result(self, outcome: Outcome, call: tp.Any, mode: graphlib.Mode, nodes: tp.Callable[[], list[tp.Any]]) -> tp.Any:
+    def _result(
+        self, outcome: Outcome, call: tp.Any, mode: graphlib.Mode, nodes: tp.Callable[[], tp.Sequence[tp.Any]]
+    ) -> tp.Any:
         """The call's output, once the assigned values (or the general path's result, for a
         graph-mode call that changed the structure of its objects) reach the caller's objects;
         ``nodes`` gives the nodes of ``call`` in flatten order."""
