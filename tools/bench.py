@@ -12,7 +12,8 @@ arrays. Cases:
 * per call: the same 100-layer MLP as ``nnx.Linear`` layers through ``jax.jit``
   over ``nnx.split``'s state, ``nnx.jit`` in graph mode (with graph updates, the
   default) and in tree mode; as ``eqx.nn.Linear`` layers through ``jax.jit`` over
-  ``eqx.partition``'s arrays and through ``eqx.filter_jit``;
+  ``eqx.partition``'s arrays and through ``eqx.filter_jit``; every call on the same,
+  unchanged model (a training loop's steady state);
 * ``split``, ``merge``, ``state``, ``update`` and ``clone`` at 10, 100 and 1000
   layers, and each one's growth from 10 to 1000 layers (100 when linear);
 * an ``nnx.Optimizer`` (adam) step under ``nnx.jit`` on a small MLP;

@@ -17,7 +17,7 @@ import warnings
 import jax
 import numpy as np
 
-from . import reprlib
+from . import _structure, reprlib
 from ._config import ConfigContext, Setting
 
 A = tp.TypeVar("A")
@@ -151,6 +151,7 @@ class Metadata(dict[str, tp.Any]):
 
     def _changed(self) -> None:
         self._sorted = None
+        _structure.changed()
 
     def __setitem__(self, key: str, value: tp.Any) -> None:
         self._changed()

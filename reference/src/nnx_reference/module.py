@@ -15,7 +15,7 @@ import warnings
 
 import jax.numpy as jnp
 
-from . import graphlib
+from . import _structure, graphlib
 from ._config import SOW_CAPTURE_NOOP
 from .filterlib import to_predicate
 from .pytreelib import Pytree, data
@@ -361,6 +361,7 @@ def _remove_captures(modules: list[tuple[PathParts, Module]]) -> list[tuple[Path
     """Removes the ``__captures__`` attributes and returns their entries as ``(path, Variable)``."""
     items: list[tuple[PathParts, Variable[tp.Any]]] = []
     for path, module in modules:
+        _structure.touched(module)
         slots = vars(module).pop(CAPTURES, ())
         module._pytree__nodes.pop(CAPTURES, None)
         for slot in slots:

@@ -23,7 +23,7 @@ import warnings
 import jax
 import numpy as np
 
-from . import reprlib
+from . import _structure, reprlib
 from ._tracing import check_same_trace, current_trace_state
 from .variablelib import Variable
 
@@ -273,6 +273,7 @@ class Pytree:
         if isinstance(name, str) and name.startswith("_pytree__"):
             object.__setattr__(self, name, value)
             return
+        _structure.touched(self)
         check_same_trace(self.__dict__.get(TRACE_STATE), f"'{type(self).__name__}' from different trace")
         nodes = self._pytree__nodes
         explicit: bool | None = None
@@ -317,6 +318,7 @@ class Pytree:
             self.__dict__[name] = value
 
     def __delattr__(self, name: str) -> None:
+        _structure.touched(self)
         object.__delattr__(self, name)
         self._pytree__nodes.pop(name, None)
 

@@ -6,6 +6,7 @@ import typing as tp
 
 import jax
 
+from .. import _structure
 from .._tracing import current_trace_state
 from ..pytreelib import NODES, TRACE_STATE
 from ..statelib import FlatState, iter_flat_state
@@ -82,6 +83,7 @@ def _graph_unflatten(d: Definition, path: PathParts, ctx: _UnflattenContext) -> 
         for key, data, child in d.attributes:
             status[key] = data
             values[key] = _graph_unflatten(child, (*path, key), ctx) if data else child.value
+        _structure.touched(node)
         internals = {k: v for k, v in vars(node).items() if isinstance(k, str) and k.startswith("_pytree__")}
         node.__dict__.clear()
         node.__dict__.update(internals)

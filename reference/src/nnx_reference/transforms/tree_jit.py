@@ -16,6 +16,10 @@ In graph mode the function is traced as the general path traces it (lift, enter,
 call, exit): when the call kept the structure of its objects and returns none of
 them, only the assigned values come out; otherwise the trace returns the general
 path's :class:`lift.Result`, applied to the caller's objects as that path would.
+
+A call on the same objects as the previous one, when nothing changed in their
+structure since, skips the flattening: :mod:`.call_cache` reads the leaves straight
+from the Variables the previous call found.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ import typing as tp
 
 import jax
 
-from .. import graphlib, reprlib
+from .. import _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
 from . import lift
+from .call_cache import CachedCall, cache_call, identities, nodes_of
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics
 from .trees import is_object, is_variable
@@ -89,13 +94,6 @@ def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
     return Flat(leaves, treedef, nodes)
 
 
-def nodes_of(tree: tp.Any) -> list[tp.Any]:
-    """Every node of ``tree`` (containers, objects, leaves) in flatten order."""
-    nodes: list[tp.Any] = []
-    jax.tree_util.tree_flatten(tree, is_leaf=nodes.append)
-    return nodes
-
-
 def _guarded_recorder(nodes: list[tp.Any]) -> tp.Callable[[tp.Any], None]:
     """An ``is_leaf`` that appends each node to ``nodes`` and stops at a Pytree seen before."""
     pytrees: set[int] = set()
@@ -136,6 +134,9 @@ class TreeJit:
         self.fun = fun
         self.jit_kwargs = jit_kwargs
         self.plans: dict[PlanKey, jax.stages.Wrapped | None] = {}
+        self.cached: CachedCall | None = None
+        self.uncacheable: set[PlanKey] = set()
+        self.seen: tuple[int, tuple[int, ...]] | None = None  # the epoch and objects of the last call that flattened
 
     def call(
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
@@ -143,14 +144,20 @@ class TreeJit:
         """``(True, output)`` for a call handled here, ``(False, None)`` for the general path."""
         if inside_transformation():
             return False, None  # under a JAX trace the general path checks each Variable's trace
+        call = (args, kwargs)
+        cached = self.cached
+        if cached is not None:
+            leaves = cached.leaves(args, kwargs, statics, mode)
+            if leaves is not None:
+                return True, self._result(cached.jitted(*leaves), call, mode, lambda: cached.nodes(call))
         try:
-            flat = flatten_once((args, kwargs), graph=mode.graph)
+            flat = flatten_once(call, graph=mode.graph)
         except NotHandled:
             return False, None
         key = PlanKey(flat.treedef, statics, mode)
         jitted = self.plans.get(key, False)
         if jitted is False:
-            jitted = self._plan(key, flat, (args, kwargs))
+            jitted = self._plan(key, flat, call)
         if jitted is None:
             return False, None
         try:
@@ -158,18 +165,45 @@ class TreeJit:
         except NotHandled:
             self.plans[key] = None
             return False, None
+        out = self._result(outcome, call, mode, lambda: flat.nodes if mode.graph else nodes_of(call))
+        if outcome.general is None:
+            self._cache(key, call, jitted)
+        return True, out
+
+    def _result(
+        self, outcome: Outcome, call: tp.Any, mode: graphlib.Mode, nodes: tp.Callable[[], tp.Sequence[tp.Any]]
+    ) -> tp.Any:
+        """The call's output, once the assigned values (or the general path's result, for a
+        graph-mode call that changed the structure of its objects) reach the caller's objects;
+        ``nodes`` gives the nodes of ``call`` in flatten order."""
         if outcome.general is not None:
-            lifted = lift.lift(self.name, (args, kwargs), None, mode, coalesce=True)
-            return True, lift.apply(lifted, outcome.general)
+            lifted = lift.lift(self.name, call, None, mode, coalesce=True)
+            return lift.apply(lifted, outcome.general)
         if outcome.assigned.positions:
-            nodes = flat.nodes if mode.graph else nodes_of((args, kwargs))
-            for position, value in zip(outcome.assigned.positions, outcome.values):
-                nodes[position].set_raw_value(value)
-        return True, outcome.out
+            _write(nodes(), outcome)
+        return outcome.out
+
+    def _cache(self, key: PlanKey, call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]], jitted: tp.Callable) -> None:
+        """Keeps the structure of a call that had to flatten, for the next call: only when the
+        call before that flattened too was on the same objects, with no structural change
+        since (objects that change between calls would be cached in vain), and this
+        structure can be cached."""
+        seen = (_structure.epoch, identities(*call))
+        if seen != self.seen or key in self.uncacheable:
+            self.seen, self.cached = seen, None
+            return
+        self.cached = cache_call(*call, key.statics, key.mode, jitted, self._release)
+        if self.cached is None:
+            self.uncacheable.add(key)
+
+    def _release(self, _: tp.Any) -> None:
+        """Forgets the cached call when one of its objects is garbage collected."""
+        self.cached = None
 
     def _plan(self, key: PlanKey, flat: Flat, tree: tp.Any) -> jax.stages.Wrapped | None:
         if len(self.plans) >= _MAX_PLANS:
             self.plans.clear()
+            self.uncacheable.clear()
         pure = self._graph_pure(key) if key.mode.graph else self._tree_pure(key)
         nodes = flat.nodes if key.mode.graph else nodes_of(tree)
         jitted = jax.jit(pure, **self.jit_kwargs) if _handled(nodes, flat.leaves) else None
@@ -213,6 +247,12 @@ class TreeJit:
             return Outcome(Assigned(()), None, [], result)
 
         return pure
+
+
+def _write(nodes: tp.Sequence[tp.Any], outcome: Outcome) -> None:
+    """Sets the values the function assigned on the caller's Variables."""
+    for position, value in zip(outcome.assigned.positions, outcome.values):
+        nodes[position].set_raw_value(value)
 
 
 def _raw(x: tp.Any) -> tp.Any:
