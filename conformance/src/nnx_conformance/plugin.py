@@ -62,7 +62,7 @@ class XdistController:
         return scheduling.PageScheduling(config, log)
 
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        isolation.settle_crash(crashitem, report, sched)
+        isolation.settle_crash(crashitem, report, sched, self.suite.run_dir)
 
 
 class CollectionErrors:
@@ -94,6 +94,7 @@ class Termination:
 
 _TERMINATION = pytest.StashKey[Termination]()
 _XDIST_HOOKS = "nnx-conformance-xdist"
+_WORKER_GUARD = "nnx-conformance-worker-guard"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -115,7 +116,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(suite.outcomes, "nnx-conformance-outcomes")
     if suite.impl.module is not None:
         suite.recorder, suite.api_coverage = coverage.start(config, suite.impl.module)
-    if hasattr(config, "workerinput"):
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None:
+        if isolation.RUN_DIR_KEY in worker_input:
+            guard = isolation.WorkerGuard(Path(worker_input[isolation.RUN_DIR_KEY]), worker_input["workerid"])
+            config.pluginmanager.register(guard, _WORKER_GUARD)
         return
     config.pluginmanager.register(CollectionErrors(suite), "nnx-conformance-collection")
     distributed = getattr(config.option, "dist", "no") != "no"
@@ -136,7 +141,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if suite is not None:
         suite.stop()
         coverage.stop(config, suite.recorder)
-        for name in ("nnx-conformance-outcomes", "nnx-conformance-collection", _XDIST_HOOKS):
+        for name in ("nnx-conformance-outcomes", "nnx-conformance-collection", _XDIST_HOOKS, _WORKER_GUARD):
             plugin = config.pluginmanager.get_plugin(name)
             if plugin is not None:
                 config.pluginmanager.unregister(plugin)
