@@ -17,7 +17,7 @@ import pytest
 
 from hypothesis import settings as hypothesis_settings
 
-from . import artifacts, coverage, coverage_summary, devices, hypothesis_profiles, isolation, report, scheduling, settings
+from . import artifacts, coverage, coverage_summary, devices, graph_modes, hypothesis_profiles, isolation, report, scheduling, settings
 from .impl import ImplProxy, MissingName, Yardstick
 from .items import DOCS_MODULE, describe, doc_case, in_suite, in_suite_nodeid
 from .report import RunError
@@ -33,6 +33,7 @@ MARKERS = (
     "apis(*names): the nnx names a test exercises, e.g. apis('split', 'merge')",
     "documented(where): where the docs state or show what a test checks; None when only flax's observed behaviour does",
     "newer_flax(reason): the guide shows what only a flax newer than the pin does; the test checks the pin's behaviour",
+    "graph_mode(mode): the test checks a law of that global mode ('graph' or 'tree'), which it runs in whatever --graph-mode says",
 )
 
 
@@ -229,7 +230,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if unmet is not None:
         pytest.skip(unmet)
     if in_suite(item) and doc_case(item) is None:  # a doc page sets the mode once, when it starts
-        suite.enter_mode()
+        suite.enter_mode(graph_modes.pinned(item))
 
 
 @pytest.hookimpl(wrapper=True)
