@@ -48,3 +48,39 @@ def test_an_implementation_whose_clone_aborts_is_reported_in_full(pytester: pyte
     assert later and all("which crashed the test process" in t["message"] for t in later), \
         "the page's later examples are blocked by the crash"
     assert run.test("object/flax.nnx.data:1")["outcome"] == "passed", "another page runs as usual"
+
+
+# The cell leaves Python almost no stack: its own failure is raised, but pytest's
+# building of the failure report runs out of stack (INTERNALERROR in the worker).
+_EXHAUST_STACK = """
+import sys
+depth, frame = 0, sys._getframe()
+while frame is not None:
+    depth, frame = depth + 1, frame.f_back
+sys.setrecursionlimit(depth + 10)
+raise ValueError("the example fails")
+"""
+
+
+def test_an_internal_error_of_pytest_fails_its_example_and_the_run_goes_on(
+    pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_spec(
+        pytester.path,
+        GuidePage("guide:alone", [(_EXHAUST_STACK, None)]),
+        GuidePage("guide:broken", [("x = 1", None), (_EXHAUST_STACK, None), ("x", "1")]),
+        *(GuidePage(f"guide:calm{n}", [("1 + 1", "2")]) for n in range(4)),
+    )
+    importable(monkeypatch, pytester.path)
+    run = run_suite(pytester, fake_impl, pytester.path / "docs_extracted", "-n", "2")
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED, "pytest failing on a test is a failure of that test"
+    assert run.report["complete"], "the run goes on after pytest fails in a worker and reports every test"
+    outcomes = {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"]}
+    internal_error = "pytest failed on the test with an internal error: RecursionError: maximum recursion depth exceeded"
+    assert outcomes == {
+        "guide:broken/cell:1": ("passed", ""),
+        "guide:broken/cell:2": ("failed", internal_error),
+        "guide:broken/cell:3": ("skipped", "blocked by guide:broken/cell:2, which crashed the test process"),
+        "guide:alone/cell:1": ("failed", internal_error),
+        **{f"guide:calm{n}/cell:1": ("passed", "") for n in range(4)},
+    }, "the example pytest failed on fails with pytest's error; the rest of its page is blocked, other pages run"

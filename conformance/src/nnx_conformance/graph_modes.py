@@ -13,6 +13,8 @@ from __future__ import annotations
 import enum
 from types import ModuleType
 
+import pytest
+
 SETTERS = ("set_graph_mode", "set_graph_updates")
 """The nnx switches a mode sets."""
 
@@ -45,3 +47,14 @@ class GraphMode(enum.Enum):
 
 DEFAULT = GraphMode.GRAPH
 CHOICES = tuple(mode.value for mode in GraphMode)
+
+MARKER = "graph_mode"
+"""The marker that pins a test's global mode (``@pytest.mark.graph_mode("graph")``): the
+law it checks is that mode's (shared references, cycles, graph updates), so it runs in
+that mode whatever ``--graph-mode`` says, and checks the same thing in every run."""
+
+
+def pinned(item: pytest.Item) -> GraphMode | None:
+    """The global mode a test's ``graph_mode`` marker pins, if it has one."""
+    marker = item.get_closest_marker(MARKER)
+    return None if marker is None else GraphMode(*marker.args)

@@ -1,6 +1,9 @@
 """Tests that kill their process or never return: crash and timeout reports, page claims.
 
-The suite runs in pytest-xdist workers that are replaced when they die. A doc page
+The suite runs in pytest-xdist workers that are replaced when they die. A test on
+which pytest itself fails (an INTERNALERROR in its worker, such as a failure report
+that runs out of stack) ends its worker too (see :class:`WorkerGuard`), so it is
+reported like a crash, and the run goes on. A doc page
 runs in one worker (see ``scheduling``); when that worker dies,
 xdist hands the page's unfinished examples to a fresh worker, whose namespace lacks
 what the page had built. :class:`PageClaims` lets the fresh worker see this: the
@@ -14,6 +17,7 @@ import hashlib
 import os
 import signal
 import subprocess
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +71,79 @@ def worker_returncode(node: Any) -> int | None:
         return None
 
 
-def settle_crash(crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+def internal_error_message(reason: str) -> str:
+    """The failure message of a test on which pytest failed in its worker."""
+    return f"pytest failed on the test with an internal error: {reason}"
+
+
+def _internal_error_file(run_dir: Path, worker_id: str) -> Path:
+    return run_dir / f"internal-error-{worker_id}"
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` of an exception, even one whose message cannot be formatted."""
+    try:
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    except Exception:  # noqa: BLE001  a message that fails again must not hide the type
+        return type(exc).__name__
+
+
+class WorkerGuard:
+    """In an xdist worker: an error of pytest's own machinery while the tests run
+    (which xdist would take for the end of the whole run) ends the worker instead.
+
+    The worker leaves the error's line for the controller (see :func:`settle_crash`)
+    and exits; xdist then reports the test it was running as crashed and starts a
+    fresh worker for the rest.
+    """
+
+    def __init__(self, run_dir: Path, worker_id: str) -> None:
+        self.file = _internal_error_file(run_dir, worker_id)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        try:
+            return (yield)
+        except (session.Interrupted, session.Failed):
+            raise
+        except Exception as exc:  # noqa: BLE001  whatever broke pytest, the worker must not end the run
+            self.file.write_text(_one_line(exc), encoding="utf-8")
+            os._exit(pytest.ExitCode.INTERNAL_ERROR)
+
+
+def _internal_error_of(run_dir: Path | None, node: Any) -> str | None:
+    """The error a dead worker left before it ended itself (see :class:`WorkerGuard`), taken once."""
+    worker_id = getattr(getattr(node, "gateway", None), "id", None)
+    if run_dir is None or worker_id is None:
+        return None
+    path = _internal_error_file(run_dir, worker_id)
+    try:
+        reason = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    path.unlink()
+    return reason
+
+
+def settle_crash(crashitem: str, report: pytest.TestReport, sched: Any, run_dir: Path | None) -> None:
     """Word a crashed test's report, and keep xdist from running that test again.
 
-    xdist's group scheduler puts the crashed test back in the queue with the rest of
-    its group; marking it done there leaves only the group's remaining tests.
+    A worker that ended itself on an internal error of pytest (see :class:`WorkerGuard`)
+    left the error in ``run_dir``. xdist's group scheduler puts the crashed test back in
+    the queue with the rest of its group; marking it done there leaves only the group's
+    remaining tests, and a group left with none leaves the queue (a fresh worker given
+    it would wait for tests that never come, and the run with it).
     """
-    report.longrepr = crash_message(worker_returncode(getattr(report, "node", None)))
-    for units in (getattr(sched, "workqueue", {}), *getattr(sched, "assigned_work", {}).values()):
+    node = getattr(report, "node", None)
+    reason = _internal_error_of(run_dir, node)
+    report.longrepr = crash_message(worker_returncode(node)) if reason is None else internal_error_message(reason)
+    queue = getattr(sched, "workqueue", {})
+    for units in (queue, *getattr(sched, "assigned_work", {}).values()):
         for unit in units.values():
             if crashitem in unit:
                 unit[crashitem] = True
+    for scope in [scope for scope, unit in queue.items() if all(unit.values())]:
+        del queue[scope]
 
 
 class PageClaims:

@@ -17,7 +17,7 @@ import pytest
 
 from hypothesis import settings as hypothesis_settings
 
-from . import artifacts, coverage, coverage_summary, devices, hypothesis_profiles, isolation, report, scheduling, settings
+from . import artifacts, coverage, coverage_summary, devices, graph_modes, hypothesis_profiles, isolation, report, scheduling, settings
 from .impl import ImplProxy, MissingName, Yardstick
 from .items import DOCS_MODULE, describe, doc_case, in_suite, in_suite_nodeid
 from .report import RunError
@@ -33,6 +33,7 @@ MARKERS = (
     "apis(*names): the nnx names a test exercises, e.g. apis('split', 'merge')",
     "documented(where): where the docs state or show what a test checks; None when only flax's observed behaviour does",
     "newer_flax(reason): the guide shows what only a flax newer than the pin does; the test checks the pin's behaviour",
+    "graph_mode(mode): the test checks a law of that global mode ('graph' or 'tree'), which it runs in whatever --graph-mode says",
 )
 
 
@@ -62,7 +63,7 @@ class XdistController:
         return scheduling.PageScheduling(config, log)
 
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        isolation.settle_crash(crashitem, report, sched)
+        isolation.settle_crash(crashitem, report, sched, self.suite.run_dir)
 
 
 class CollectionErrors:
@@ -94,6 +95,7 @@ class Termination:
 
 _TERMINATION = pytest.StashKey[Termination]()
 _XDIST_HOOKS = "nnx-conformance-xdist"
+_WORKER_GUARD = "nnx-conformance-worker-guard"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -115,7 +117,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(suite.outcomes, "nnx-conformance-outcomes")
     if suite.impl.module is not None:
         suite.recorder, suite.api_coverage = coverage.start(config, suite.impl.module)
-    if hasattr(config, "workerinput"):
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None:
+        if isolation.RUN_DIR_KEY in worker_input:
+            guard = isolation.WorkerGuard(Path(worker_input[isolation.RUN_DIR_KEY]), worker_input["workerid"])
+            config.pluginmanager.register(guard, _WORKER_GUARD)
         return
     config.pluginmanager.register(CollectionErrors(suite), "nnx-conformance-collection")
     distributed = getattr(config.option, "dist", "no") != "no"
@@ -136,7 +142,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if suite is not None:
         suite.stop()
         coverage.stop(config, suite.recorder)
-        for name in ("nnx-conformance-outcomes", "nnx-conformance-collection", _XDIST_HOOKS):
+        for name in ("nnx-conformance-outcomes", "nnx-conformance-collection", _XDIST_HOOKS, _WORKER_GUARD):
             plugin = config.pluginmanager.get_plugin(name)
             if plugin is not None:
                 config.pluginmanager.unregister(plugin)
@@ -224,7 +230,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if unmet is not None:
         pytest.skip(unmet)
     if in_suite(item) and doc_case(item) is None:  # a doc page sets the mode once, when it starts
-        suite.enter_mode()
+        suite.enter_mode(graph_modes.pinned(item))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -79,6 +79,7 @@ class Suite:
     recorder: coverage.Recorder | None = None  # watches the public API where tests run
     api_coverage: coverage.Collected | None = None  # what the tests exercised, where the report is built
     _yardstick: Yardstick | str | None = None
+    _mode: GraphMode | None = None  # the mode the implementation was last put in (None: the run's)
     _written: float = 0.0  # when the report was last written while the run goes
     _pending: threading.Timer | None = None  # a progress write put off until the interval has passed
     _writing: threading.RLock = field(default_factory=threading.RLock)  # re-entered by the SIGTERM handler
@@ -173,13 +174,14 @@ class Suite:
         mode = self.settings.graph_mode.value
         return Skip(f"{SPEC_DEFECT}flax 0.12.12 fails it in {mode} mode ({entry.reason})", spec_defect=True)
 
-    def enter_mode(self) -> None:
-        """Put the implementation, and flax beside it if loaded, in the run's graph mode."""
+    def enter_mode(self, mode: GraphMode | None = None) -> None:
+        """Put the implementation, and flax beside it if loaded, in ``mode`` (by default the run's)."""
+        self._mode = mode or self.settings.graph_mode
         if self.impl.module is not None:
-            self.settings.graph_mode.apply(self.impl.module)
+            self._mode.apply(self.impl.module)
         if isinstance(self._yardstick, Yardstick):
             with self._yardstick.active() as flax_nnx:
-                self.settings.graph_mode.apply(flax_nnx)
+                self._mode.apply(flax_nnx)
 
     def note_collected(self, nodeids: list[str]) -> None:
         """In xdist's controller, which collects nothing itself: count a worker's collection,
@@ -204,7 +206,7 @@ class Suite:
         """The real flax.nnx for parity tests (imported on first use), or why there is none."""
         if self._yardstick is None:
             self._yardstick = Yardstick.load(self.impl, self.alias)
-            self.enter_mode()
+            self.enter_mode(self._mode)
         return self._yardstick
 
     def versions(self) -> dict[str, str | None]:

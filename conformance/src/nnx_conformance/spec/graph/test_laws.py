@@ -1,4 +1,8 @@
-"""Laws of the graph API: split/merge, state/update, clone, pop, graphdef, iter_graph."""
+"""Laws of the graph API: split/merge, state/update, clone, pop, graphdef, iter_graph.
+
+A law drawn on graphs with shared references and cycles is graph mode's: the test pins
+the global graph mode (tree mode refuses such graphs, see test_errors and test_mode_matrix);
+a law drawn in either mode passes ``graph=`` to every call."""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ def group_paths(nnx: Any, states: tuple[Any, ...]) -> list[set[tuple[Any, ...]]]
     ]
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references and cycles
 @pytest.mark.apis("split", "merge")
 @given(data=st.data())
 def test_merge_of_split_reproduces_the_graph_with_its_shared_references(nnx: Any, data: st.DataObject) -> None:
@@ -86,6 +91,7 @@ def test_split_without_a_catch_all_rejects_unmatched_variables(nnx: Any, data: s
         )
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references and cycles
 @pytest.mark.apis("split", "state")
 @given(data=st.data())
 def test_state_returns_the_states_of_split(nnx: Any, data: st.DataObject) -> None:
@@ -99,6 +105,7 @@ def test_state_returns_the_states_of_split(nnx: Any, data: st.DataObject) -> Non
         assert problem is None, f"state(node, *{filters!r})[{index}] differs from split's: {problem}"
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references and cycles
 @pytest.mark.apis("state", "update")
 @given(data=st.data())
 def test_update_with_the_nodes_own_state_changes_nothing(nnx: Any, data: st.DataObject) -> None:
@@ -152,6 +159,7 @@ def _flat(values: Any) -> list[Any]:
     return [x for item in values for x in _flat(item)] if isinstance(values, list) else [values]
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references and cycles
 @pytest.mark.apis("clone")
 @given(data=st.data())
 def test_clone_is_an_equal_graph_that_shares_no_variable_with_the_original(nnx: Any, data: st.DataObject) -> None:
@@ -169,6 +177,7 @@ def test_clone_is_an_equal_graph_that_shares_no_variable_with_the_original(nnx: 
     assert problem is None, f"writing to the clone changed the original {problem}"
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references and cycles
 @pytest.mark.apis("clone")
 @given(data=st.data())
 def test_clone_without_copying_variables_shares_every_variable(nnx: Any, data: st.DataObject) -> None:
@@ -212,7 +221,7 @@ def test_pop_removes_and_returns_exactly_the_filtered_variables(nnx: Any, data: 
 def test_equal_structures_have_equal_and_equally_hashed_graphdefs(nnx: Any, data: st.DataObject) -> None:
     graph = data.draw(nst.modes(), label="graph mode")
     node = data.draw(nst.graphs(nnx, shared=graph, cycles=graph), label="graph")
-    first, second = nnx.graphdef(node, graph=graph), nnx.graphdef(nnx.clone(node), graph=graph)
+    first, second = nnx.graphdef(node, graph=graph), nnx.graphdef(nnx.clone(node, graph=graph), graph=graph)
     assert first == second, f"graphdef(node) != graphdef(clone(node)) with graph={graph}: {first} vs {second}"
     assert hash(first) == hash(second), f"equal graphdefs hash to {hash(first)} and {hash(second)}"
     from_split = nnx.split(node, graph=graph)[0]
@@ -266,6 +275,7 @@ def test_iter_graph_visits_each_node_and_variable_once_after_its_children(nnx: A
     assert not early, f"iter_graph yielded a node before its descendant, (descendant, node): {early}"
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references and cycles
 @pytest.mark.apis("flatten", "unflatten")
 @given(data=st.data())
 def test_unflatten_of_flatten_reproduces_the_graph(nnx: Any, data: st.DataObject) -> None:

@@ -49,6 +49,7 @@ def draw_flagged(nnx: Any, data: st.DataObject) -> Any:
     return data.draw(nst.graphs(nnx, shared=True, mode_flags=True), label="graph with train/eval flags")
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references
 @pytest.mark.apis("Module.train", "Module.eval")
 @given(data=st.data())
 def test_train_and_eval_set_the_flags_of_exactly_the_modules_that_have_them(nnx: Any, data: st.DataObject) -> None:
@@ -62,6 +63,7 @@ def test_train_and_eval_set_the_flags_of_exactly_the_modules_that_have_them(nnx:
     assert problem is None, f"{method}() changed more than the flags {problem}"
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references
 @pytest.mark.apis("Module.set_attributes")
 @given(data=st.data())
 def test_set_attributes_reaches_exactly_the_matching_modules(nnx: Any, data: st.DataObject) -> None:
@@ -84,6 +86,7 @@ def test_set_attributes_reaches_exactly_the_matching_modules(nnx: Any, data: st.
     )
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references
 @pytest.mark.apis("with_attributes")
 @given(data=st.data())
 def test_with_attributes_leaves_the_original_untouched_and_shares_its_arrays(nnx: Any, data: st.DataObject) -> None:
@@ -107,6 +110,7 @@ def test_with_attributes_leaves_the_original_untouched_and_shares_its_arrays(nnx
     assert_shares_arrays(nnx, node, new, "with_attributes")
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references
 @pytest.mark.apis("view", "Dropout")
 @given(data=st.data())
 def test_view_sets_the_view_attributes_of_a_copy_and_shares_the_arrays(nnx: Any, data: st.DataObject) -> None:

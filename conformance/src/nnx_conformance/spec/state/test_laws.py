@@ -24,8 +24,9 @@ pytestmark = pytest.mark.kind("property")
 
 
 def draw_state(nnx: Any, data: st.DataObject) -> Any:
-    """The State of a drawn graph (shared references and cycles included)."""
-    return nnx.state(data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph"))
+    """The State of a drawn graph (shared references and cycles included, which only graph
+    mode takes: the State laws hold whatever the run's global mode)."""
+    return nnx.state(data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph"), graph=True)
 
 
 def state_variables(nnx: Any, state: Any) -> dict[tuple[Any, ...], Any]:
@@ -43,6 +44,7 @@ def state_variables(nnx: Any, state: Any) -> dict[tuple[Any, ...], Any]:
     return found
 
 
+@pytest.mark.graph_mode("graph")  # the graph drawn has shared references and cycles
 @pytest.mark.apis("state")
 @given(data=st.data())
 def test_state_holds_every_variable_of_the_graph_once_at_its_first_path(nnx: Any, data: st.DataObject) -> None:

@@ -4,7 +4,9 @@ over ``split``/``merge`` where the docs give that equivalence.
 
 The functions are drawn programs (``strategies.programs``): in-place Variable updates,
 Rngs draws and, where the mode propagates structural changes, sown Intermediates. Every
-law runs in graph mode and in tree mode (the ``graph`` argument of the transforms).
+law runs in graph mode with graph updates and in tree mode (the ``graph`` and
+``graph_updates`` arguments of the transforms, given per call, so that the global mode
+of the run decides nothing).
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ pytestmark = [
 ]
 
 Observation = dict[tuple[Any, ...], tuple[str, list[Any]]]
+
+
+def modes(graph: bool) -> dict[str, bool]:
+    """A transform's mode arguments: graph mode with graph updates (the release's default), or tree mode."""
+    return {"graph": graph, "graph_updates": graph}
 
 
 def observe(nnx: Any, model: Any) -> Observation:
@@ -84,7 +91,7 @@ def test_jit_leaves_the_module_in_the_state_that_eager_execution_leaves(
 ) -> None:
     model, program = draw_case(nnx, data, graph, structural=True)
     expected = run_eagerly(nnx, model, program)
-    nnx.jit(lambda m: program(nnx, m), graph=graph)(model)
+    nnx.jit(lambda m: program(nnx, m), **modes(graph))(model)
     assert_same_state(observe(nnx, model), expected, f"after nnx.jit(graph={graph}) of {program}")
 
 
@@ -101,7 +108,7 @@ def test_jit_matches_jax_jit_over_split_and_merge(nnx: Any, graph: bool, data: s
         return nnx.state(inner, graph=graph)
 
     nnx.update(twin, jax.jit(pure)(state))
-    nnx.jit(lambda m: program(nnx, m), graph=graph)(model)
+    nnx.jit(lambda m: program(nnx, m), **modes(graph))(model)
     assert_same_state(observe(nnx, model), observe(nnx, twin), f"nnx.jit(graph={graph}) against jax.jit of {program}")
 
 
@@ -143,12 +150,12 @@ def test_grad_and_value_and_grad_update_state_in_forward_and_give_the_eager_loss
     loss = loss_of(nnx, program)
     name = "value_and_grad" if use_value_and_grad else "grad"
     if use_value_and_grad:
-        value, grads = nnx.value_and_grad(loss, graph=graph)(model.params, model.state)
+        value, grads = nnx.value_and_grad(loss, **modes(graph))(model.params, model.state)
         assert float(value) == pytest.approx(float(expected_value), rel=1e-6), (
             f"nnx.value_and_grad(graph={graph}) of {program} gave the loss {value}, eagerly it is {expected_value}"
         )
     else:
-        grads = nnx.grad(loss, graph=graph)(model.params, model.state)
+        grads = nnx.grad(loss, **modes(graph))(model.params, model.state)
     assert_same_state(observe(nnx, model), observe(nnx, twin), f"after nnx.{name}(graph={graph}) of {program}")
     np.testing.assert_allclose(
         np.asarray(grads.w[...]), expected_grad, rtol=1e-6,
@@ -174,7 +181,7 @@ def test_vmap_with_broadcast_state_updates_the_module_once_as_eager_execution_do
         program(nnx, m)
         return x * jnp.sum(m.params.w[...])
 
-    ys = nnx.vmap(step, in_axes=(state_axes, 0), graph=graph)(model, xs)
+    ys = nnx.vmap(step, in_axes=(state_axes, 0), **modes(graph))(model, xs)
     assert_same_state(observe(nnx, model), observe(nnx, twin), f"after nnx.vmap(graph={graph}) of {program}")
     np.testing.assert_allclose(np.asarray(ys), np.asarray(expected_ys), rtol=1e-6,
                                err_msg=f"nnx.vmap(graph={graph}) of {program} returned {ys}, expected {expected_ys}")
@@ -196,7 +203,7 @@ def test_scan_over_a_module_carry_matches_an_eager_loop(nnx: Any, graph: bool, d
         program(nnx, m)
         return m, x * jnp.sum(m.state.stat[...])
 
-    _, ys = nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph)(model, xs)
+    _, ys = nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), **modes(graph))(model, xs)
     assert_same_state(observe(nnx, model), observe(nnx, twin), f"after nnx.scan(graph={graph}) of {program}")
     np.testing.assert_allclose(np.asarray(ys), np.asarray(expected_ys), rtol=1e-6,
                                err_msg=f"nnx.scan(graph={graph}) of {program} stacked {ys}, expected {expected_ys}")
@@ -214,10 +221,10 @@ def test_cond_and_switch_update_the_module_as_the_chosen_branch_does_eagerly(
     functions = [lambda m, program=program: program(nnx, m) for program in branches]
     if len(branches) == 2 and data.draw(st.booleans(), label="use cond"):
         name = "cond"
-        nnx.cond(jnp.asarray(index == 0), functions[0], functions[1], model, graph=graph)
+        nnx.cond(jnp.asarray(index == 0), functions[0], functions[1], model, **modes(graph))
     else:
         name = "switch"
-        nnx.switch(jnp.asarray(index), functions, model, graph=graph)
+        nnx.switch(jnp.asarray(index), functions, model, **modes(graph))
     assert_same_state(observe(nnx, model), expected, f"after nnx.{name}(graph={graph}) choosing {branches[index]}")
 
 
@@ -234,7 +241,7 @@ def test_fori_loop_and_while_loop_match_an_eager_loop(nnx: Any, graph: bool, dat
             program(nnx, m)
             return m
 
-        nnx.fori_loop(0, iterations, body, model, graph=graph)
+        nnx.fori_loop(0, iterations, body, model, **modes(graph))
     else:
         name = "while_loop"
 
@@ -242,7 +249,7 @@ def test_fori_loop_and_while_loop_match_an_eager_loop(nnx: Any, graph: bool, dat
             program(nnx, carry[1])
             return carry[0] + 1, carry[1]
 
-        nnx.while_loop(lambda carry: carry[0] < iterations, while_body, (jnp.asarray(0), model), graph=graph)
+        nnx.while_loop(lambda carry: carry[0] < iterations, while_body, (jnp.asarray(0), model), **modes(graph))
     context = f"after {iterations} iterations of nnx.{name}(graph={graph}) of {program}"
     assert_same_state(observe(nnx, model), expected, context)
 
@@ -254,7 +261,7 @@ def test_remat_leaves_the_module_in_the_state_that_eager_execution_leaves(
 ) -> None:
     model, program = draw_case(nnx, data, graph, structural=True)
     expected = run_eagerly(nnx, model, program)
-    nnx.remat(lambda m: program(nnx, m), graph=graph)(model)
+    nnx.remat(lambda m: program(nnx, m), **modes(graph))(model)
     assert_same_state(observe(nnx, model), expected, f"after nnx.remat(graph={graph}) of {program}")
 
 
@@ -271,7 +278,7 @@ def test_eval_shape_leaves_the_module_untouched_and_gives_the_eager_output_shape
         program(nnx, m)
         return m.params.w[...] + m.state.stat[...]
 
-    out = nnx.eval_shape(run, model, graph=graph)
+    out = nnx.eval_shape(run, model, **modes(graph))
     assert_same_state(observe(nnx, model), before, f"after nnx.eval_shape(graph={graph}) of {program}")
     eager = run(copy.deepcopy(model))
     assert (out.shape, out.dtype) == (eager.shape, eager.dtype), (
