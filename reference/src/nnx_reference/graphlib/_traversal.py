@@ -178,6 +178,7 @@ def with_vars(
 
     if resolve_graph(None) and is_node(node):
         return map(convert, node)
+    check_tree(node, "split", "keystr")  # flax's tree mode takes the model apart as split does, and says so
     return jax.tree_util.tree_map_with_path(  # type: ignore[no-any-return]
         lambda p, x: convert(tuple(jax_key(e) for e in p), x), node, is_leaf=lambda x: isinstance(x, Variable)
     )

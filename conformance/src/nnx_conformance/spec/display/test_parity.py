@@ -147,6 +147,9 @@ def _difference(expected: str, actual: str) -> str:
     return "\n".join(list(lines)[:40])
 
 
+# flax 0.12.12's tabulate raises in tree mode on some of these models and, when it does, leaves a
+# hook on RngStream that breaks every later Rngs call of its process: the tables are compared in graph mode
+@pytest.mark.graph_mode("graph")
 @pytest.mark.apis("tabulate")
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_tabulate_gives_flax_table_character_for_character(nnx: Any, flax_nnx: Any, case: str) -> None:

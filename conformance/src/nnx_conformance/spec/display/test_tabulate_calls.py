@@ -80,6 +80,9 @@ def _model(nnx: Any, program: Program) -> Any:
     return Model()
 
 
+# flax 0.12.12's tabulate raises in tree mode on some of these models and, when it does, leaves a
+# hook on RngStream that breaks every later Rngs call of its process: the tables are compared in graph mode
+@pytest.mark.graph_mode("graph")
 @pytest.mark.apis("tabulate")
 @given(program=programs)
 def test_tabulate_records_the_calls_flax_records(nnx: Any, flax_nnx: Any, program: Program) -> None:

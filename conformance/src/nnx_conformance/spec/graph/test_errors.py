@@ -44,6 +44,18 @@ def test_tree_mode_rejects_a_variable_shared_by_two_attributes_naming_both_paths
         getattr(nnx, api)(model, graph=False)
 
 
+@pytest.mark.apis("with_vars", "set_graph_mode")
+@pytest.mark.parametrize("allow_duplicates", [False, True])
+def test_with_vars_in_tree_mode_rejects_a_variable_shared_by_two_attributes_naming_both_paths(
+    nnx: Any, allow_duplicates: bool
+) -> None:
+    # flax 0.12.12 takes the model apart as tree-mode split does, so allow_duplicates
+    # (which is about turning shared Variables into Refs) does not let the sharing through.
+    model = _shared_model(nnx)
+    with nnx.set_graph_mode(False), pytest.raises(ValueError, match=r"(?s)Duplicate Param.*found at paths:.*\.a.*\.b"):
+        nnx.with_vars(model, allow_duplicates=allow_duplicates)
+
+
 @pytest.mark.apis("split", "merge")
 def test_graph_mode_accepts_the_shared_variable_that_tree_mode_rejects(nnx: Any) -> None:
     # The counterpart of the error above: graph mode keeps one copy of the shared Param.
