@@ -12,6 +12,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nnx_conformance.assertions import assert_same, expected_got
+from nnx_conformance.compare_state import Scenario, error_line
+
 
 class ArrayShape(NamedTuple):
     """An argument array as a call record keeps it: its shape and dtype."""
@@ -132,3 +135,11 @@ class OptionCase:
             return y, nnx.state(layer), grads, options
 
         return run
+
+
+def assert_runs_as_in_flax(yardstick: Any, nnx: Any, scenario: Scenario) -> None:
+    """``assert_same``, for a scenario that flax.nnx runs without error: both raising the
+    same exception would say nothing of the keywords a case passes."""
+    __tracebackhide__ = True
+    expected = assert_same(yardstick, nnx, scenario)
+    assert expected.error is None, expected_got("the scenario on flax.nnx", "no error", error_line(expected.error))
