@@ -100,6 +100,14 @@ def dot_general_class() -> type[ScaledDotGeneralClass]:
     return type("RecordedDotGeneral", (ScaledDotGeneralClass,), {"calls": []})
 
 
+def _records(options: dict[str, Any]) -> dict[str, list[Any]]:
+    """The calls that the recording callables among ``options`` saw, by keyword."""
+    return {
+        name: value.calls for name, value in options.items()
+        if isinstance(value, (Promotion, ScaledOperation)) or (isinstance(value, type) and issubclass(value, ScaledDotGeneralClass))
+    }
+
+
 Options = Callable[[Any], dict[str, Any]]
 """The keywords a case passes a layer, made afresh for each implementation (given its nnx
 module, for Variable types), so that each side's recording callables start empty."""
@@ -132,7 +140,7 @@ class OptionCase:
                 return sum(jnp.sum(jnp.square(a.astype(jnp.float32))) for a in leaves)
 
             grads = nnx.grad(loss)(layer)
-            return y, nnx.state(layer), grads, options
+            return y, nnx.state(layer), grads, _records(options)
 
         return run
 
