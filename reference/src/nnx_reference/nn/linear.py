@@ -30,8 +30,18 @@ def _as_tuple(x) -> tuple:
 
 
 def _sharding_kw(out_sharding) -> dict[str, tp.Any]:
-    """``out_sharding`` as a keyword, left out when ``None`` so custom ops need not take it."""
+    """``out_sharding`` as a keyword, left out when ``None``."""
     return {} if out_sharding is None else {"out_sharding": out_sharding}
+
+
+def _op_keywords(preferred_element_type: Dtype | None, out_sharding: tp.Any) -> dict[str, tp.Any]:
+    """The keywords a layer's contraction (its ``dot_general``, ``einsum_op`` or
+    ``conv_general_dilated``, a user's own included) gets besides ``precision``, as flax
+    passes them: ``out_sharding`` always, ``preferred_element_type`` when set."""
+    keywords = {"out_sharding": out_sharding}
+    if preferred_element_type is not None:
+        keywords["preferred_element_type"] = preferred_element_type
+    return keywords
 
 
 def _add_bias(y: Array, bias: Array | None) -> Array:
@@ -91,8 +101,7 @@ class Linear(Module):
             kernel,
             (((inputs.ndim - 1,), (0,)), ((), ())),
             precision=self.precision,
-            preferred_element_type=self.preferred_element_type,
-            **_sharding_kw(out_sharding),
+            **_op_keywords(self.preferred_element_type, out_sharding),
         )
         return _add_bias(y, bias)
 
@@ -185,8 +194,7 @@ class LinearGeneral(Module):
             kernel,
             ((axis, contract_ind), (batch_dims, batch_ind)),
             precision=self.precision,
-            preferred_element_type=self.preferred_element_type,
-            **_sharding_kw(out_sharding),
+            **_op_keywords(self.preferred_element_type, out_sharding),
         )
         if bias is not None:
             # The output is (batch axes, free input axes, out features): give the
@@ -264,8 +272,7 @@ class Einsum(Module):
             inputs,
             kernel,
             precision=self.precision,
-            preferred_element_type=self.preferred_element_type,
-            **_sharding_kw(out_sharding),
+            **_op_keywords(self.preferred_element_type, out_sharding),
         )
         if bias is not None:
             lhs, out = einsum_str.split("->")
@@ -417,8 +424,7 @@ class Conv(Module):
             dimension_numbers=_channels_last_dimension_numbers(inputs.ndim),
             feature_group_count=self.feature_group_count,
             precision=self.precision,
-            preferred_element_type=self.preferred_element_type,
-            **_sharding_kw(out_sharding),
+            **_op_keywords(self.preferred_element_type, out_sharding),
         )
         return restore_batch(_add_bias(y, bias), batch_shape)
 

@@ -265,7 +265,7 @@ class GRUCell(_GatedCell):
 
 
 class SimpleCell(_GatedCell):
-    """Elman cell: ``h' = activation_fn(dense_i(x) + dense_h(h))`` (plus ``h`` if ``residual``)."""
+    """Elman cell: ``h' = activation_fn(dense_i(x) + dense_h(h))``, with ``+ h`` inside if ``residual``."""
 
     def __init__(
         self,
@@ -301,9 +301,10 @@ class SimpleCell(_GatedCell):
         self.dense_i = from_inputs()
 
     def __call__(self, carry: Array, inputs: Array):
-        new_carry = self.activation_fn(self.dense_i(inputs) + self.dense_h(carry))
-        if self.residual:
-            new_carry = new_carry + carry
+        pre_activation = self.dense_i(inputs) + self.dense_h(carry)
+        if self.residual:  # inside the activation, as the docs' formula and flax have it
+            pre_activation = pre_activation + carry
+        new_carry = self.activation_fn(pre_activation)
         return new_carry, new_carry
 
 
