@@ -101,6 +101,7 @@ def test_shard_map_rejects_statesharding_in_tree_mode(nnx: Any) -> None:
         f(_single(nnx))
 
 
+@pytest.mark.graph_mode("graph")  # the aliasing check and its message are graph mode's; tree mode refuses any aliasing
 @pytest.mark.apis("vmap")
 def test_vmap_rejects_a_variable_reached_with_different_axes(nnx: Any) -> None:
     class Weights(nnx.Module):
@@ -150,6 +151,7 @@ def test_jit_rejects_a_bound_method(nnx: Any) -> None:
         nnx.jit(Scale().apply)
 
 
+@pytest.mark.graph_mode("graph")  # the message is graph mode's; in tree mode JAX's own pytree structure error speaks
 @pytest.mark.apis("while_loop")
 def test_while_loop_rejects_a_body_that_changes_the_loop_structure(nnx: Any) -> None:
     with pytest.raises(

@@ -53,6 +53,7 @@ def assert_on_the_partition_sharding(model: Any, mesh: jax.sharding.Mesh, contex
         )
 
 
+@pytest.mark.graph_mode("graph")  # StateSharding prefixes need graph mode with graph updates
 @pytest.mark.apis("shard_map", "StateSharding")
 def test_shard_map_with_state_sharding_matches_the_unsharded_computation(nnx: Any) -> None:
     count = len(jax.devices())
@@ -78,6 +79,7 @@ def test_shard_map_with_state_sharding_matches_the_unsharded_computation(nnx: An
     assert y.sharding == NamedSharding(device_mesh(), P(AXIS)), f"the output is on {y.sharding}, expected P({AXIS!r})"
 
 
+@pytest.mark.graph_mode("graph")  # StateSharding prefixes need graph mode with graph updates
 @pytest.mark.apis("jit", "get_partition_spec", "get_named_sharding", "with_partitioning", "StateSharding")
 def test_jit_of_a_module_with_named_shardings_puts_each_variable_on_its_partition(nnx: Any) -> None:
     mesh = device_mesh()
@@ -101,6 +103,7 @@ def test_jit_of_a_module_with_named_shardings_puts_each_variable_on_its_partitio
                                err_msg=f"the sharded forward pass gave {y}, unsharded it is {expected}")
 
 
+@pytest.mark.graph_mode("graph")  # the function returns its input State's Variables, which tree mode refuses as aliasing
 @pytest.mark.apis("jit", "split", "merge", "get_named_sharding", "with_partitioning")
 def test_jit_of_a_state_with_named_shardings_puts_each_variable_on_its_partition(nnx: Any) -> None:
     mesh = device_mesh()
