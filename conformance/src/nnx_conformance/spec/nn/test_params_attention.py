@@ -25,7 +25,10 @@ from nnx_conformance.strategies.callables import (
     scaled_dot_general,
 )
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention")]
+# Graph mode, whatever --graph-mode says: these keyword cases were drawn against flax in graph mode;
+# in tree mode flax 0.12.12 crashes on some (a segmentation fault in RNN's time-major scan, nnx.grad over
+# the Rngs count) and the cases have no tree-mode form yet.
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention"), pytest.mark.graph_mode("graph")]
 
 NORMAL = jax.nn.initializers.normal(0.5)
 HIGHEST = jax.lax.Precision.HIGHEST
