@@ -333,10 +333,14 @@ class SplitBackups:
 
 
 def restore_rngs(backups: tp.Iterable[StreamBackup], /) -> None:
-    """Puts back the keys and counts saved by in-place ``split_rngs``/``fork_rngs``."""
-    for stream, key, count in backups:
-        stream.key.set_value(key)
-        stream.count.set_value(count)
+    """Puts back the keys and counts saved by in-place ``split_rngs``/``fork_rngs``.
+
+    Each backup is read by index, stream first, then key and count, as flax reads them."""
+    for backup in backups:
+        stream = backup[0]
+        stream.key.set_value(backup[1])
+        if len(backup) > 2:
+            stream.count.set_value(backup[2])
 
 
 def _rewrite_streams(

@@ -20,7 +20,7 @@ from ._defs import (
     def_repr,
 )
 from ._flatten import flatten_node
-from ._mode import resolve_graph
+from ._mode import resolve_graph, resolve_mode
 from ._nodes import Key, PathParts
 from ._unflatten import collect_leaves, from_leaves, from_values
 
@@ -241,5 +241,9 @@ def call(graphdef_state: tuple[GraphDef[A], State], /) -> ApplyCaller:
 def cached_partial(
     f: tp.Callable[..., tp.Any], *cached_args: tp.Any, graph: bool | None = None, graph_updates: bool | None = None
 ) -> tp.Callable[..., tp.Any]:
-    """``functools.partial(f, *cached_args)``; the graph structure of the arguments is computed once."""
+    """``functools.partial(f, *cached_args)``; the graph structure of the arguments is computed once.
+
+    Graph mode with graph updates only: the cached arguments are updated in place."""
+    if not resolve_mode(graph, graph_updates).graph_updates:  # false outside graph mode
+        raise ValueError("cached_partial is a graph-mode-only API and requires graph_updates=True.")
     return functools.partial(f, *cached_args)

@@ -111,6 +111,16 @@ def _check_tree_mode_argnums(name: str, argnums: tuple[int | DiffState, ...], mo
     checks.reject_prefix_objects(name, argnums, DiffState, mode, "argnums")
 
 
+def _check_positional_count(argnums: int | tuple[int, ...], args: tuple) -> None:
+    """Raises, as ``jax.grad`` does, when ``argnums`` names a position the caller did not pass."""
+    needed = max((argnums,) if isinstance(argnums, int) else argnums, default=-1) + 1
+    if needed > len(args):
+        raise TypeError(
+            f"differentiating with respect to {argnums=} requires at least {needed} positional "
+            f"arguments to be passed by the caller, but got only {len(args)} positional arguments."
+        )
+
+
 def _grad_call(
     name: str,
     fun: tp.Callable,
@@ -121,12 +131,20 @@ def _grad_call(
     graph: bool | None,
     graph_updates: bool | None,
     args: tuple,
+    kwargs: dict[str, tp.Any],
 ) -> tuple[tp.Any, tp.Any]:
-    """Run ``fun`` under ``jax.value_and_grad``; returns ``(value, grads)``."""
+    """Run ``fun`` under ``jax.value_and_grad``; returns ``(value, grads)``.
+
+    With graph updates, keyword arguments move to the positions they name; otherwise they
+    pass through to ``fun`` undifferentiated, as ``jax.grad``'s do."""
     single = isinstance(argnums, (int, DiffState))
     nums = (argnums,) if single else tuple(argnums)
     mode = trees.resolve_mode(graph, graph_updates)
     _check_tree_mode_argnums(name, nums, mode)
+    if mode.graph_updates:
+        args, kwargs = trees.positional(fun, args, kwargs), {}
+    else:
+        _check_positional_count(argnums if single else nums, args)
     prefixes = _arg_prefixes(nums, len(args))
     if not mode.graph_updates:  # the whole argument is differentiated, as a tree
         prefixes = tuple(DiffPrefix(... if p.filter is not None else None) for p in prefixes)
@@ -136,7 +154,7 @@ def _grad_call(
     def pure_fn(diff: tp.Any, rest: tp.Any) -> tuple[tp.Any, tp.Any]:
         entered = lift.enter(lifted.static, trees.join(diff, rest))
         inner_args, _ = entered.args
-        out = fun(*inner_args)
+        out = fun(*inner_args, **kwargs)
         value, aux = out if has_aux else (out, None)
         return value, lift.exit(name, lifted.static, entered, aux)
 
@@ -184,8 +202,7 @@ def grad(
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
             value, grads = _grad_call(
-                "grad", fun, argnums, has_aux, holomorphic, allow_int, graph, graph_updates,
-                trees.positional(fun, args, kwargs),
+                "grad", fun, argnums, has_aux, holomorphic, allow_int, graph, graph_updates, args, kwargs
             )
             return (grads, value[1]) if has_aux else grads
 
@@ -220,7 +237,7 @@ def value_and_grad(
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
             return _grad_call(
                 "value_and_grad", fun, argnums, has_aux, holomorphic, allow_int, graph,
-                graph_updates, trees.positional(fun, args, kwargs),
+                graph_updates, args, kwargs,
             )
 
         return wrapper

@@ -71,11 +71,20 @@ def eval_shape(
 ) -> tp.Any:
     """Lifted ``jax.eval_shape``: the output with ``ShapeDtypeStruct`` values; inputs untouched."""
     trees.reject_bound_method("eval_shape", f)
-    if not trees.resolve_mode(graph, graph_updates).graph_updates:
+    updates = trees.resolve_mode(graph, graph_updates).graph_updates
+    if not updates:
         checks.check_no_sharing("eval_shape", (args, kwargs))
     lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
     pure_fn = _pure("eval_shape", lifted, f)
-    result = jax.eval_shape(lambda pure: refs.read_refs(pure_fn(pure)), lifted.pure)
+
+    @functools.wraps(f)  # jax's errors name ``f``
+    def traced_fn(pure: tp.Any) -> tp.Any:
+        # With graph updates a Ref made inside comes out as its value's shape; without, jax
+        # rejects it as it does any Ref a traced function returns.
+        out = pure_fn(pure)
+        return refs.read_refs(out) if updates else out
+
+    result = jax.eval_shape(traced_fn, lifted.pure)
     return lift.apply(lifted, result, write=False)
 
 

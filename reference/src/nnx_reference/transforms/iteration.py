@@ -330,18 +330,22 @@ def _restored_on_error(objects: list[tuple[tp.Any, tp.Any]]) -> tp.Iterator[None
 
 
 def _loop_body(
-    name: str, static: lift.InStatic, step: tp.Callable[[tp.Any], tp.Any], keeps_variables: bool
+    name: str, static: lift.InStatic, step: tp.Callable[[tp.Any], tp.Any], keeps_variables: bool, graph: bool
 ) -> tp.Callable:
     """Wrap ``step`` (value -> value) as a pure carry function checking the structure;
-    ``keeps_variables``: the body must also return the very Variables it was given."""
+    ``keeps_variables``: the body must also return the very Variables it was given, and in
+    graph mode (``graph``) keep the graph structure of the value."""
 
     def body(pure: tp.Any) -> tp.Any:
         value = lift.enter(static, pure).args
         variables = _variables(value) if keeps_variables else None
+        graphdef = graphlib.graphdef(value, graph=True) if keeps_variables and graph else None
         new_value = step(value)
         if variables is not None and _variables(new_value) != variables:
             if static.graph_updates:
                 raise ValueError(_STRUCTURE_CHANGED.format(name=name))
+            if graphdef is not None and graphlib.graphdef(new_value, graph=True) != graphdef:
+                raise ValueError(_GRAPH_CHANGED.format(name=name))
             raise ValueError(f"{name} Variable identity must be preserved across iterations.")
         mode = Mode(static.graph, static.graph_updates)
         relifted = lift.lift(name, new_value, None, mode, coalesce=True)
@@ -356,6 +360,12 @@ _STRUCTURE_CHANGED = (
     "nnx.{name} requires body function's input and output to have the same reference and "
     "pytree structure, but they differ: the body changed the containers, graph nodes or "
     "Variables of the loop value"
+)
+
+
+_GRAPH_CHANGED = (
+    "pytree structure error: the body of nnx.{name} returned a loop value whose graph "
+    "structure (graph nodes, attributes, Variable types) differs from the one it was given"
 )
 
 
@@ -398,7 +408,9 @@ def while_loop(
 
     cond = traced.pure_function(cond_fun, ("while_loop cond", static), build_cond)
     body = traced.pure_function(
-        body_fun, ("while_loop body", static), lambda call: _loop_body("while_loop", static, call, True)
+        body_fun,
+        ("while_loop body", static, mode.graph),
+        lambda call: _loop_body("while_loop", static, call, True, mode.graph),
     )
     result = jax.lax.while_loop(cond, body, lifted.pure)
     return lift.apply_same(lifted, result)
@@ -422,11 +434,13 @@ def fori_loop(
 
     def build(call: tp.Callable) -> tp.Callable:
         def body(i: tp.Any, pure: tp.Any) -> tp.Any:
-            step = _loop_body("fori_loop", static, lambda value: call(i, value), not static.graph_updates)
+            step = _loop_body(
+                "fori_loop", static, lambda value: call(i, value), not static.graph_updates, mode.graph
+            )
             return step(pure)
 
         return body
 
-    body = traced.pure_function(body_fun, ("fori_loop", static), build)
+    body = traced.pure_function(body_fun, ("fori_loop", static, mode.graph), build)
     result = jax.lax.fori_loop(lower, upper, body, lifted.pure, unroll=unroll)
     return lift.apply_same(lifted, result)

@@ -77,12 +77,15 @@ def scan(
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+            mode = trees.resolve_mode(graph, graph_updates)
+            if kwargs and not mode.graph_updates:  # only graph updates map keywords to positions
+                name = next(iter(kwargs))
+                raise TypeError(f"{wrapper.__qualname__}() got an unexpected keyword argument '{name}'")
             args = trees.positional(fun, args, kwargs)
             if in_axes is Carry and len(args) != 1:
                 raise ValueError(
                     f"When in_axes=Carry, the function must take exactly one argument, got {len(args)} arguments."
                 )
-            mode = trees.resolve_mode(graph, graph_updates)
             reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
             arg_axes = per_arg(in_axes, args)
             lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes)
