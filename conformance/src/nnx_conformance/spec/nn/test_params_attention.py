@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
+    IN_GRAPH_MODE,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -25,10 +26,7 @@ from nnx_conformance.strategies.callables import (
     scaled_dot_general,
 )
 
-# Graph mode, whatever --graph-mode says: these keyword cases were drawn against flax in graph mode;
-# in tree mode flax 0.12.12 crashes on some (a segmentation fault in RNN's time-major scan, nnx.grad over
-# the Rngs count) and the cases have no tree-mode form yet.
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention"), pytest.mark.graph_mode("graph")]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention"), IN_GRAPH_MODE]
 
 NORMAL = jax.nn.initializers.normal(0.5)
 HIGHEST = jax.lax.Precision.HIGHEST

@@ -11,12 +11,9 @@ from hypothesis import given, settings
 
 from nnx_conformance import strategies
 from nnx_conformance.assertions import expected_got
-from nnx_conformance.strategies.callables import Promotion
+from nnx_conformance.strategies.callables import IN_GRAPH_MODE, Promotion
 
-# Graph mode, whatever --graph-mode says: these keyword cases were drawn against flax in graph mode;
-# in tree mode flax 0.12.12 crashes on some (a segmentation fault in RNN's time-major scan, nnx.grad over
-# the Rngs count) and the cases have no tree-mode form yet.
-pytestmark = [pytest.mark.kind("property"), pytest.mark.area("nn/normalization"), pytest.mark.graph_mode("graph")]
+pytestmark = [pytest.mark.kind("property"), pytest.mark.area("nn/normalization"), IN_GRAPH_MODE]
 
 
 @pytest.mark.apis("WeightNorm")

@@ -17,19 +17,17 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
-    assert_runs_as_in_flax,
+    IN_GRAPH_MODE,
     OptionCase,
     Promotion,
+    assert_runs_as_in_flax,
     dot_general_class,
     scaled_conv,
     scaled_dot_general,
     scaled_einsum,
 )
 
-# Graph mode, whatever --graph-mode says: these keyword cases were drawn against flax in graph mode;
-# in tree mode flax 0.12.12 crashes on some (a segmentation fault in RNN's time-major scan, nnx.grad over
-# the Rngs count) and the cases have no tree-mode form yet.
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear"), pytest.mark.graph_mode("graph")]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear"), IN_GRAPH_MODE]
 
 NORMAL = jax.nn.initializers.normal(0.5)
 HIGHEST = jax.lax.Precision.HIGHEST

@@ -15,12 +15,14 @@ import pytest
 from hypothesis import given, settings
 
 from nnx_conformance import strategies
-from nnx_conformance.strategies.callables import OptionCase, Promotion, assert_runs_as_in_flax
+from nnx_conformance.strategies.callables import (
+    IN_GRAPH_MODE,
+    OptionCase,
+    Promotion,
+    assert_runs_as_in_flax,
+)
 
-# Graph mode, whatever --graph-mode says: these keyword cases were drawn against flax in graph mode;
-# in tree mode flax 0.12.12 crashes on some (a segmentation fault in RNN's time-major scan, nnx.grad over
-# the Rngs count) and the cases have no tree-mode form yet.
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/normalization"), pytest.mark.graph_mode("graph")]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/normalization"), IN_GRAPH_MODE]
 
 NORMAL = jax.nn.initializers.normal(0.5)
 AXIS = "batch"

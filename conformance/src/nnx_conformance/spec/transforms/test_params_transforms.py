@@ -16,12 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.strategies.callables import assert_runs_as_in_flax
+from nnx_conformance.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
 
-# Graph mode, whatever --graph-mode says: these keyword cases were drawn against flax in graph mode;
-# in tree mode flax 0.12.12 crashes on some (a segmentation fault in RNN's time-major scan, nnx.grad over
-# the Rngs count) and the cases have no tree-mode form yet.
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms"), pytest.mark.graph_mode("graph")]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms"), IN_GRAPH_MODE]
 
 
 def _linear(nnx: Any, seed: int) -> Any:

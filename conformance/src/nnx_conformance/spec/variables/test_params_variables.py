@@ -13,12 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance.strategies.callables import assert_runs_as_in_flax
+from nnx_conformance.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
 
-# Graph mode, whatever --graph-mode says: these keyword cases were drawn against flax in graph mode;
-# in tree mode flax 0.12.12 crashes on some (a segmentation fault in RNN's time-major scan, nnx.grad over
-# the Rngs count) and the cases have no tree-mode form yet.
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("variables"), pytest.mark.graph_mode("graph")]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("variables"), IN_GRAPH_MODE]
 
 VARIABLE_TYPES = ("Variable", "Param", "BatchStat", "Cache", "Intermediate", "LoRAParam", "OptArray", "OptState",
                   "Perturbation", "RngCount", "RngKey", "RngState")
