@@ -117,7 +117,7 @@ class Outcomes:
 
     def finished(self) -> int:
         """How many tests have an outcome."""
-        return sum(result.outcome is not None for result in self.results.values())
+        return sum(result.outcome is not None for result in list(self.results.values()))
 
 
 def _count(results: list[ItemResult]) -> dict[str, int]:
@@ -137,7 +137,7 @@ def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device
     stopped before every collected test (``collected``, when known) had an outcome.
     ``coverage`` is the API coverage section (see ``coverage_summary``), when recorded.
     """
-    results = [result for result in outcomes.results.values() if result.outcome is not None]
+    results = [result for result in list(outcomes.results.values()) if result.outcome is not None]
     areas: dict[str, list[ItemResult]] = {}
     for result in results:
         areas.setdefault(result.info.area, []).append(result)

@@ -225,7 +225,8 @@ class Suite:
             device = f"unknown ({exc!r})"
         finished = self.outcomes.finished()
         complete = final and (self.error is not None or (self.collected is not None and finished >= self.collected))
-        covered = None if self.api_coverage is None else coverage_summary.summarize(self.api_coverage, self.outcomes.results)
+        results = dict(self.outcomes.results)  # a copy: a progress write runs beside tests that still report
+        covered = None if self.api_coverage is None else coverage_summary.summarize(self.api_coverage, results)
         return report.build(self.outcomes, self.impl.name, self.versions(), device, self.settings.graph_mode.value,
                             complete=complete, collected=self.collected, error=self.error, coverage=covered)
 
