@@ -12,6 +12,7 @@ import parso
 import pytest
 
 pytest.importorskip("cosmic_ray", reason="tools/mutation.py needs cosmic-ray: nox installs the mutation group")
+pytest.importorskip("coverage", reason="tools/mutation.py needs pytest-cov and coverage: nox installs the mutation group")
 
 REPO = Path(__file__).resolve().parents[2]
 
