@@ -16,6 +16,7 @@ module's areas and names (``mutation_focus``) and, only if they all pass, by the
 suite. Every run stops at its first failure; a run past the timeout counts as killed.
 
     python -m tools.mutation [--sample N] [--seed S] [--module nnx_reference.nn.linear] [--jobs 2]
+    python -m tools.mutation --rejudge reports/mutation/results.json --out reports/mutation/rejudged
 
 Mutants listed in conformance/mutation/equivalent.txt are left out of the score. The
 score per module is printed; reports/mutation/ gets results.json and survivors.txt
@@ -61,6 +62,9 @@ EQUIVALENTS = REPO / "conformance" / "mutation" / "equivalent.txt"
 OUT = REPO / "reports" / "mutation"
 FOCUS_PLUGIN = "tools.mutation_focus"
 MIN_TIMEOUT_S = 120.0
+TEST_TIMEOUT_S = 600
+"""The suite's per-test timeout in every run: a busy machine must not kill a mutant through a
+slow test (the stage's timeout still bounds a mutant that hangs)."""
 SERIAL_BELOW = 100
 """A run of fewer tests than this goes without pytest-xdist: starting its workers would cost more."""
 
@@ -131,7 +135,7 @@ def run_suite(tree: Path, copy_root: Path, select: str | None, timeout: float | 
     command = [
         sys.executable, "-m", "pytest", "--pyargs", "nnx_conformance", "--impl", PACKAGE.name,
         "--spec-dir", str(tree / SPEC_DIR.name), "-p", "no:cacheprovider", "-p", FOCUS_PLUGIN,
-        "-q", "-x", "-rfE", *options,
+        "-q", "-x", "-rfE", f"--conformance-timeout={TEST_TIMEOUT_S}", *options,
     ]
     if select:
         command += ["-k", select]
@@ -250,6 +254,21 @@ def write_reports(out: Path, verdicts: Sequence[Verdict], meta: dict[str, object
     return path
 
 
+def survivors_of(results: Path, sites: Sequence[Site]) -> list[Site]:
+    """The sites of ``sites`` whose mutants survived in a former run's ``results`` (results.json),
+    found by fingerprint, so that edits elsewhere in their modules do not lose them."""
+    survived = [m for m in json.loads(results.read_text())["mutants"] if m["outcome"] == "survived"]
+    wanted = {m["fingerprint"] for m in survived}
+    places = {(m["module"], m["operator"]) for m in survived}
+    found = []
+    for site in sites:
+        if (site.module, site.operator) in places:
+            mutant = make_mutant(site, site.path.read_text())
+            if mutant is not None and mutant.fingerprint in wanted:
+                found.append(site)
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
     parser.add_argument("--sample", type=int, metavar="N", help="judge N mutants drawn at random (default: all)")
@@ -262,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"a stage's timeout: this times the baseline's time, at least {MIN_TIMEOUT_S:.0f} s")
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS, help="the equivalent mutants' file")
     parser.add_argument("--out", type=Path, default=OUT, help="where results.json and survivors.txt go")
+    parser.add_argument("--rejudge", type=Path, metavar="RESULTS",
+                        help="judge again the survivors of a former run's results.json (the sample options are ignored)")
     parser.add_argument("--worktree", action="store_true",
                         help="judge the work tree's suite and reference, not the last commit's")
     args = parser.parse_args(argv)
@@ -276,8 +297,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
         sites = find_sites(snapshot, paths, Path(tmp) / "sites.sqlite")
-        chosen = sample(sites, args.sample, args.seed)
-        print(f"{len(chosen)} of {len(sites)} mutants (seed {args.seed}) in {len(paths)} modules")
+        if args.rejudge:
+            chosen = survivors_of(args.rejudge, sites)
+            print(f"{len(chosen)} survivors of {args.rejudge} found among {len(sites)} mutants")
+        else:
+            chosen = sample(sites, args.sample, args.seed)
+            print(f"{len(chosen)} of {len(sites)} mutants (seed {args.seed}) in {len(paths)} modules")
         copy_root = Path(tmp) / "copy"
         fresh_copy(snapshot, copy_root)
         if not copies_are_imported(tree, copy_root):
@@ -296,7 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         judging = Judging(tree, snapshot, LineMap.read(data_file, copy_root / PACKAGE.name), args.select,
                           max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds))
         meta: dict[str, object] = {
-            "sample": args.sample, "seed": args.seed, "sites": len(sites), "jobs": args.jobs,
+            "sample": args.sample, "seed": args.seed, "rejudged": str(args.rejudge or ""), "sites": len(sites),
+            "jobs": args.jobs,
             "modules": [str(p.relative_to(snapshot)) for p in paths], "baseline_s": round(baseline.seconds, 1),
         }
         verdicts: list[Verdict] = []

@@ -46,7 +46,7 @@ def test_optimizer_steps_leave_the_parameters_and_state_of_flax(nnx: Any, flax_n
 
 @pytest.mark.area("training/optimizer")
 @pytest.mark.apis("Optimizer")
-@given(seed=st.integers(0, 2**20), steps=st.integers(1, 3))
+@given(seed=st.integers(0, 2**20), steps=st.integers(1, 2))  # eager lbfgs compiles its line search per step
 def test_optimizer_update_passes_grad_value_and_value_fn_to_a_line_search(nnx: Any, flax_nnx: Any, seed: int, steps: int) -> None:
     def scenario(nnx: Any) -> Any:
         model, x, y = _regression(nnx, seed)
