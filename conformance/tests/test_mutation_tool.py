@@ -16,7 +16,7 @@ pytest.importorskip("coverage", reason="tools/mutation.py needs pytest-cov and c
 
 REPO = Path(__file__).resolve().parents[2]
 
-from tools import mutation_focus, mutation_lines, mutation_sites  # noqa: E402 - cosmic-ray first
+from tools import mutation, mutation_focus, mutation_lines, mutation_sites  # noqa: E402 - cosmic-ray first
 
 PACKAGE = REPO / "reference" / "src" / "nnx_reference"
 MODULE = "nnx_reference.filterlib"
@@ -67,6 +67,25 @@ def test_a_mutant_changes_its_site_and_its_fingerprint_ignores_line_numbers(tmp_
     moved = mutation_sites.make_mutant(site, "\n\n" + source)
     assert moved is not None and moved.fingerprint == mutant.fingerprint, \
         "expected the fingerprint to survive lines added above the mutated one"
+
+
+def test_a_rejudging_run_finds_the_former_survivors_after_edits_above_them(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    module = package / "m.py"
+    module.write_text("def f(a, b):\n    return a * b\n")
+    sites = mutation_sites.find_sites(package, [module], tmp_path / "before.sqlite")
+    mutants = [mutation_sites.make_mutant(site, module.read_text()) for site in sites[:2]]
+    assert all(mutants) and len(mutants) == 2, f"expected two mutants of 'a * b', got {mutants}"
+    verdicts = [{"module": m.site.module, "operator": m.site.operator, "fingerprint": m.fingerprint,
+                 "outcome": outcome} for m, outcome in zip(mutants, ("survived", "killed"))]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"mutants": verdicts}))
+    module.write_text("import math\n\n" + module.read_text())
+    moved = mutation_sites.find_sites(package, [module], tmp_path / "after.sqlite")
+    found = mutation.survivors_of(results, moved)
+    assert [(s.operator, s.line) for s in found] == [(mutants[0].site.operator, mutants[0].site.line + 2)], \
+        f"expected only the survivor, two lines lower, got {found}"
 
 
 def test_an_equivalents_line_without_a_reason_is_refused(tmp_path: Path) -> None:
