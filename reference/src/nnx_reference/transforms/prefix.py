@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import typing as tp
 
-import jax
-
-from .. import filterlib, statelib
-
-
-def _key_of(entry: tp.Any) -> tp.Any:
-    for attr in ("key", "name", "idx"):
-        if hasattr(entry, attr):
-            return getattr(entry, attr)
-    return entry
+from .. import filterlib, statelib, variablelib
 
 
 def _exact_path(path: tuple) -> tp.Callable[[tuple, tp.Any], bool]:
@@ -25,10 +16,10 @@ def _exact_path(path: tuple) -> tp.Callable[[tuple, tp.Any], bool]:
 
 def _pairs(spec: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
     """(filter, value) pairs from a State of values, a Mapping, or an iterable of pairs."""
-    if isinstance(spec, statelib.State):
-        leaves = jax.tree_util.tree_flatten_with_path(spec, is_leaf=lambda x: x is None)[0]
+    if isinstance(spec, statelib.State):  # its leaves may be Variables holding the values
         return [
-            (_exact_path(tuple(_key_of(k) for k in path)), value) for path, value in leaves
+            (_exact_path(tuple(path)), leaf.get_value() if isinstance(leaf, variablelib.Variable) else leaf)
+            for path, leaf in statelib.to_flat_state(spec)
         ]
     if isinstance(spec, tp.Mapping):
         return list(spec.items())
