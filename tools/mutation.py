@@ -41,6 +41,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
+from nnx_conformance.suite import IMPL_UNAVAILABLE
+
 from .mutants import Outcome as SuiteOutcome
 from .mutation_lines import LineMap, record_options, statement_line
 from .mutation_sites import (
@@ -208,6 +210,8 @@ def judge(mutant: Mutant, judging: Judging, copy_root: Path) -> Verdict:
             return _verdict(mutant, "killed", f"{stage} (timeout)", None, seconds)
         if run.returncode == 1:
             return _verdict(mutant, "killed", stage, run.failure, seconds)
+        if run.returncode == IMPL_UNAVAILABLE:
+            return _verdict(mutant, "killed", stage, "the implementation does not import", seconds)
         if run.returncode not in (0, 5) or (run.returncode == 5 and stage == "covering"):
             # 5: no test was kept, which only a module's focus may do: the tests that ran a line must exist
             tail = "\n".join(run.output.splitlines()[-15:])
@@ -255,9 +259,10 @@ def write_reports(out: Path, verdicts: Sequence[Verdict], meta: dict[str, object
 
 
 def survivors_of(results: Path, sites: Sequence[Site]) -> list[Site]:
-    """The sites of ``sites`` whose mutants survived in a former run's ``results`` (results.json),
-    found by fingerprint, so that edits elsewhere in their modules do not lose them."""
-    survived = [m for m in json.loads(results.read_text())["mutants"] if m["outcome"] == "survived"]
+    """The sites of ``sites`` whose mutants survived (or could not be judged) in a former run's
+    ``results`` (results.json), found by fingerprint, so that edits elsewhere in their modules
+    do not lose them."""
+    survived = [m for m in json.loads(results.read_text())["mutants"] if m["outcome"] in ("survived", "error")]
     wanted = {m["fingerprint"] for m in survived}
     places = {(m["module"], m["operator"]) for m in survived}
     found = []
@@ -282,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS, help="the equivalent mutants' file")
     parser.add_argument("--out", type=Path, default=OUT, help="where results.json and survivors.txt go")
     parser.add_argument("--rejudge", type=Path, metavar="RESULTS",
-                        help="judge again the survivors of a former run's results.json (the sample options are ignored)")
+                        help="judge again the survivors (and errors) of a former run's results.json (the sample options are ignored)")
     parser.add_argument("--worktree", action="store_true",
                         help="judge the work tree's suite and reference, not the last commit's")
     args = parser.parse_args(argv)
