@@ -1,5 +1,5 @@
 """Parity of Variables with flax.nnx: copy.copy, has_metadata, metadata drawn over the
-documented Variable types, a Variable made with an ``out_sharding``, and what
+documented Variable types, a Variable made with an ``out_sharding`` (and a ``mesh``), and what
 ``variable[index] = value`` stores (dtype, weak type, the array itself or a copy)."""
 
 from __future__ import annotations
@@ -42,6 +42,21 @@ def test_a_variable_takes_a_named_sharding_as_out_sharding(nnx: Any, flax_nnx: A
         mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
         variable = nnx.Param(jnp.ones(2), out_sharding=NamedSharding(mesh, PartitionSpec("x")))
         return variable[...], str(variable[...].sharding.spec)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Variable")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("axis_type", ["Auto", "Explicit"])
+def test_a_variable_with_mesh_metadata_is_placed_on_that_mesh_outside_any_mesh_context(
+    nnx: Any, flax_nnx: Any, axis_type: str
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        mesh = Mesh(np.array(jax.devices()[:1]), ("x",), axis_types=(getattr(jax.sharding.AxisType, axis_type),))
+        variable = nnx.Param(jnp.ones(2), out_sharding=("x",), mesh=mesh)
+        sharding = variable[...].sharding
+        return variable[...], str(sharding.spec), sharding.mesh == mesh
 
     assert_same(flax_nnx, nnx, scenario)
 
