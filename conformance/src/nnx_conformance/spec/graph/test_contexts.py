@@ -30,6 +30,7 @@ def test_split_and_merge_contexts_carry_identity_through_a_jit_as_flax(
                 self.w = nnx.Param(jnp.arange(3.0))
 
         m1 = Foo()
+        w = m1.w
         with nnx.update_context(tag):
             with nnx.split_context(tag) as ctx:
                 kinds = [isinstance(ctx, nnx.SplitContext)]
@@ -52,7 +53,7 @@ def test_split_and_merge_contexts_carry_identity_through_a_jit_as_flax(
             with nnx.merge_context(tag, inner=False) as ctx:
                 kinds.append(isinstance(ctx, nnx.MergeContext))
                 m3 = ctx.merge(graphdef_out, state_out)
-        return kinds, m3 is m1, m1, getattr(m1, "ref", None) is m1, nnx.state(m1)
+        return kinds, m3 is m1, m1.w is w, m1, getattr(m1, "ref", None) is m1, nnx.state(m1)
 
     assert_same(flax_nnx, nnx, scenario)
 
