@@ -145,12 +145,13 @@ def test_has_data_lists_the_array_data_of_a_value(nnx: Any, flax_nnx: Any, value
 
 @pytest.mark.apis("unpack")
 @given(seed=strategies.seeds, filters=st.sampled_from([(), ("Param",), ("Param", "BatchStat", "...")]))
-def test_unpack_splits_the_state_by_filters(nnx: Any, flax_nnx: Any, seed: int, filters: tuple[str, ...]) -> None:
+def test_unpack_splits_the_state_by_filters_into_graph_states_indexed_as_states(nnx: Any, flax_nnx: Any, seed: int, filters: tuple[str, ...]) -> None:
     def call(nnx: Any) -> Any:
         chosen = [... if name == "..." else getattr(nnx, name) for name in filters]
         found = nnx.unpack(_model(nnx, seed), *chosen)
         states = found if isinstance(found, tuple) else (found,)
-        return [_plain(flat_leaves(nnx, state)) for state in states]
+        indexed = [[(key, type(state[key]).__name__) for key in sorted(state, key=str)] for state in states]
+        return [_plain(flat_leaves(nnx, state)) for state in states], indexed
 
     assert_same_outcome(flax_nnx, nnx, call, f"unpack(model, {', '.join(filters)})")
 
