@@ -88,6 +88,16 @@ def test_merge_in_tree_mode_rejects_a_state_missing_a_leaf(nnx: Any) -> None:
         nnx.merge(graphdef, state)
 
 
+@pytest.mark.apis("split", "unflatten")
+@pytest.mark.parametrize("change", [-1, 1], ids=["one leaf fewer", "one leaf more"])
+def test_unflatten_rejects_a_list_of_leaves_of_another_length_than_its_graphdef(nnx: Any, change: int) -> None:
+    graphdef, state = nnx.split(_two_layer_model(nnx))
+    leaves = [variable for _, variable in nnx.to_flat_state(state)]
+    given = leaves[:change] if change < 0 else [*leaves, leaves[0]]
+    with pytest.raises(ValueError, match=rf"Incorrect number of leaves, expected 3 leaves, but got {3 + change}"):
+        nnx.unflatten(graphdef, given)
+
+
 @pytest.mark.apis("merge")
 def test_merge_rejects_a_first_argument_that_is_not_a_graphdef(nnx: Any) -> None:
     _, state = nnx.split(_two_layer_model(nnx))
