@@ -185,9 +185,6 @@ def flatten_for(
 
 def merge(graphdef: GraphDef[A], /, *states: tp.Any, copy: bool = False, recreate_variables: bool = True) -> A:
     """Rebuilds the object described by ``graphdef`` from one or more States."""
-    if isinstance(graphdef, tuple) and len(graphdef) == 2 and isinstance(graphdef[0], GraphDef):
-        graphdef, first = graphdef
-        states = (first, *states)
     if isinstance(graphdef, GraphState) and graphdef.graphdef is not None:
         graphdef, states = graphdef.graphdef, (graphdef, *states)
     if not isinstance(graphdef, GraphDef):

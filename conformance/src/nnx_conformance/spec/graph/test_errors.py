@@ -98,6 +98,13 @@ def test_unflatten_rejects_a_list_of_leaves_of_another_length_than_its_graphdef(
         nnx.unflatten(graphdef, given)
 
 
+@pytest.mark.apis("split", "merge")
+def test_merge_rejects_the_pair_split_returns_unless_it_is_unpacked(nnx: Any) -> None:
+    pair = nnx.split(_two_layer_model(nnx))
+    with pytest.raises(TypeError, match=r"Expected a GraphDef or GraphState object, got"):
+        nnx.merge(pair)
+
+
 @pytest.mark.apis("merge")
 def test_merge_rejects_a_first_argument_that_is_not_a_graphdef(nnx: Any) -> None:
     _, state = nnx.split(_two_layer_model(nnx))
