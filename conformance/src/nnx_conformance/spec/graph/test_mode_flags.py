@@ -90,8 +90,12 @@ def test_a_decorator_sets_the_flag_only_while_the_function_runs(
 
         @set_flag(value)
         def read() -> bool:
+            """Reads the flag."""
             return current_flag(nnx, setter)
 
+        assert (read.__name__, read.__doc__) == ("read", "Reads the flag."), (
+            f"a function decorated with {setter}({value}) lost its name and docstring: {read.__name__!r}, {read.__doc__!r}"
+        )
         assert current_flag(nnx, setter) == start, f"defining a function decorated with {setter}({value}) changed the flag"
         assert read() == value, f"inside a function decorated with {setter}({value}) the flag is not {value}"
         assert current_flag(nnx, setter) == start, f"calling a function decorated with {setter}({value}) changed the flag"
