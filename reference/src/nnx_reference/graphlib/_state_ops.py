@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typing as tp
 import warnings
+from collections.abc import MutableSequence
 
 import jax
 
@@ -61,8 +62,8 @@ def _set_at_path(node: tp.Any, path: PathParts, leaf: tp.Any) -> None:
             parent = child(parent, key)
         except (KeyError, IndexError, TypeError) as e:
             raise ValueError(
-                f"Cannot update {type(node).__name__}: no attribute at path {path[: i + 1]} "
-                f"(on the way to {path})."
+                f"Cannot update {type(node).__name__}: {type(parent).__name__} at path {path[:i]} has no "
+                f"attribute {key!r} (on the way to {path})."
             ) from e
     key = path[-1]
     try:
@@ -74,6 +75,8 @@ def _set_at_path(node: tp.Any, path: PathParts, leaf: tp.Any) -> None:
             current.update_from_state(leaf)
         else:
             current.set_raw_value(leaf)
+    elif isinstance(parent, Pytree) and isinstance(parent, MutableSequence) and key == len(parent):
+        parent.append(leaf)  # an nnx.List grows by the item one past its end
     elif isinstance(parent, Pytree):
         parent._setattr(key, leaf)
     elif isinstance(parent, (list, dict)):

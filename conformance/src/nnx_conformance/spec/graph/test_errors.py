@@ -105,6 +105,14 @@ def test_merge_rejects_the_pair_split_returns_unless_it_is_unpacked(nnx: Any) ->
         nnx.merge(pair)
 
 
+@pytest.mark.apis("update")
+def test_update_with_a_state_below_an_attribute_the_model_lacks_names_that_attribute(nnx: Any) -> None:
+    # flax 0.12.12: ValueError, "... assigned to static attribute 'absent' of Pytree type ..."
+    state = nnx.State({"absent": {"deeper": {"kernel": nnx.Param(jnp.ones(1))}}})
+    with pytest.raises(ValueError, match=r"'absent'"):
+        nnx.update(_two_layer_model(nnx), state)
+
+
 @pytest.mark.apis("merge")
 def test_merge_rejects_a_first_argument_that_is_not_a_graphdef(nnx: Any) -> None:
     _, state = nnx.split(_two_layer_model(nnx))

@@ -63,6 +63,30 @@ def test_update_writes_a_changed_state_back_as_flax_does(nnx: Any, flax_nnx: Any
     assert_same(flax_nnx, nnx, scenario)
 
 
+NEW_ENTRIES = {
+    "a key of a Dict": lambda nnx: {"d": {"b": nnx.Param(jax.numpy.zeros(2))}},
+    "an index of a List": lambda nnx: {"items": {1: nnx.Param(jax.numpy.zeros(2))}},
+    "an attribute of a Module": lambda nnx: {"new": nnx.Param(jax.numpy.zeros(2))},
+}
+"""States naming an entry the model lacks, by where it would go."""
+
+
+@pytest.mark.apis("update", "Dict", "List")
+@pytest.mark.parametrize("entry", sorted(NEW_ENTRIES))
+def test_update_with_an_entry_the_model_lacks_leaves_what_flax_leaves(nnx: Any, flax_nnx: Any, entry: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        class Model(nnx.Module):
+            def __init__(self) -> None:
+                self.d = nnx.Dict(a=nnx.Param(jax.numpy.ones(1)))
+                self.items = nnx.List([nnx.Param(jax.numpy.ones(1))])
+
+        model = Model()
+        nnx.update(model, nnx.State(NEW_ENTRIES[entry](nnx)))
+        return nnx.state(model), model
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @pytest.mark.apis("pop")
 @pytest.mark.documented("api graph page: pop removes the matching Variables from the graph")
 @given(recipe=gs.graph_recipes(variables_in_lists=False), filters=st.sampled_from(["params", "tagged"]))
