@@ -72,7 +72,7 @@ def test_a_dict_module_keeps_its_items_in_its_state_as_flax(
         module = nnx.Dict(items)
         del module[keys[removed % len(keys)]]
         module["added"] = nnx.BatchStat(jnp.zeros(2))
-        return sorted(module.keys()), len(module), nnx.state(module), "added" in module
+        return sorted(module.keys()), len(module), nnx.state(module), "added" in module, repr(module)
 
     assert_same(flax_nnx, nnx, scenario)
 

@@ -26,3 +26,20 @@ def test_sequential_calls_and_iterates_its_layers_as_flax(nnx: Any, flax_nnx: An
         return model(x, deterministic=deterministic), [type(layer).__name__ for layer in model], nnx.state(model)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Sequential")
+@given(arguments=st.integers(1, 3), seed=strategies.seeds)
+def test_a_sequential_without_layers_returns_its_input_as_flax(nnx: Any, flax_nnx: Any, arguments: int, seed: int) -> None:
+    inputs = [strategies.layer_input((2,), seed + i) for i in range(arguments)]
+    assert_same(flax_nnx, nnx, lambda nnx: nnx.Sequential()(*inputs))
+
+
+@pytest.mark.apis("Sequential")
+@given(seed=strategies.seeds, keyword=st.sampled_from(["deterministic", "other"]))
+def test_sequential_calls_a_layer_whose_signature_python_cannot_read_without_keywords(
+    nnx: Any, flax_nnx: Any, seed: int, keyword: str
+) -> None:
+    x = strategies.layer_input((2, 3), seed)
+    # the builtin max has no signature inspect can read: flax gives it no keyword argument
+    assert_same(flax_nnx, nnx, lambda nnx: nnx.Sequential(nnx.Dropout(0.5, rngs=nnx.Rngs(seed)), max)(x, **{keyword: True}))
