@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import typing as tp
 
@@ -77,23 +76,32 @@ def per_arg(axes: tp.Any, args: tuple) -> tuple:
 
 
 def _axis_metadata(
-    metadata: tp.Mapping[str, tp.Any], objects: tp.Iterable[tuple[tp.Any, tp.Any]], add: bool
+    metadata: tp.Mapping[str, tp.Any],
+    objects: tp.Iterable[tuple[tp.Any, tp.Any]],
+    add: bool,
+    every_path: bool = False,
 ) -> None:
     """Add (leaving a mapped call) or remove (entering it) the mapped axis in Variable metadata.
 
     Only when ``metadata`` names a ``PARTITION_NAME``; ``objects`` are ``(object, prefix)``.
+    Each Variable moves once, or with ``every_path`` once per path ``jax.tree`` takes to it.
     Every name to remove is checked before any Variable changes.
     """
     if PARTITION_NAME not in metadata:
         return
     name = metadata[PARTITION_NAME]
-    moves: dict[int, tuple[Variable, int, tp.Any]] = {}
+    moves: list[tuple[tuple, Variable, int]] = []
+    moved: set[int] = set()
     for obj, prefix in objects:
-        for path, var, axis in checks.variable_prefixes(obj, prefix):
-            if id(var) not in moves and is_scanned(axis):
-                moves[id(var)] = (var, axis, _moved_partition(path, var, axis, name, add))
-    for var, axis, sharding in moves.values():
-        if sharding is not None:
+        for path, var, axis in checks.variable_prefixes(obj, prefix, every_path):
+            if is_scanned(axis) and (every_path or id(var) not in moved):
+                moved.add(id(var))
+                moves.append((path, var, axis))
+    if not add:
+        for path, var, axis in moves:
+            _moved_partition(path, var, axis, name, add)
+    for path, var, axis in moves:
+        if (sharding := _moved_partition(path, var, axis, name, add)) is not None:
             var.set_metadata("out_sharding", sharding)
         (var.add_axis if add else var.remove_axis)(axis, name)
 
@@ -280,26 +288,38 @@ def transform_metadata(
 ) -> tp.Any:
     """Moves the partition name of a mapped axis in Variable metadata, for code that maps by hand.
 
-    The wrapped function is called unchanged, but inside it the input Variables'
-    ``out_sharding`` lacks ``partition`` at their ``in_axes`` axis; after it, the
-    inputs get it back there and the output's Variables get it at ``out_axes``.
-    ``ValueError`` when that axis holds another name, when the output holds an input's
-    Variable, or, in tree mode, when the inputs hold one Variable twice; after an error
-    the inputs are as they were.
+    As flax does, the function runs on a copy of its inputs (keyword arguments moved to
+    their positions), whose Variables' ``out_sharding`` lacks ``partition`` at their
+    ``in_axes`` axis; after it, the copy gets the name back there once per path
+    ``jax.tree`` takes to a Variable, the output's Variables get it at ``out_axes``, and
+    each input Variable whose copy changed takes the copy's value and metadata (other
+    changes to the copy are not kept). ``ValueError`` when that axis holds another name,
+    when the output holds an input's Variable, in graph mode when the inputs give one
+    Variable two axes, in tree mode when the inputs or the output hold one Variable
+    twice; after an error the inputs are as they were.
     """
     metadata = {PARTITION_NAME: partition}
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            if not graphlib.resolve_mode(graph, None).graph:
-                checks.check_no_sharing("transform_metadata", (args, kwargs))
-            in_objects = _out_objects(args, per_arg(in_axes, args))
-            with _restored_on_error(_out_objects((args, kwargs), None)):
-                _axis_metadata(metadata, in_objects, add=False)
-                out = fun(*args, **kwargs)
-                checks.check_outputs_are_new("transform_metadata", (args, kwargs), out)
-            _axis_metadata(metadata, in_objects + _out_objects(out, out_axes), add=True)
+            args = trees.positional(fun, args, kwargs)
+            axes = per_arg(in_axes, args)
+            in_graph = graphlib.resolve_mode(graph, None).graph
+            if in_graph:
+                checks.check_consistent_aliasing(_reached_by_argument(args, axes))
+            else:
+                checks.check_no_sharing("transform_metadata", (args, {}))
+            copies = graphlib.clone(args, graph=True)
+            in_objects = _out_objects(copies, axes)
+            _axis_metadata(metadata, in_objects, add=False)
+            entered = [_Copied(original, copy, *_variable_state(copy)) for original, copy in _variable_pairs(args, copies)]
+            out = fun(*copies)
+            checks.check_outputs_are_new("transform_metadata", (copies, {}), out, shared_outputs=in_graph)
+            _axis_metadata(metadata, in_objects, add=True, every_path=True)
+            _axis_metadata(metadata, _out_objects(out, out_axes), add=True)
+            for copied in entered:
+                copied.write_back()
             return out
 
         return wrapper
@@ -307,23 +327,46 @@ def transform_metadata(
     return trees.decorator_or_call(f, make)
 
 
-@contextlib.contextmanager
-def _restored_on_error(objects: list[tuple[tp.Any, tp.Any]]) -> tp.Iterator[None]:
-    """Puts back the values and metadata of the Variables of ``objects`` (``(object, prefix)``
-    pairs) if the block raises: flax runs the function on copies of its inputs and keeps
-    what happened to them only when it returns."""
-    saved = [
-        (var, var.get_raw_value(), var.get_metadata())
-        for obj, _ in objects
-        for _, var, _ in checks.variable_prefixes(obj, None)
+def _reached_by_argument(args: tuple, axes: tuple) -> tp.Iterator[list[checks.Reached]]:
+    """What each argument reaches, labelled by its position and the path below it."""
+    for position, (arg, prefix) in enumerate(zip(args, axes)):
+        yield [
+            entry
+            for obj, obj_prefix in _out_objects(arg, prefix)
+            for entry in checks.reached(obj, obj_prefix, root=(position,))
+        ]
+
+
+def _variable_pairs(originals: tp.Any, copies: tp.Any) -> list[tuple[Variable, Variable]]:
+    """The Variables of ``originals`` with their counterparts in ``copies`` (same structure)."""
+    return [
+        (original, copy)
+        for (_, original), (_, copy) in zip(graphlib.iter_graph(originals, graph=True), graphlib.iter_graph(copies, graph=True))
+        if isinstance(original, Variable)
     ]
-    try:
-        yield
-    except BaseException:
-        for var, value, metadata in saved:
-            var.set_raw_value(value)
-            var.set_metadata(metadata)
-        raise
+
+
+def _variable_state(variable: Variable) -> tuple[tp.Any, dict[str, tp.Any]]:
+    return variable.get_raw_value(), variable.get_metadata()
+
+
+class _Copied(tp.NamedTuple):
+    """An input Variable, its copy, and the copy's value and metadata as the function got them."""
+
+    original: Variable
+    copy: Variable
+    value: tp.Any
+    metadata: dict[str, tp.Any]
+
+    def write_back(self) -> None:
+        """Gives the original the copy's value and metadata if either changed."""
+        value, metadata = _variable_state(self.copy)
+        unchanged = value is self.value and metadata.keys() == self.metadata.keys() and all(
+            metadata[k] is self.metadata[k] for k in metadata
+        )
+        if not unchanged:
+            self.original.set_raw_value(value)
+            self.original.set_metadata(metadata)
 
 
 # --------------------------------------------------------------------------- loops
