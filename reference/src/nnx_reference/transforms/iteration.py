@@ -63,13 +63,21 @@ def expand_axes(prefix: tp.Any, obj: tp.Any = None) -> list[tuple[trees.Filter, 
     return trees.whole(prefix)
 
 
-def per_arg(axes: tp.Any, args: tuple) -> tuple:
-    """``in_axes`` as a tuple with one entry per argument (an int/None applies to all)."""
+def per_arg(axes: tp.Any, args: tuple, name: str, graph: bool) -> tuple:
+    """``in_axes`` as a tuple with one entry per argument (an int/None applies to all);
+    a tuple of another length raises, as flax's transform ``name`` does in that mode."""
     if type(axes) in (tuple, list):
         if len(axes) != len(args):
+            if not graph and name in ("vmap", "pmap"):
+                raise ValueError(
+                    f"{name} in_axes must be an int, None, or a tuple of entries corresponding to the "
+                    f"positional arguments passed to the function, but got len(in_axes)={len(axes)}, "
+                    f"len(args)={len(args)}."
+                )
             raise ValueError(
-                f"in_axes specification must be a tree prefix of the corresponding value, got "
-                f"in_axes of length {len(axes)} for {len(args)} positional arguments"
+                "pytree structure error: different lengths of tuple at key path\n    in_axes\n"
+                f"At that key path, the prefix pytree in_axes has a subtree of type tuple of length "
+                f"{len(axes)}, but the full pytree has a subtree of the same type but of length {len(args)}."
             )
         return tuple(axes)
     return tuple(axes for _ in args)
@@ -160,10 +168,10 @@ def _mapped(
 
     @functools.wraps(fun)
     def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        args = trees.positional(fun, args, kwargs)
         mode = trees.resolve_mode(graph, graph_updates)
+        args = trees.positional(fun, args, kwargs, "with defaults" if mode.graph_updates else "keywords")
         reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
-        lifted = lift.lift(name, args, per_arg(in_axes, args), mode, expand=expand_axes)
+        lifted = lift.lift(name, args, per_arg(in_axes, args, name, mode.graph), mode, expand=expand_axes)
 
         def pure_fn(pure: tp.Any) -> tp.Any:
             entered = lift.enter(lifted.static, pure)
@@ -303,9 +311,9 @@ def transform_metadata(
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            args = trees.positional(fun, args, kwargs)
-            axes = per_arg(in_axes, args)
+            args = trees.positional(fun, args, kwargs, "with defaults")
             in_graph = graphlib.resolve_mode(graph, None).graph
+            axes = per_arg(in_axes, args, "transform_metadata", True)
             if in_graph:
                 checks.check_consistent_aliasing(_reached_by_argument(args, axes))
             else:
@@ -373,26 +381,37 @@ class _Copied(tp.NamedTuple):
 
 
 def _loop_body(
-    name: str, static: lift.InStatic, step: tp.Callable[[tp.Any], tp.Any], keeps_variables: bool, graph: bool
+    name: str,
+    static: lift.InStatic,
+    step: tp.Callable[[tp.Any], tp.Any],
+    keeps_variables: bool,
+    lowering: str | None = None,
 ) -> tp.Callable:
     """Wrap ``step`` (value -> value) as a pure carry function checking the structure;
-    ``keeps_variables``: the body must also return the very Variables it was given, and in
-    graph mode (``graph``) keep the graph structure of the value."""
+    ``keeps_variables``: the body must also return the very Variables it was given, and
+    keep the graph structure of the value (graph nodes, attributes, static values).
+    ``lowering``: the ``jax.lax`` loop that runs it, whose ``TypeError`` a changed
+    structure raises (else nnx's ``ValueError``)."""
 
     def body(pure: tp.Any) -> tp.Any:
         value = lift.enter(static, pure).args
         variables = _variables(value) if keeps_variables else None
-        graphdef = graphlib.graphdef(value, graph=True) if keeps_variables and graph else None
+        graphdef = graphlib.graphdef(value, graph=True) if keeps_variables and not static.graph_updates else None
         new_value = step(value)
+        if graphdef is not None and graphlib.graphdef(new_value, graph=True) != graphdef:
+            raise ValueError(_GRAPH_CHANGED.format(name=name))
         if variables is not None and _variables(new_value) != variables:
             if static.graph_updates:
                 raise ValueError(_STRUCTURE_CHANGED.format(name=name))
-            if graphdef is not None and graphlib.graphdef(new_value, graph=True) != graphdef:
-                raise ValueError(_GRAPH_CHANGED.format(name=name))
             raise ValueError(f"{name} Variable identity must be preserved across iterations.")
         mode = Mode(static.graph, static.graph_updates)
         relifted = lift.lift(name, new_value, None, mode, coalesce=True)
         if not _same_structure(relifted, static, pure):
+            if lowering is not None:
+                raise TypeError(
+                    f"{lowering} body function carry input and carry output must have the same "
+                    "pytree structure, but they differ"
+                )
             raise ValueError(_STRUCTURE_CHANGED.format(name=name))
         return _match_types(relifted.pure, pure)
 
@@ -453,7 +472,7 @@ def while_loop(
     body = traced.pure_function(
         body_fun,
         ("while_loop body", static, mode.graph),
-        lambda call: _loop_body("while_loop", static, call, True, mode.graph),
+        lambda call: _loop_body("while_loop", static, call, True),
     )
     result = jax.lax.while_loop(cond, body, lifted.pure)
     return lift.apply_same(lifted, result)
@@ -475,15 +494,26 @@ def fori_loop(
 
     static = lifted.static
 
+    lowering = _fori_lowering(lower, upper) if static.graph_updates else None
+
     def build(call: tp.Callable) -> tp.Callable:
         def body(i: tp.Any, pure: tp.Any) -> tp.Any:
             step = _loop_body(
-                "fori_loop", static, lambda value: call(i, value), not static.graph_updates, mode.graph
+                "fori_loop", static, lambda value: call(i, value), not static.graph_updates, lowering
             )
             return step(pure)
 
         return body
 
-    body = traced.pure_function(body_fun, ("fori_loop", static, mode.graph), build)
+    body = traced.pure_function(body_fun, ("fori_loop", static, mode.graph, lowering), build)
     result = jax.lax.fori_loop(lower, upper, body, lifted.pure, unroll=unroll)
     return lift.apply_same(lifted, result)
+
+
+def _fori_lowering(lower: tp.Any, upper: tp.Any) -> str:
+    """The loop ``jax.lax.fori_loop`` runs: a scan between concrete bounds, else a while loop."""
+    try:
+        int(lower), int(upper)
+    except (TypeError, jax.errors.ConcretizationTypeError):
+        return "while_loop"
+    return "scan"
