@@ -169,15 +169,19 @@ def _mapped(
     @functools.wraps(fun)
     def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         mode = trees.resolve_mode(graph, graph_updates)
-        args = trees.positional(fun, args, kwargs, "with defaults" if mode.graph_updates else "keywords")
+        if mode.graph_updates:
+            args, kwargs = trees.positional(fun, args, kwargs, "with defaults"), {}
         reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
-        lifted = lift.lift(name, args, per_arg(in_axes, args, name, mode.graph), mode, expand=expand_axes)
+        # keyword arguments left are mapped along axis 0, as jax.vmap and jax.pmap map them
+        prefix = (per_arg(in_axes, args, name, mode.graph), {key: 0 for key in kwargs})
+        lifted = lift.lift(name, (args, kwargs), prefix, mode, expand=expand_axes)
 
         def pure_fn(pure: tp.Any) -> tp.Any:
             entered = lift.enter(lifted.static, pure)
             in_objects = list(zip(entered.objects, lifted.static.obj_prefixes))
             _axis_metadata(metadata, in_objects, add=False)
-            out = fun(*entered.args)
+            inner_args, inner_kwargs = entered.args
+            out = fun(*inner_args, **inner_kwargs)
             _axis_metadata(metadata, in_objects + _out_objects(out, out_axes), add=True)
             return lift.exit(name, lifted.static, entered, out, out_axes, expand_axes)
 

@@ -416,3 +416,16 @@ def test_scan_maps_every_parameter_of_the_function_with_graph_updates(
     else:
         mentions = ("pytree structure error",) if n_axes != passed else ()
     assert_same(flax_nnx, nnx, scenario, mentions=mentions)
+
+
+@pytest.mark.apis("vmap")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("in_axes", [0, (0,), (0, 0), (0, None)], ids=str)
+@pytest.mark.parametrize("mode", MODES, ids=_mode_id)
+def test_vmap_maps_a_keyword_argument_as_flax_does(nnx: Any, flax_nnx: Any, mode: gs.Mode, in_axes: Any) -> None:
+    # with graph updates flax maps it by the axis of the parameter it names; without, jax.vmap maps it along axis 0
+    def scenario(nnx: Any) -> Any:
+        mapped = nnx.vmap(lambda x, y=None: x + y, in_axes=in_axes, **mode.kwargs())
+        return mapped(jnp.ones((3,)), y=jnp.arange(3.0))
+
+    assert_same(flax_nnx, nnx, scenario)
