@@ -325,7 +325,9 @@ def transform_metadata(
             copies = graphlib.clone(args, graph=True)
             in_objects = _out_objects(copies, axes)
             _axis_metadata(metadata, in_objects, add=False)
-            entered = [_Copied(original, copy, *_variable_state(copy)) for original, copy in _variable_pairs(args, copies)]
+            entered = [
+                _Copied(original, copy, *_variable_state(copy)) for original, copy in _variable_pairs(args, copies)
+            ]
             out = fun(*copies)
             checks.check_outputs_are_new("transform_metadata", (copies, {}), out, shared_outputs=in_graph)
             _axis_metadata(metadata, in_objects, add=True, every_path=True)
@@ -351,14 +353,12 @@ def _reached_by_argument(args: tuple, axes: tuple) -> tp.Iterator[list[checks.Re
 
 def _variable_pairs(originals: tp.Any, copies: tp.Any) -> list[tuple[Variable, Variable]]:
     """The Variables of ``originals`` with their counterparts in ``copies`` (same structure)."""
-    return [
-        (original, copy)
-        for (_, original), (_, copy) in zip(graphlib.iter_graph(originals, graph=True), graphlib.iter_graph(copies, graph=True))
-        if isinstance(original, Variable)
-    ]
+    walks = zip(graphlib.iter_graph(originals, graph=True), graphlib.iter_graph(copies, graph=True))
+    return [(original, copy) for (_, original), (_, copy) in walks if isinstance(original, Variable)]
 
 
 def _variable_state(variable: Variable) -> tuple[tp.Any, dict[str, tp.Any]]:
+    """A Variable's raw value and metadata."""
     return variable.get_raw_value(), variable.get_metadata()
 
 

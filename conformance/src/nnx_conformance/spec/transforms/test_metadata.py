@@ -60,7 +60,9 @@ def _run(nnx: Any, call: Call) -> dict[str, Any]:
     class Model(nnx.Module):
         def __init__(self) -> None:
             self.w = nnx.Param(jnp.zeros((2, 3)), out_sharding=call.names, eager_sharding=False)
-            self.v = self.w if call.shared else nnx.Param(jnp.zeros((2, 3)), out_sharding=call.names, eager_sharding=False)
+            self.v = self.w if call.shared else nnx.Param(
+                jnp.zeros((2, 3)), out_sharding=call.names, eager_sharding=False
+            )
 
     def function(model: Any, other: Any = None) -> Any:
         seen.append(model.w.get_metadata().get("out_sharding"))
