@@ -194,7 +194,7 @@ def _warn_deprecated_annotations(cls: type) -> None:
 
 class HashableMapping(tp.Mapping[tp.Any, tp.Any]):
     """A read-only, hashable copy of a mapping, for mappings that live in static structure
-    (how ``iter_graph`` shows a Pytree's attribute statuses, ``LinearGeneral.batch_axis``)."""
+    (how ``iter_graph`` shows a Pytree's attribute statuses)."""
 
     def __init__(self, mapping: tp.Mapping[tp.Any, tp.Any]) -> None:
         self._mapping = dict(mapping)

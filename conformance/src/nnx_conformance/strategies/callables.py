@@ -11,15 +11,9 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import pytest
 
 from nnx_conformance.assertions import assert_same, expected_got
 from nnx_conformance.compare_state import Scenario, error_line
-
-IN_GRAPH_MODE = pytest.mark.graph_mode("graph")
-"""The keyword cases run in graph mode, whatever ``--graph-mode`` says: they were drawn
-against flax in graph mode, and in tree mode flax 0.12.12 crashes on some of them (a
-segmentation fault in RNN's time-major scan; nnx.grad over the Rngs count)."""
 
 
 class ArrayShape(NamedTuple):

@@ -8,8 +8,8 @@ import typing as tp
 import jax.numpy as jnp
 from jax import lax
 
+from .._frozen_dict import FrozenDict
 from ..module import Module
-from ..pytreelib import HashableMapping
 from .aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
 from .axes import canonicalize_axes, flatten_batch, restore_batch
 from . import dtypes, initializers
@@ -115,7 +115,7 @@ class LinearGeneral(Module):
         out_features: int | tp.Sequence[int],
         *,
         axis: int | tp.Sequence[int] = -1,
-        batch_axis: tp.Mapping[int, int] = HashableMapping({}),
+        batch_axis: tp.Mapping[int, int] = FrozenDict({}),
         use_bias: bool = True,
         dtype: Dtype | None = None,
         param_dtype: Dtype = jnp.float32,
@@ -133,7 +133,7 @@ class LinearGeneral(Module):
         self.in_features = _as_tuple(in_features)
         self.out_features = _as_tuple(out_features)
         self.axis = _as_tuple(axis)
-        self.batch_axis = HashableMapping(batch_axis)
+        self.batch_axis = FrozenDict(batch_axis)
         self.use_bias = use_bias
         self.dtype = dtype
         self.param_dtype = param_dtype

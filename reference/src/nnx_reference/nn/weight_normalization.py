@@ -142,7 +142,7 @@ class WeightNorm(Module):
                 # The initializer gets the ``params`` stream itself (no key is drawn)
                 # and no dtype: the scales keep the initializer's default, as in flax.
                 scales[path] = Param(scale_init(rngs["params"], shape))
-        self.scales = data(scales)
+        self.scales = data(scales) if use_scale else None
 
     def _selected(self) -> list[tuple[tuple, tp.Any]]:
         return _variables_of(self.layer_instance, self.variable_filter)

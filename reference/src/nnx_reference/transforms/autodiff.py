@@ -135,26 +135,29 @@ def _grad_call(
 ) -> tuple[tp.Any, tp.Any]:
     """Run ``fun`` under ``jax.value_and_grad``; returns ``(value, grads)``.
 
-    With graph updates, keyword arguments move to the positions they name; otherwise they
-    pass through to ``fun`` undifferentiated, as ``jax.grad``'s do."""
+    With graph updates, the arguments are bound to ``fun``'s signature first (missing ones
+    raise there, as in flax) and keyword arguments move to the positions they name;
+    otherwise they are lifted with the arguments, undifferentiated, as ``jax.grad``'s are
+    not, so that the function may update their Variables."""
     single = isinstance(argnums, (int, DiffState))
     nums = (argnums,) if single else tuple(argnums)
     mode = trees.resolve_mode(graph, graph_updates)
     _check_tree_mode_argnums(name, nums, mode)
     if mode.graph_updates:
-        args, kwargs = trees.positional(fun, args, kwargs), {}
+        args, kwargs = trees.positional(fun, args, kwargs, "always"), {}
     else:
         _check_positional_count(argnums if single else nums, args)
     prefixes = _arg_prefixes(nums, len(args))
     if not mode.graph_updates:  # the whole argument is differentiated, as a tree
         prefixes = tuple(DiffPrefix(... if p.filter is not None else None) for p in prefixes)
-    lifted = lift.lift(name, (args, {}), (prefixes, {}), mode, expand=expand_diff)
+    kwarg_prefixes = {key: DiffPrefix(None) for key in kwargs}
+    lifted = lift.lift(name, (args, kwargs), (prefixes, kwarg_prefixes), mode, expand=expand_diff)
     diff, rest = trees.partition(lifted.pure, lifted.prefix, is_diff)
 
     def pure_fn(diff: tp.Any, rest: tp.Any) -> tuple[tp.Any, tp.Any]:
         entered = lift.enter(lifted.static, trees.join(diff, rest))
-        inner_args, _ = entered.args
-        out = fun(*inner_args, **kwargs)
+        inner_args, inner_kwargs = entered.args
+        out = fun(*inner_args, **inner_kwargs)
         value, aux = out if has_aux else (out, None)
         return value, lift.exit(name, lifted.static, entered, aux)
 

@@ -14,38 +14,74 @@ from .prefix import PrefixMapping
 from .trees import is_variable
 
 
-def _variables_of(obj: tp.Any) -> tp.Iterator[tuple[tuple, variablelib.Variable]]:
+def _variables_of(obj: tp.Any, every_path: bool) -> tp.Iterator[tuple[tuple, variablelib.Variable]]:
     if is_variable(obj):
         yield (), obj
-        return
-    for path, value in graphlib.iter_graph(obj, graph=True):
-        if is_variable(value):
-            yield tuple(path), value
+    elif every_path:
+        for keypath, leaf in jax.tree_util.tree_flatten_with_path(obj, is_leaf=is_variable)[0]:
+            if is_variable(leaf):
+                yield tuple(graphlib.jax_key(k) for k in keypath), leaf
+    else:
+        for path, value in graphlib.iter_graph(obj, graph=True):
+            if is_variable(value):
+                yield tuple(path), value
 
 
-def variable_prefixes(obj: tp.Any, prefix: tp.Any) -> tp.Iterator[tuple[tuple, tp.Any, tp.Any]]:
-    """``(path, variable, prefix value)`` for each Variable of ``obj``."""
-    for path, var in _variables_of(obj):
+def variable_prefixes(
+    obj: tp.Any, prefix: tp.Any, every_path: bool = False
+) -> tp.Iterator[tuple[tuple, tp.Any, tp.Any]]:
+    """``(path, variable, prefix value)`` for each Variable of ``obj``: once per Variable,
+    walking its graph, or with ``every_path`` once per path ``jax.tree`` takes to it (a
+    shared Variable several times, none inside a Module that is no pytree)."""
+    for path, var in _variables_of(obj, every_path):
         value = prefix.map_prefix(path, var) if isinstance(prefix, PrefixMapping) else prefix
         yield path, var, value
 
 
-def check_consistent_aliasing(items: tp.Iterable[tuple[tp.Any, tp.Any]]) -> None:
+class Reached(tp.NamedTuple):
+    """A Variable as one occurrence of an object reaches it: where, and the prefix it gets."""
+
+    label: str
+    variable: variablelib.Variable
+    prefix: tp.Any
+
+
+def reached(obj: tp.Any, prefix: tp.Any, root: tuple = ()) -> list[Reached]:
+    """The Variables of ``obj`` (each once) with their prefix values, labelled by their path
+    below ``root`` joined with slashes (``<root>`` for an empty one)."""
+    return [
+        Reached("/".join(str(part) for part in (*root, *path)) or "<root>", var, value)
+        for path, var, value in variable_prefixes(obj, prefix)
+    ]
+
+
+def check_consistent_aliasing(occurrences: tp.Iterable[list[Reached]]) -> None:
     """A Variable reached several times must get the same prefix every time.
 
-    ``items`` are ``(object, prefix)`` pairs, one per occurrence of an object.
+    ``occurrences``: what each occurrence of an object reaches, in order; the error comes
+    after the first occurrence that disagrees and lists each Variable that disagrees with
+    where it was reached up to there.
     """
-    seen: dict[int, list[tuple[tp.Any, tp.Any]]] = {}
-    for obj, prefix in items:
-        for path, var, value in variable_prefixes(obj, prefix):
-            entries = seen.setdefault(id(var), [])
-            entries.append((path[-1] if path else "", value))
-            if entries[0][1] != value:
-                lines = "\n".join(f"  {key}: {v}" for key, v in entries)
-                raise ValueError(
-                    "Inconsistent aliasing detected. The following nodes have different "
-                    f"prefixes:\nNode: {type(var).__name__}\n{lines}"
-                )
+    seen: dict[int, list[Reached]] = {}
+    mismatched: dict[int, None] = {}
+    for occurrence in occurrences:
+        reached_here: set[int] = set()
+        for entry in occurrence:
+            key = id(entry.variable)
+            if key in reached_here or key in mismatched:
+                continue
+            reached_here.add(key)
+            entries = seen.setdefault(key, [])
+            entries.append(entry)
+            if entries[0].prefix != entry.prefix:
+                mismatched[key] = None
+        if mismatched:
+            nodes = "\n".join(
+                f"Node: {type(seen[key][0].variable).__name__}\n"
+                + "\n".join(f"  {e.label}: {e.prefix}" for e in seen[key])
+                for key in mismatched
+            )
+            raise ValueError(f"Inconsistent aliasing detected. The following nodes have different prefixes:\n{nodes}")
 
 
 def _variable_paths(tree: tp.Any, root: str) -> tp.Iterator[tuple[str, variablelib.Variable]]:
@@ -117,9 +153,11 @@ def check_no_aliasing(
     check_outputs_are_new(name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg)
 
 
-def check_outputs_are_new(name: str, args: tp.Any, out: tp.Any, carry_arg: int | None = None) -> None:
-    """The output may hold neither a Variable of the arguments ``args`` nor one Variable twice
-    (``carry_arg`` as for :func:`check_no_aliasing`)."""
+def check_outputs_are_new(
+    name: str, args: tp.Any, out: tp.Any, carry_arg: int | None = None, shared_outputs: bool = False
+) -> None:
+    """The output may hold neither a Variable of the arguments ``args`` nor, unless
+    ``shared_outputs``, one Variable twice (``carry_arg`` as for :func:`check_no_aliasing`)."""
     carry_root = f".args[{carry_arg}]"
     inputs: dict[int, str] = {}
     for path, var in _input_paths(args):
@@ -131,7 +169,8 @@ def check_outputs_are_new(name: str, args: tp.Any, out: tp.Any, carry_arg: int |
         first = inputs.get(id(var)) or seen.get(id(var))
         if first is not None:
             raise _duplicate_error(name, var, [first, path])
-        seen[id(var)] = path
+        if not shared_outputs:
+            seen[id(var)] = path
 
 
 def check_carry_identity(carry_in: tp.Any, carry_out: tp.Any) -> list[int]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import typing as tp
 
@@ -64,36 +63,53 @@ def expand_axes(prefix: tp.Any, obj: tp.Any = None) -> list[tuple[trees.Filter, 
     return trees.whole(prefix)
 
 
-def per_arg(axes: tp.Any, args: tuple) -> tuple:
-    """``in_axes`` as a tuple with one entry per argument (an int/None applies to all)."""
+def per_arg(axes: tp.Any, args: tuple, name: str, graph: bool) -> tuple:
+    """``in_axes`` as a tuple with one entry per argument (an int/None applies to all);
+    a tuple of another length raises, as flax's transform ``name`` does in that mode."""
     if type(axes) in (tuple, list):
         if len(axes) != len(args):
+            if not graph and name in ("vmap", "pmap"):
+                raise ValueError(
+                    f"{name} in_axes must be an int, None, or a tuple of entries corresponding to the "
+                    f"positional arguments passed to the function, but got len(in_axes)={len(axes)}, "
+                    f"len(args)={len(args)}."
+                )
             raise ValueError(
-                f"in_axes specification must be a tree prefix of the corresponding value, got "
-                f"in_axes of length {len(axes)} for {len(args)} positional arguments"
+                "pytree structure error: different lengths of tuple at key path\n    in_axes\n"
+                f"At that key path, the prefix pytree in_axes has a subtree of type tuple of length "
+                f"{len(axes)}, but the full pytree has a subtree of the same type but of length {len(args)}."
             )
         return tuple(axes)
     return tuple(axes for _ in args)
 
 
 def _axis_metadata(
-    metadata: tp.Mapping[str, tp.Any], objects: tp.Iterable[tuple[tp.Any, tp.Any]], add: bool
+    metadata: tp.Mapping[str, tp.Any],
+    objects: tp.Iterable[tuple[tp.Any, tp.Any]],
+    add: bool,
+    every_path: bool = False,
 ) -> None:
     """Add (leaving a mapped call) or remove (entering it) the mapped axis in Variable metadata.
 
     Only when ``metadata`` names a ``PARTITION_NAME``; ``objects`` are ``(object, prefix)``.
+    Each Variable moves once, or with ``every_path`` once per path ``jax.tree`` takes to it.
     Every name to remove is checked before any Variable changes.
     """
     if PARTITION_NAME not in metadata:
         return
     name = metadata[PARTITION_NAME]
-    moves: dict[int, tuple[Variable, int, tp.Any]] = {}
+    moves: list[tuple[tuple, Variable, int]] = []
+    moved: set[int] = set()
     for obj, prefix in objects:
-        for path, var, axis in checks.variable_prefixes(obj, prefix):
-            if id(var) not in moves and is_scanned(axis):
-                moves[id(var)] = (var, axis, _moved_partition(path, var, axis, name, add))
-    for var, axis, sharding in moves.values():
-        if sharding is not None:
+        for path, var, axis in checks.variable_prefixes(obj, prefix, every_path):
+            if is_scanned(axis) and (every_path or id(var) not in moved):
+                moved.add(id(var))
+                moves.append((path, var, axis))
+    if not add:
+        for path, var, axis in moves:
+            _moved_partition(path, var, axis, name, add)
+    for path, var, axis in moves:
+        if (sharding := _moved_partition(path, var, axis, name, add)) is not None:
             var.set_metadata("out_sharding", sharding)
         (var.add_axis if add else var.remove_axis)(axis, name)
 
@@ -152,16 +168,20 @@ def _mapped(
 
     @functools.wraps(fun)
     def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        args = trees.positional(fun, args, kwargs)
         mode = trees.resolve_mode(graph, graph_updates)
+        if mode.graph_updates:
+            args, kwargs = trees.positional(fun, args, kwargs, "with defaults"), {}
         reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
-        lifted = lift.lift(name, args, per_arg(in_axes, args), mode, expand=expand_axes)
+        # keyword arguments left are mapped along axis 0, as jax.vmap and jax.pmap map them
+        prefix = (per_arg(in_axes, args, name, mode.graph), {key: 0 for key in kwargs})
+        lifted = lift.lift(name, (args, kwargs), prefix, mode, expand=expand_axes)
 
         def pure_fn(pure: tp.Any) -> tp.Any:
             entered = lift.enter(lifted.static, pure)
             in_objects = list(zip(entered.objects, lifted.static.obj_prefixes))
             _axis_metadata(metadata, in_objects, add=False)
-            out = fun(*entered.args)
+            inner_args, inner_kwargs = entered.args
+            out = fun(*inner_args, **inner_kwargs)
             _axis_metadata(metadata, in_objects + _out_objects(out, out_axes), add=True)
             return lift.exit(name, lifted.static, entered, out, out_axes, expand_axes)
 
@@ -280,26 +300,40 @@ def transform_metadata(
 ) -> tp.Any:
     """Moves the partition name of a mapped axis in Variable metadata, for code that maps by hand.
 
-    The wrapped function is called unchanged, but inside it the input Variables'
-    ``out_sharding`` lacks ``partition`` at their ``in_axes`` axis; after it, the
-    inputs get it back there and the output's Variables get it at ``out_axes``.
-    ``ValueError`` when that axis holds another name, when the output holds an input's
-    Variable, or, in tree mode, when the inputs hold one Variable twice; after an error
-    the inputs are as they were.
+    As flax does, the function runs on a copy of its inputs (keyword arguments moved to
+    their positions), whose Variables' ``out_sharding`` lacks ``partition`` at their
+    ``in_axes`` axis; after it, the copy gets the name back there once per path
+    ``jax.tree`` takes to a Variable, the output's Variables get it at ``out_axes``, and
+    each input Variable whose copy changed takes the copy's value and metadata (other
+    changes to the copy are not kept). ``ValueError`` when that axis holds another name,
+    when the output holds an input's Variable, in graph mode when the inputs give one
+    Variable two axes, in tree mode when the inputs or the output hold one Variable
+    twice; after an error the inputs are as they were.
     """
     metadata = {PARTITION_NAME: partition}
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            if not graphlib.resolve_mode(graph, None).graph:
-                checks.check_no_sharing("transform_metadata", (args, kwargs))
-            in_objects = _out_objects(args, per_arg(in_axes, args))
-            with _restored_on_error(_out_objects((args, kwargs), None)):
-                _axis_metadata(metadata, in_objects, add=False)
-                out = fun(*args, **kwargs)
-                checks.check_outputs_are_new("transform_metadata", (args, kwargs), out)
-            _axis_metadata(metadata, in_objects + _out_objects(out, out_axes), add=True)
+            args = trees.positional(fun, args, kwargs, "with defaults")
+            in_graph = graphlib.resolve_mode(graph, None).graph
+            axes = per_arg(in_axes, args, "transform_metadata", True)
+            if in_graph:
+                checks.check_consistent_aliasing(_reached_by_argument(args, axes))
+            else:
+                checks.check_no_sharing("transform_metadata", (args, {}))
+            copies = graphlib.clone(args, graph=True)
+            in_objects = _out_objects(copies, axes)
+            _axis_metadata(metadata, in_objects, add=False)
+            entered = [
+                _Copied(original, copy, *_variable_state(copy)) for original, copy in _variable_pairs(args, copies)
+            ]
+            out = fun(*copies)
+            checks.check_outputs_are_new("transform_metadata", (copies, {}), out, shared_outputs=in_graph)
+            _axis_metadata(metadata, in_objects, add=True, every_path=True)
+            _axis_metadata(metadata, _out_objects(out, out_axes), add=True)
+            for copied in entered:
+                copied.write_back()
             return out
 
         return wrapper
@@ -307,49 +341,81 @@ def transform_metadata(
     return trees.decorator_or_call(f, make)
 
 
-@contextlib.contextmanager
-def _restored_on_error(objects: list[tuple[tp.Any, tp.Any]]) -> tp.Iterator[None]:
-    """Puts back the values and metadata of the Variables of ``objects`` (``(object, prefix)``
-    pairs) if the block raises: flax runs the function on copies of its inputs and keeps
-    what happened to them only when it returns."""
-    saved = [
-        (var, var.get_raw_value(), var.get_metadata())
-        for obj, _ in objects
-        for _, var, _ in checks.variable_prefixes(obj, None)
-    ]
-    try:
-        yield
-    except BaseException:
-        for var, value, metadata in saved:
-            var.set_raw_value(value)
-            var.set_metadata(metadata)
-        raise
+def _reached_by_argument(args: tuple, axes: tuple) -> tp.Iterator[list[checks.Reached]]:
+    """What each argument reaches, labelled by its position and the path below it."""
+    for position, (arg, prefix) in enumerate(zip(args, axes)):
+        yield [
+            entry
+            for obj, obj_prefix in _out_objects(arg, prefix)
+            for entry in checks.reached(obj, obj_prefix, root=(position,))
+        ]
+
+
+def _variable_pairs(originals: tp.Any, copies: tp.Any) -> list[tuple[Variable, Variable]]:
+    """The Variables of ``originals`` with their counterparts in ``copies`` (same structure)."""
+    walks = zip(graphlib.iter_graph(originals, graph=True), graphlib.iter_graph(copies, graph=True))
+    return [(original, copy) for (_, original), (_, copy) in walks if isinstance(original, Variable)]
+
+
+def _variable_state(variable: Variable) -> tuple[tp.Any, dict[str, tp.Any]]:
+    """A Variable's raw value and metadata."""
+    return variable.get_raw_value(), variable.get_metadata()
+
+
+class _Copied(tp.NamedTuple):
+    """An input Variable, its copy, and the copy's value and metadata as the function got them."""
+
+    original: Variable
+    copy: Variable
+    value: tp.Any
+    metadata: dict[str, tp.Any]
+
+    def write_back(self) -> None:
+        """Gives the original the copy's value and metadata if either changed."""
+        value, metadata = _variable_state(self.copy)
+        unchanged = value is self.value and metadata.keys() == self.metadata.keys() and all(
+            metadata[k] is self.metadata[k] for k in metadata
+        )
+        if not unchanged:
+            self.original.set_raw_value(value)
+            self.original.set_metadata(metadata)
 
 
 # --------------------------------------------------------------------------- loops
 
 
 def _loop_body(
-    name: str, static: lift.InStatic, step: tp.Callable[[tp.Any], tp.Any], keeps_variables: bool, graph: bool
+    name: str,
+    static: lift.InStatic,
+    step: tp.Callable[[tp.Any], tp.Any],
+    keeps_variables: bool,
+    lowering: str | None = None,
 ) -> tp.Callable:
     """Wrap ``step`` (value -> value) as a pure carry function checking the structure;
-    ``keeps_variables``: the body must also return the very Variables it was given, and in
-    graph mode (``graph``) keep the graph structure of the value."""
+    ``keeps_variables``: the body must also return the very Variables it was given, and
+    keep the graph structure of the value (graph nodes, attributes, static values).
+    ``lowering``: the ``jax.lax`` loop that runs it, whose ``TypeError`` a changed
+    structure raises (else nnx's ``ValueError``)."""
 
     def body(pure: tp.Any) -> tp.Any:
         value = lift.enter(static, pure).args
         variables = _variables(value) if keeps_variables else None
-        graphdef = graphlib.graphdef(value, graph=True) if keeps_variables and graph else None
+        graphdef = graphlib.graphdef(value, graph=True) if keeps_variables and not static.graph_updates else None
         new_value = step(value)
+        if graphdef is not None and graphlib.graphdef(new_value, graph=True) != graphdef:
+            raise ValueError(_GRAPH_CHANGED.format(name=name))
         if variables is not None and _variables(new_value) != variables:
             if static.graph_updates:
                 raise ValueError(_STRUCTURE_CHANGED.format(name=name))
-            if graphdef is not None and graphlib.graphdef(new_value, graph=True) != graphdef:
-                raise ValueError(_GRAPH_CHANGED.format(name=name))
             raise ValueError(f"{name} Variable identity must be preserved across iterations.")
         mode = Mode(static.graph, static.graph_updates)
         relifted = lift.lift(name, new_value, None, mode, coalesce=True)
         if not _same_structure(relifted, static, pure):
+            if lowering is not None:
+                raise TypeError(
+                    f"{lowering} body function carry input and carry output must have the same "
+                    "pytree structure, but they differ"
+                )
             raise ValueError(_STRUCTURE_CHANGED.format(name=name))
         return _match_types(relifted.pure, pure)
 
@@ -410,7 +476,7 @@ def while_loop(
     body = traced.pure_function(
         body_fun,
         ("while_loop body", static, mode.graph),
-        lambda call: _loop_body("while_loop", static, call, True, mode.graph),
+        lambda call: _loop_body("while_loop", static, call, True),
     )
     result = jax.lax.while_loop(cond, body, lifted.pure)
     return lift.apply_same(lifted, result)
@@ -432,15 +498,26 @@ def fori_loop(
 
     static = lifted.static
 
+    lowering = _fori_lowering(lower, upper) if static.graph_updates else None
+
     def build(call: tp.Callable) -> tp.Callable:
         def body(i: tp.Any, pure: tp.Any) -> tp.Any:
             step = _loop_body(
-                "fori_loop", static, lambda value: call(i, value), not static.graph_updates, mode.graph
+                "fori_loop", static, lambda value: call(i, value), not static.graph_updates, lowering
             )
             return step(pure)
 
         return body
 
-    body = traced.pure_function(body_fun, ("fori_loop", static, mode.graph), build)
+    body = traced.pure_function(body_fun, ("fori_loop", static, mode.graph, lowering), build)
     result = jax.lax.fori_loop(lower, upper, body, lifted.pure, unroll=unroll)
     return lift.apply_same(lifted, result)
+
+
+def _fori_lowering(lower: tp.Any, upper: tp.Any) -> str:
+    """The loop ``jax.lax.fori_loop`` runs: a scan between concrete bounds, else a while loop."""
+    try:
+        int(lower), int(upper)
+    except (TypeError, jax.errors.ConcretizationTypeError):
+        return "while_loop"
+    return "scan"

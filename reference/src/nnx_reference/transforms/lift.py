@@ -35,6 +35,7 @@ from .checks import (
     check_no_aliasing,
     check_no_sharing,
     has_shared_variables,
+    reached,
 )
 from .trees import (
     Expand,
@@ -211,7 +212,7 @@ def lift(
     if coalesce:
         return _lift_flat(graph_updates, arg_leaves, treedef, slots, objs)
     obj_prefixes = tuple(prefixes[i] for i in slots)
-    check_consistent_aliasing(zip(objs, obj_prefixes))
+    check_consistent_aliasing(reached(o, p) for o, p in zip(objs, obj_prefixes))
     groups = _groups_for(objs, obj_prefixes, expand)
     outer_index = graphlib.RefMap()
     graphdef, states = _split_groups(objs, [], groups, [], outer_index)
@@ -336,7 +337,7 @@ def _exit(
     out_obj_prefixes = [out_prefixes[i] for i in slots]
     if same_prefixes:
         check_consistent_aliasing(
-            [*zip(objs, static.obj_prefixes), *zip(out_objs, out_obj_prefixes)]
+            reached(o, p) for o, p in [*zip(objs, static.obj_prefixes), *zip(out_objs, out_obj_prefixes)]
         )
     out_groups = _groups_for(out_objs, out_obj_prefixes, expand)
     graphdef, states = _split_groups(objs, out_objs, list(static.groups), out_groups, ref_index)

@@ -81,13 +81,13 @@ def scan(
             if kwargs and not mode.graph_updates:  # only graph updates map keywords to positions
                 name = next(iter(kwargs))
                 raise TypeError(f"{wrapper.__qualname__}() got an unexpected keyword argument '{name}'")
-            args = trees.positional(fun, args, kwargs)
+            args = trees.positional(fun, args, kwargs, "with defaults" if mode.graph_updates else "keywords")
             if in_axes is Carry and len(args) != 1:
                 raise ValueError(
                     f"When in_axes=Carry, the function must take exactly one argument, got {len(args)} arguments."
                 )
             reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
-            arg_axes = per_arg(in_axes, args)
+            arg_axes = per_arg(in_axes, args, "scan", mode.graph)
             lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes)
             carry_arg = next((i for i, p in enumerate(arg_axes) if p is Carry), None)
             return _run_scan(

@@ -41,12 +41,23 @@ def reject_bound_method(name: str, fun: tp.Any) -> None:
         )
 
 
-def positional(fun: Fn, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> tuple[tp.Any, ...]:
+Binding = tp.Literal["keywords", "always", "with defaults"]
+"""When :func:`positional` binds the arguments to the function's signature: only when
+keywords are passed, always (missing arguments raise), or always with the defaults of
+the parameters not passed added (flax's vmap, scan and transform_metadata with graph
+updates map every parameter of the function)."""
+
+
+def positional(
+    fun: Fn, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], binding: Binding = "keywords"
+) -> tuple[tp.Any, ...]:
     """``args`` with ``kwargs`` moved to the positions of ``fun``'s parameters they name
     (the transforms map, carry and differentiate arguments by position)."""
-    if not kwargs:
+    if not kwargs and binding == "keywords":
         return args
     bound = inspect.signature(fun).bind(*args, **kwargs)
+    if binding == "with defaults":
+        bound.apply_defaults()
     if bound.kwargs:
         raise TypeError("keyword arguments could not be resolved to positions")
     return bound.args

@@ -1,17 +1,18 @@
 """Parity of the linear layers with flax.nnx: from the same seed and arguments, the same
 parameters bit for bit (paths, Variable types, dtypes, values) and the same outputs
-within float32 (or bfloat16) rounding."""
+within float32 (or bfloat16) rounding; static attributes of flax's types."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import given
 
 from nnx_conformance import strategies
-from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.assertions import assert_agrees, assert_same
 from nnx_conformance.differential import layer_case
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear")]
@@ -66,3 +67,17 @@ def test_embed_parameters_and_lookups_equal_flax(nnx: Any, flax_nnx: Any, drawn:
     attend = layer_case("Embed", drawn, seed, strategies.layer_input((2, drawn.args[1]), input_seed),
                         call=lambda nnx, layer, query: layer.attend(query))
     assert_agrees(flax_nnx, nnx, attend)
+
+
+@pytest.mark.apis("LinearGeneral")
+@pytest.mark.documented(None)
+def test_linear_general_keeps_batch_axis_as_flax_keeps_it(nnx: Any, flax_nnx: Any) -> None:
+    # a static attribute: in tree mode part of the layer's pytree, compared by type and items
+    def scenario(nnx: Any) -> Any:
+        layer = nnx.LinearGeneral((2,), (3,), axis=(1,), batch_axis={0: 4}, rngs=nnx.Rngs(0))
+        batch_axis = layer.batch_axis
+        same = type(batch_axis)({0: 4})
+        equal, same_hash = batch_axis == {0: 4}, hash(batch_axis) == hash(same)
+        return batch_axis, repr(batch_axis), equal, same_hash, jax.tree.leaves(batch_axis)
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -89,3 +89,16 @@ def test_weight_and_spectral_norm_rescale_in_flax_precision(
         return outputs, nnx.state(wrapped)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("WeightNorm")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("use_scale", [True, False], ids=["with scales", "without scales"])
+def test_weight_norm_holds_its_scales_as_flax_does(nnx: Any, flax_nnx: Any, use_scale: bool) -> None:
+    # without scales flax keeps None, a static attribute: in tree mode part of the layer's pytree
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(0)
+        wrapped = nnx.WeightNorm(nnx.Linear(3, 4, rngs=rngs), use_scale=use_scale, rngs=rngs)
+        return wrapped.scales, nnx.state(wrapped)
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
-    IN_GRAPH_MODE,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -26,7 +25,7 @@ from nnx_conformance.strategies.callables import (
     scaled_dot_general,
 )
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention"), IN_GRAPH_MODE]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention")]
 
 NORMAL = jax.nn.initializers.normal(0.5)
 HIGHEST = jax.lax.Precision.HIGHEST

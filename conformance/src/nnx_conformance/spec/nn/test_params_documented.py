@@ -11,9 +11,9 @@ from hypothesis import given, settings
 
 from nnx_conformance import strategies
 from nnx_conformance.assertions import expected_got
-from nnx_conformance.strategies.callables import IN_GRAPH_MODE, Promotion
+from nnx_conformance.strategies.callables import Promotion
 
-pytestmark = [pytest.mark.kind("property"), pytest.mark.area("nn/normalization"), IN_GRAPH_MODE]
+pytestmark = [pytest.mark.kind("property"), pytest.mark.area("nn/normalization")]
 
 
 @pytest.mark.apis("WeightNorm")

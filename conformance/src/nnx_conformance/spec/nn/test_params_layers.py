@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
-    IN_GRAPH_MODE,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -27,7 +26,7 @@ from nnx_conformance.strategies.callables import (
     scaled_einsum,
 )
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear"), IN_GRAPH_MODE]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear")]
 
 NORMAL = jax.nn.initializers.normal(0.5)
 HIGHEST = jax.lax.Precision.HIGHEST

@@ -16,13 +16,12 @@ from hypothesis import given, settings
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
-    IN_GRAPH_MODE,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
 )
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/normalization"), IN_GRAPH_MODE]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/normalization")]
 
 NORMAL = jax.nn.initializers.normal(0.5)
 AXIS = "batch"

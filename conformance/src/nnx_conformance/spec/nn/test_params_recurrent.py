@@ -18,13 +18,14 @@ from hypothesis import given, settings
 from nnx_conformance import strategies
 from nnx_conformance.strategies import RECURRENT_CELLS
 from nnx_conformance.strategies.callables import (
-    IN_GRAPH_MODE,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
 )
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/recurrent"), IN_GRAPH_MODE]
+# Graph mode whatever --graph-mode says: the cases were drawn against flax in graph mode, and
+# in tree mode flax 0.12.12 fails some of them (its tree-mode grad differentiates the Rngs count).
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/recurrent"), pytest.mark.graph_mode("graph")]
 
 NORMAL = jax.nn.initializers.normal(0.5)
 

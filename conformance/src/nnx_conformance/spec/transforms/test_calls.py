@@ -298,3 +298,134 @@ def test_cached_partial_updates_the_cached_module(nnx: Any, flax_nnx: Any) -> No
         return [f(jnp.ones((1, 2))) for _ in range(2)], m
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+MODES = [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)]
+
+
+def _mode_id(mode: gs.Mode) -> str:
+    return f"graph={mode.graph}-graph_updates={mode.updates}"
+
+
+def _loss(x: Any, model: Any, scale: Any = None) -> Any:
+    """A loss that also updates the model it gets: its BatchStat from the input, its Param doubled."""
+    model.stat[...] = x * 3
+    model.w[...] = model.w[...] * 2
+    return (model.w[...] * x).sum()
+
+
+def _stat_model(nnx: Any) -> Any:
+    return gs.classes(nnx).node(w=nnx.Param(jnp.ones(2)), stat=nnx.BatchStat(jnp.zeros(2)))
+
+
+@pytest.mark.apis("grad")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("mode", MODES, ids=_mode_id)
+def test_grad_called_with_too_few_arguments_raises_as_flax_does(nnx: Any, flax_nnx: Any, mode: gs.Mode) -> None:
+    # with graph updates flax binds the arguments to the function's signature before it differentiates
+    missing = "missing a required argument: 'model'" if mode.graph and mode.updates else "'model'"
+    scenario = lambda nnx: nnx.grad(_loss, **mode.kwargs())(jnp.ones(2))  # noqa: E731
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(missing,))
+    assert isinstance(outcome.error, TypeError), "flax raises TypeError when the function misses an argument"
+
+
+@pytest.mark.apis("grad", "value_and_grad")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad"])
+@pytest.mark.parametrize("mode", MODES, ids=_mode_id)
+def test_grad_runs_a_function_that_updates_a_model_passed_by_keyword(
+    nnx: Any, flax_nnx: Any, transform: str, mode: gs.Mode
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        model = _stat_model(nnx)
+        out = getattr(nnx, transform)(_loss, **mode.kwargs())(jnp.ones(2), model=model, scale=jnp.ones(1))
+        return out, model
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, "flax differentiates the function and keeps the updates of a keyword argument"
+
+
+GROWING_LOOPS = {
+    "while_loop": lambda nnx, body, m, mode: nnx.while_loop(lambda m: m.w[0] < 3, body, m, **mode.kwargs()),
+    "fori_loop": lambda nnx, body, m, mode: nnx.fori_loop(0, 3, lambda i, m: body(m), m, **mode.kwargs()),
+}
+ADDED = {
+    "a Param": lambda nnx: nnx.Param(jnp.zeros(2)),
+    "an array": lambda nnx: jnp.zeros(2),
+    "a static value": lambda nnx: 3,
+}
+
+
+GROWTHS = [
+    (mode, loop, added)
+    for mode in MODES
+    for loop in sorted(GROWING_LOOPS)
+    for added in sorted(ADDED)
+    # flax's fori_loop with graph updates hands JAX a carry whose structure holds the new
+    # array, and JAX fails comparing it ("Cache keys should be comparable"): no rule to follow
+    if not (mode.graph and mode.updates and loop == "fori_loop" and added == "an array")
+]
+
+
+@pytest.mark.apis("while_loop", "fori_loop")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize(
+    ("mode", "loop", "added"), GROWTHS, ids=[f"{_mode_id(m)}-{loop}-{added}" for m, loop, added in GROWTHS]
+)
+def test_a_loop_body_that_adds_an_attribute_is_rejected_as_flax_rejects_it(
+    nnx: Any, flax_nnx: Any, mode: gs.Mode, loop: str, added: str
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        def body(m: Any) -> Any:
+            m.extra = ADDED[added](nnx)
+            return m
+
+        return GROWING_LOOPS[loop](nnx, body, _stat_model(nnx), mode)
+
+    if not (mode.graph and mode.updates):
+        mention = "pytree structure error"
+    elif loop == "fori_loop":  # flax hands the changed structure to jax.lax.fori_loop, a scan here
+        mention = "scan body function carry input and carry output must have the same pytree structure"
+    else:
+        mention = "nnx.while_loop requires body function's input and output to have the same"
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(mention,))
+    assert outcome.error is not None, "flax rejects a loop body that changes the structure of the loop value"
+
+
+@pytest.mark.apis("scan")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("by_keyword", [False, True], ids=["positionally", "by keyword"])
+@pytest.mark.parametrize("n_axes", [2, 3], ids=["in_axes for the arguments passed", "in_axes for every parameter"])
+@pytest.mark.parametrize("mode", MODES, ids=_mode_id)
+def test_scan_maps_every_parameter_of_the_function_with_graph_updates(
+    nnx: Any, flax_nnx: Any, mode: gs.Mode, n_axes: int, by_keyword: bool
+) -> None:
+    def step(carry: Any, x: Any, scale: Any = None) -> Any:
+        return carry + x.sum(), x
+
+    def scenario(nnx: Any) -> Any:
+        in_axes = (nnx.Carry, 0, None)[:n_axes]
+        scanned = nnx.scan(step, in_axes=in_axes, out_axes=(nnx.Carry, 0), **mode.kwargs())
+        xs = jnp.arange(6.0).reshape(3, 2)
+        return scanned(jnp.zeros(()), x=xs) if by_keyword else scanned(jnp.zeros(()), xs)
+
+    # with graph updates flax binds the call to the signature with its defaults: three arguments
+    passed = 3 if mode.graph and mode.updates else 2
+    if by_keyword and passed == 2:
+        mentions: tuple[str, ...] = ("unexpected keyword argument 'x'",)
+    else:
+        mentions = ("pytree structure error",) if n_axes != passed else ()
+    assert_same(flax_nnx, nnx, scenario, mentions=mentions)
+
+
+@pytest.mark.apis("vmap")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("in_axes", [0, (0,), (0, 0), (0, None)], ids=str)
+@pytest.mark.parametrize("mode", MODES, ids=_mode_id)
+def test_vmap_maps_a_keyword_argument_as_flax_does(nnx: Any, flax_nnx: Any, mode: gs.Mode, in_axes: Any) -> None:
+    # with graph updates flax maps it by the axis of the parameter it names; without, jax.vmap maps it along axis 0
+    def scenario(nnx: Any) -> Any:
+        mapped = nnx.vmap(lambda x, y=None: x + y, in_axes=in_axes, **mode.kwargs())
+        return mapped(jnp.ones((3,)), y=jnp.arange(3.0))
+
+    assert_same(flax_nnx, nnx, scenario)

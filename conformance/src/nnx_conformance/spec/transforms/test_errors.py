@@ -3,6 +3,7 @@ objects without graph updates, inconsistent prefixes, trace levels, loop structu
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jax
@@ -158,3 +159,25 @@ def test_while_loop_rejects_a_body_that_changes_the_loop_structure(nnx: Any) -> 
         ValueError, match=r"nnx.while_loop requires body function's input and output to have the same"
     ):
         nnx.while_loop(lambda v: v[0] < 3, lambda v: (v[0] + 1,), (0, 1))
+
+
+@pytest.mark.graph_mode("graph")  # the aliasing check and its message are graph mode's; tree mode refuses any aliasing
+@pytest.mark.apis("vmap")
+def test_vmap_lists_each_variable_reached_with_different_axes_by_its_path(nnx: Any) -> None:
+    class Inner(nnx.Module):
+        def __init__(self) -> None:
+            self.v = nnx.Param(jnp.zeros(3))
+            self.w = nnx.Param(jnp.zeros(3))
+
+    class Outer(nnx.Module):
+        def __init__(self) -> None:
+            self.a = Inner()
+
+    outer = Outer()
+    f = nnx.vmap(lambda *args: None, in_axes=(0, None, None))
+    message = (
+        "Inconsistent aliasing detected. The following nodes have different prefixes:\n"
+        "Node: Param\n  a/v: 0\n  a/v: None\nNode: Param\n  a/w: 0\n  a/w: None"
+    )
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):
+        f(outer, outer, outer.a.v)

@@ -1,6 +1,7 @@
 """Differential tests of ``nnx.transform_metadata``: the partition names it removes from the
 inputs' ``out_sharding`` inside the call and adds back (and to the outputs) after it, the
-checks that the name it removes is there, and the Variable aliasing it refuses."""
+checks that the name it removes is there, the Variable aliasing it refuses, and what of the
+function's changes to its inputs it keeps."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.assertions import assert_same
@@ -17,17 +18,23 @@ pytestmark = pytest.mark.kind("differential")
 
 NAMES = ("a", "b", None)
 RETURNS = ("nothing", "a new model", "the model", "its Variable")
+CHANGES = ("its value", "its metadata", "an attribute", "nothing")
 
 
 class Call(NamedTuple):
-    """One ``transform_metadata`` call on a model holding a (2, 3) Param sharded by ``names``."""
+    """One ``transform_metadata`` call on a model holding a (2, 3) Param sharded by ``names``
+    (at two attributes if ``shared``), passed once or twice (the second time by keyword if
+    ``by_keyword``); the function changes what ``changes`` says and returns ``returns``."""
 
     names: tuple[str | None, ...]
     in_axes: int | None
     out_axes: int
     partition: str | None
     graph: bool
+    shared: bool
     model_twice: bool
+    by_keyword: bool
+    changes: str
     returns: str
 
 
@@ -38,44 +45,63 @@ calls = st.builds(
     out_axes=st.sampled_from([0, 1]),
     partition=st.sampled_from(NAMES),
     graph=st.booleans(),
+    shared=st.booleans(),
     model_twice=st.booleans(),
+    by_keyword=st.booleans(),
+    changes=st.sampled_from(CHANGES),
     returns=st.sampled_from(RETURNS),
 )
 
 
 def _run(nnx: Any, call: Call) -> dict[str, Any]:
-    """Runs ``call``: the shardings the function sees, the model's Param after (also after an
+    """Runs ``call``: the shardings the function sees, the model's Params after (also after an
     error, caught), and the output's sharding."""
 
     class Model(nnx.Module):
         def __init__(self) -> None:
             self.w = nnx.Param(jnp.zeros((2, 3)), out_sharding=call.names, eager_sharding=False)
+            self.v = self.w if call.shared else nnx.Param(
+                jnp.zeros((2, 3)), out_sharding=call.names, eager_sharding=False
+            )
 
-    def function(model: Any, *more: Any) -> Any:
+    def function(model: Any, other: Any = None) -> Any:
         seen.append(model.w.get_metadata().get("out_sharding"))
-        model.w.value += 1
+        if call.changes == "its value":
+            model.w[...] += 1
+        elif call.changes == "its metadata":
+            model.w.set_metadata("note", "changed")
+        elif call.changes == "an attribute":
+            model.w = nnx.Param(jnp.ones((2, 3)), out_sharding=call.names, eager_sharding=False)
         return {"nothing": None, "a new model": Model(), "the model": model, "its Variable": model.w}[call.returns]
 
     model, seen = Model(), []
     transformed = nnx.transform_metadata(
         function, in_axes=call.in_axes, out_axes=call.out_axes, partition=call.partition, graph=call.graph
     )
+    second = [model] if call.model_twice and not call.by_keyword else []
+    by_keyword = {"other": model} if call.model_twice and call.by_keyword else {}
     try:
-        out, error = transformed(*([model] * (1 + call.model_twice))), None
+        out, error = transformed(model, *second, **by_keyword), None
     except (ValueError, IndexError) as raised:
         out, error = None, type(raised).__name__
     out_variable = out.w if isinstance(out, nnx.Module) else out
     return {
         "error": error,
         "seen": seen,
-        "model": (model.w.get_metadata().get("out_sharding"), float(model.w.value[0, 0])),
+        "model": [_described(param) for param in (model.w, model.v)],
+        "same Param": model.w is model.v,
         "out": out_variable.get_metadata().get("out_sharding") if out_variable is not None else None,
     }
+
+
+def _described(param: Any) -> tuple[list[str | None], str | None, float]:
+    """A Param's partition names (a new list: flax's Params may share one tuple), note and
+    first value."""
+    metadata = param.get_metadata()
+    return list(metadata["out_sharding"]), metadata.get("note"), float(param[0, 0])
 
 
 @pytest.mark.apis("transform_metadata")
 @given(call=calls)
 def test_transform_metadata_moves_partition_names_as_flax_does(nnx: Any, flax_nnx: Any, call: Call) -> None:
-    # flax 0.12.12 in graph mode adds the name back once per occurrence of a model passed twice.
-    assume(not (call.graph and call.model_twice))
     assert_same(flax_nnx, nnx, lambda n: _run(n, call))

@@ -59,3 +59,21 @@ def test_transform_metadata_refuses_to_return_an_input_variable_and_restores_it(
         mapped(model)
     got = (model.w.get_metadata()["out_sharding"], float(model.w.value.sum()))
     assert got == (SHARDING, 0.0), f"after the error the Param is {got}, expected {(SHARDING, 0.0)} as it was"
+
+
+@pytest.mark.apis("transform_metadata")
+def test_transform_metadata_in_graph_mode_refuses_one_variable_mapped_along_two_axes(nnx: Any) -> None:
+    class Pair(nnx.Module):
+        def __init__(self) -> None:
+            self.inner = _model(nnx)
+            self.b = nnx.Param(jnp.zeros((2, 3, 4)), out_sharding=SHARDING, eager_sharding=False)
+
+    pair, called = Pair(), []
+    mapped = nnx.transform_metadata(lambda *m: called.append(m), in_axes=(0, None, 1), partition="a", graph=True)
+    message = (
+        "Inconsistent aliasing detected. The following nodes have different prefixes:\n"
+        "Node: Param\n  0/b: 0\n  1/b: None\nNode: Param\n  0/inner/w: 0\n  1/inner/w: None"
+    )
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):
+        mapped(pair, pair, pair.b)
+    assert not called, "the function ran although its inputs map one Variable along two axes"

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
+from nnx_conformance.strategies.callables import assert_runs_as_in_flax
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms"), IN_GRAPH_MODE]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms")]
 
 
 def _linear(nnx: Any, seed: int) -> Any:

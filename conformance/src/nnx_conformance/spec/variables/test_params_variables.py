@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
+from nnx_conformance.strategies.callables import assert_runs_as_in_flax
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("variables"), IN_GRAPH_MODE]
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("variables")]
 
 VARIABLE_TYPES = ("Variable", "Param", "BatchStat", "Cache", "Intermediate", "LoRAParam", "OptArray", "OptState",
                   "Perturbation", "RngCount", "RngKey", "RngState")
