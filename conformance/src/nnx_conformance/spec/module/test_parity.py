@@ -105,6 +105,26 @@ def test_capture_with_init_perturbations_gives_flax_gradients(nnx: Any, flax_nnx
     assert_same(flax_nnx, nnx, scenario)
 
 
+@pytest.mark.apis("capture", "Module.perturb")
+@pytest.mark.documented(INTERMEDIATES_GUIDE)
+@given(shift=st.floats(-2.0, 2.0, width=32))
+def test_capture_seeds_the_perturbations_of_a_nested_module_from_init_as_flax(nnx: Any, flax_nnx: Any, shift: float) -> None:
+    def scenario(nnx: Any) -> Any:
+        class Outer(nnx.Module):
+            def __init__(self) -> None:
+                self.inner = _block(nnx)
+
+            def __call__(self, x: Any) -> Any:
+                return self.inner(x)
+
+        outer = Outer()
+        _, perturbations = nnx.capture(outer, nnx.Perturbation)(X)
+        shifted = jax.tree.map(lambda value: value + shift, perturbations)
+        return nnx.capture(outer, nnx.Perturbation, init=shifted)(X), outer
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @contextmanager
 def _sow_capture_noop(value: bool) -> Iterator[None]:
     """``flax.config``'s ``nnx_sow_capture_noop`` set to ``value`` meanwhile (read from the
