@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
+from nnx_conformance.assertions import assert_close
 
 pytestmark = pytest.mark.kind("property")
 
@@ -100,13 +101,10 @@ def attention(query: np.ndarray, key: np.ndarray, value: np.ndarray) -> np.ndarr
 def test_dot_product_attention_with_rope_attends_with_rotated_queries_and_keys(
     nnx: Any, batch: tuple[int, ...], length: int, heads: int, head_dim: int, theta: float, cached: bool, seed: int
 ) -> None:
-    rng = np.random.default_rng(seed)
-    query, key, value = (rng.standard_normal((*batch, length, heads, head_dim)).astype(np.float32) for _ in range(3))
+    query, key, value = (strategies.layer_input((*batch, length, heads, head_dim), seed + i) for i in range(3))
     sizes = {"embedding_size": head_dim, "max_seq_len": 4} if cached else {}
     rope = nnx.RoPE(theta=theta, **sizes)
-    got = np.asarray(nnx.dot_product_attention_with_rope(query, key, value, rope=rope))
+    got = nnx.dot_product_attention_with_rope(query, key, value, rope=rope)
     expected = attention(rotated(query.astype(np.float64), theta), rotated(key.astype(np.float64), theta), value)
-    np.testing.assert_allclose(
-        got, expected, rtol=1e-5, atol=1e-5,
-        err_msg=f"dot_product_attention_with_rope(rope=RoPE(theta={theta}, {sizes})) differs from attention of the rotated queries and keys",
-    )
+    assert_close(f"dot_product_attention_with_rope(q, k, v, rope=RoPE(theta={theta}, {sizes})), the attention of the rotated q and k",
+                 got, expected, rtol=1e-5, atol=1e-5)

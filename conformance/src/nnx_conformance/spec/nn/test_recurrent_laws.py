@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
+from nnx_conformance.assertions import assert_close
 
 pytestmark = pytest.mark.kind("property")
 
@@ -62,13 +63,6 @@ MERGES: dict[str, Callable[[Any, Any], Any]] = {
 """The merge functions drawn: the default (None passed) concatenates, as the docstring shows."""
 
 
-def _assert_close(what: str, got: Any, expected: np.ndarray) -> None:
-    __tracebackhide__ = True
-    got = np.asarray(got)
-    assert got.shape == expected.shape, f"{what}: expected shape {expected.shape}, got {got.shape}"
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=what)
-
-
 DECAYS = st.sampled_from([0.0, 0.5, 0.9])
 INPUTS = st.tuples(st.integers(1, 2), st.integers(1, 4), st.integers(1, 3))
 """Batch, time and feature sizes of a drawn sequence."""
@@ -79,13 +73,13 @@ INPUTS = st.tuples(st.integers(1, 2), st.integers(1, 4), st.integers(1, 3))
 def test_rnn_scans_a_cell_written_on_rnn_cell_base_over_time(
     nnx: Any, decay: float, sizes: tuple[int, int, int], reverse: bool, seed: int
 ) -> None:
-    x = np.random.default_rng(seed).standard_normal(sizes).astype(np.float32)
+    x = strategies.layer_input(sizes, seed)
     cell = leaky_cell(nnx, decay)
     assert isinstance(cell, nnx.Module), "a cell written on RNNCellBase is a Module"
     expected = scanned(x.astype(np.float64), decay, reverse=reverse)
     carry, outputs = nnx.RNN(cell, return_carry=True, reverse=reverse, keep_order=True)(x)
-    _assert_close(f"RNN(cell, reverse={reverse}, keep_order=True) outputs", outputs, expected.outputs)
-    _assert_close(f"RNN(cell, reverse={reverse}) final carry", carry, expected.carry)
+    assert_close(f"RNN(cell, reverse={reverse}, keep_order=True) outputs", outputs, expected.outputs, rtol=1e-5)
+    assert_close(f"RNN(cell, reverse={reverse}) final carry", carry, expected.carry, rtol=1e-5)
 
 
 @pytest.mark.apis("Bidirectional")
@@ -93,11 +87,11 @@ def test_rnn_scans_a_cell_written_on_rnn_cell_base_over_time(
 def test_bidirectional_merges_the_forward_outputs_with_the_backward_ones_in_time_order(
     nnx: Any, decays: tuple[float, float], sizes: tuple[int, int, int], merge: str, seed: int
 ) -> None:
-    x = np.random.default_rng(seed).standard_normal(sizes).astype(np.float32)
+    x = strategies.layer_input(sizes, seed)
     forward, backward = scanned(x.astype(np.float64), decays[0]), scanned(x.astype(np.float64), decays[1], reverse=True)
     options = {} if merge == "default" else {"merge_fn": MERGES[merge]}
     layer = nnx.Bidirectional(nnx.RNN(leaky_cell(nnx, decays[0])), nnx.RNN(leaky_cell(nnx, decays[1])), return_carry=True, **options)
     (forward_carry, backward_carry), outputs = layer(x)
-    _assert_close(f"Bidirectional outputs merged by {merge}", outputs, MERGES[merge](forward.outputs, backward.outputs))
-    _assert_close("Bidirectional's forward carry", forward_carry, forward.carry)
-    _assert_close("Bidirectional's backward carry, after the first time step", backward_carry, backward.carry)
+    assert_close(f"Bidirectional outputs merged by {merge}", outputs, MERGES[merge](forward.outputs, backward.outputs), rtol=1e-5)
+    assert_close("Bidirectional's forward carry", forward_carry, forward.carry, rtol=1e-5)
+    assert_close("Bidirectional's backward carry, after the first time step", backward_carry, backward.carry, rtol=1e-5)

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
+from nnx_conformance.assertions import assert_close
 
 pytestmark = pytest.mark.kind("property")
 
@@ -25,8 +26,7 @@ STEPS = st.integers(1, 3)
 
 def _gradients(like: Any, seed: int) -> list[np.ndarray]:
     """Drawn float32 gradients, one per leaf of ``like``."""
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(np.shape(leaf)).astype(np.float32) for leaf in jax.tree.leaves(like)]
+    return [strategies.layer_input(np.shape(leaf), seed + index) for index, leaf in enumerate(jax.tree.leaves(like))]
 
 
 def _by_hand(tx: optax.GradientTransformation, params: list[Any], gradients: list[list[np.ndarray]]) -> tuple[list[Any], Any]:
@@ -43,7 +43,7 @@ def _assert_leaves(what: str, got: Any, expected: Any) -> None:
     got, expected = jax.tree.leaves(got), jax.tree.leaves(expected)
     assert len(got) == len(expected), f"{what}: expected {len(expected)} arrays, got {len(got)}"
     for index, (a, b) in enumerate(zip(got, expected)):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7, err_msg=f"{what}, array {index}")
+        assert_close(f"{what}, array {index}", a, b, atol=1e-7)
 
 
 @pytest.mark.apis("TrainState")
@@ -71,11 +71,10 @@ def test_train_state_apply_calls_the_model_merged_from_the_given_state(nnx: Any,
     graphdef, params = nnx.split(model)
     state = nnx.TrainState.create(graphdef, params=params, tx=optax.sgd(0.1))
     other = jax.tree.unflatten(jax.tree.structure(params), _gradients(params, seed))
-    x = np.random.default_rng(seed).standard_normal((4, 3)).astype(np.float32)
+    x = strategies.layer_input((4, 3), seed)
     bias, kernel = (np.asarray(leaf, dtype=np.float64) for leaf in jax.tree.leaves(other))
     y, _ = state.apply(other)(x)
-    np.testing.assert_allclose(np.asarray(y), x @ kernel + bias, rtol=1e-5, atol=1e-5,
-                               err_msg="TrainState.apply(state)(x) is the Linear of that state's kernel and bias")
+    assert_close("TrainState.apply(state)(x), the Linear of that state's kernel and bias", y, x @ kernel + bias, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.apis("ModelAndOptimizer")
