@@ -47,7 +47,9 @@ def test_rng_state_selects_the_key_and_count_of_every_stream_and_nothing_else(
     expected = {("rngs", stream, part) for stream in ["default", *streams] for part in ("key", "count")}
     expected |= {("seed",)}
     got = _leaf_paths(nnx, nnx.state(model, nnx.RngState))
-    assert got == expected, f"the paths nnx.state(model, nnx.RngState) holds: expected {sorted(expected, key=str)}, got {sorted(got, key=str)}"
+    assert got == expected, (
+        f"the paths nnx.state(model, nnx.RngState) holds: expected {sorted(expected, key=str)}, got {sorted(got, key=str)}"
+    )
     keys, counts = _leaf_paths(nnx, nnx.state(model, nnx.RngKey)), _leaf_paths(nnx, nnx.state(model, nnx.RngCount))
     assert keys | counts == expected - {("seed",)} and not keys & counts, (
         f"RngKey and RngCount split the Rngs' random state: keys {sorted(keys, key=str)}, counts {sorted(counts, key=str)}"
