@@ -88,7 +88,7 @@ def attention(query: np.ndarray, key: np.ndarray, value: np.ndarray) -> np.ndarr
 
 
 @pytest.mark.apis("dot_product_attention_with_rope")
-@pytest.mark.filterwarnings("ignore:'.value' access is now deprecated")  # flax's RoPE reads its cached tables so
+@pytest.mark.filterwarnings("ignore:'.value' access is now deprecated")  # flax's RoPE reads its cached tables through .value
 @given(
     batch=st.sampled_from([(2,), (1, 2)]),
     length=st.sampled_from([1, 4]),
