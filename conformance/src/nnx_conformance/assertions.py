@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from .compare_state import Outcome, Scenario, class_names, deprecations, error_line, first_difference, observe, short
@@ -93,3 +94,12 @@ def assert_shares_arrays(nnx: Any, original: Any, derived: Any, function: str) -
         assert got == want, expected_got(
             f"{function}: the Variable at {path}", "the original's array buffer", "a copy"
         )
+
+
+def assert_close(what: str, got: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 1e-6) -> None:
+    """Fails unless ``got`` has the shape of ``expected`` (a float64 computation of a
+    documented formula) and agrees with it entry by entry within the tolerances."""
+    __tracebackhide__ = True
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape, expected_got(f"{what}: the shape", str(expected.shape), str(got.shape))
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"{what}: expected the documented values")

@@ -1,0 +1,85 @@
+"""Laws of three graph utilities: ``iter_module_children`` yields, by key, the direct
+children of a node that are Modules, as ``iter_children`` does for all of them (its
+docstring); flax 0.12.12 counts every Pytree child as one, in both modes, and yields a
+child held at two keys under each (the docstring's example, a Linear, has no child to
+tell these apart). ``vars_as`` gives a copy of the node whose filtered Variables have the
+asked ``ref`` mode, leaving the node as it was; ``current_update_context`` is the
+innermost ``update_context`` of its tag, and a ValueError naming the tag outside any."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance import strategies as nst
+from nnx_conformance.snapshots import VariableEntry, difference, snapshot, walk
+
+pytestmark = pytest.mark.kind("property")
+
+
+@pytest.mark.apis("iter_module_children")
+@given(data=st.data())
+def test_iter_module_children_yields_each_direct_pytree_child_by_each_key_that_holds_it(nnx: Any, data: st.DataObject) -> None:
+    graph = data.draw(nst.modes(), label="graph mode")
+    node = data.draw(nst.graphs(nnx, shared=graph), label="graph")
+    attributes = {name: value for name, value in vars(node).items() if not name.startswith("_")}
+    expected = sorted((name, id(value)) for name, value in attributes.items() if isinstance(value, nnx.Pytree))
+    got = [(key, id(child)) for key, child in nnx.iter_module_children(node, graph=graph)]
+    assert sorted(got) == expected and len(got) == len(expected), (
+        f"iter_module_children(node, graph={graph}) keys: expected {[key for key, _ in expected]}, got {[key for key, _ in got]}"
+    )
+
+
+def _without_modes(entries: dict[Any, Any]) -> dict[Any, Any]:
+    """A snapshot with the ``ref`` and ``hijax`` metadata of its Variables left out."""
+    def strip(entry: Any) -> Any:
+        if not isinstance(entry, VariableEntry):
+            return entry
+        return entry._replace(metadata={k: v for k, v in entry.metadata.items() if k not in ("ref", "hijax")})
+
+    return {path: strip(entry) for path, entry in entries.items()}
+
+
+@pytest.mark.apis("vars_as")
+@pytest.mark.filterwarnings("ignore:This function is deprecated:DeprecationWarning")  # vars_as, in favour of with_vars
+@given(data=st.data(), mode=st.just("ref"), only=st.sampled_from(["Param", "Variable"]))
+def test_vars_as_gives_a_copy_whose_filtered_variables_have_the_asked_mode(
+    nnx: Any, data: st.DataObject, mode: str, only: str
+) -> None:
+    # Not drawn: ``mutable``, on which flax 0.12.12 raises an AttributeError of its own.
+    node = data.draw(nst.trees(nnx), label="graph")
+    before = snapshot(nnx, node)
+    converted = nnx.vars_as(node, **{mode: True}, only=getattr(nnx, only))
+    assert converted is not node, f"vars_as(node, {mode}=True) returns a new node"
+    problem = difference(before, snapshot(nnx, node))
+    assert problem is None, f"vars_as(node, {mode}=True) changed node {problem}"
+    problem = difference(_without_modes(before), _without_modes(snapshot(nnx, converted)))
+    assert problem is None, f"vars_as(node, {mode}=True) changed more than the Variables' mode {problem}"
+    originals, copies = walk(nnx, node)[1], walk(nnx, converted)[1]
+    for path, variable in copies.items():
+        if isinstance(variable, nnx.Variable):
+            expected = isinstance(originals[path], getattr(nnx, only)) or getattr(originals[path], mode)
+            assert getattr(variable, mode) == expected, (
+                f"vars_as(node, {mode}=True, only={only}): the {type(variable).__name__} at {path} has {mode}="
+                f"{getattr(variable, mode)}, expected {expected}"
+            )
+
+
+@pytest.mark.apis("current_update_context")
+@given(tags=st.lists(st.sampled_from(["a", "b", ("c", 1)]), min_size=1, max_size=4), asked=st.sampled_from(["a", "b", ("c", 1), "d"]))
+def test_current_update_context_is_the_innermost_update_context_of_its_tag(nnx: Any, tags: list[Any], asked: Any) -> None:
+    with contextlib.ExitStack() as stack:
+        entered = [(tag, stack.enter_context(nnx.update_context(tag))) for tag in tags]
+        innermost = [context for tag, context in entered if tag == asked]
+        if not innermost:
+            with pytest.raises(ValueError, match=re.escape(repr(asked))):
+                nnx.current_update_context(asked)
+            return
+        assert nnx.current_update_context(asked) is innermost[-1], (
+            f"current_update_context({asked!r}) inside update_contexts {tags}: expected the innermost of tag {asked!r}"
+        )
