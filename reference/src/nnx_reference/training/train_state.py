@@ -46,7 +46,7 @@ class TrainState(tp.Generic[M]):
             graphdef=graphdef,
             params=params,
             opt_state=tx.init(params),
-            step=step,
+            step=jax.numpy.asarray(step),
             tx=tx,
             **kwargs,
         )

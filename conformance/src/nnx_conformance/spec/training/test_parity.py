@@ -171,12 +171,14 @@ def test_a_train_state_subclass_with_extra_fields_trains_as_flax(nnx: Any, flax_
         x = strategies.layer_input((5, 3), seed)
 
         def loss(params: Any, batch_stats: Any) -> Any:
-            y, (_, updates) = state.apply(params, batch_stats)(x)
-            return jnp.mean(y**2), updates
+            model = nnx.merge(state.graphdef, params, batch_stats, copy=True)
+            return jnp.mean(model(x) ** 2), nnx.state(model, nnx.BatchStat)
 
         for _ in range(steps):
             grads, updates = jax.grad(loss, has_aux=True)(state.params, state.batch_stats)
             state = state.apply_gradients(grads, batch_stats=updates)
-        return type(state).__name__, state.params, state.batch_stats, state.step, jax.tree.leaves(state.opt_state)
+        return (type(state).__name__, state.params, state.batch_stats, state.step, isinstance(state.step, jax.Array),
+                jax.tree.leaves(state.opt_state))
 
-    assert_same(flax_nnx, nnx, scenario)
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax failed to train the TrainState subclass: {outcome.error!r}"
