@@ -79,9 +79,9 @@ def dot_product_attention_weights(
     if query.ndim != key.ndim:
         raise ValueError(f"q, k must have same rank, but got {query.ndim}, {key.ndim}.")
     if query.shape[:-3] != key.shape[:-3]:
-        raise ValueError(f"q, k batch dims must match, but got {query.shape}, {key.shape}.")
+        raise ValueError(f"q, k batch dims must match, but got shapes {query.shape}, {key.shape}.")
     if query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"q, k depths must match, but got {query.shape[-1]}, {key.shape[-1]}.")
+        raise ValueError(f"q, k depths must match, but got {query.shape[-1]} and {key.shape[-1]}.")
     query = query / jnp.sqrt(query.shape[-1]).astype(dtype)
     weights = _logits(query, key, precision)
     if bias is not None:

@@ -247,6 +247,26 @@ def test_dot_product_attention_checks_query_key_value_shapes(nnx: Any, shapes: t
 
 
 @attention
+@pytest.mark.apis("dot_product_attention")
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        (((2, 5, 1, 3), (2, 5, 3)), r"q, k must have same rank, but got 4, 3\."),
+        (((1, 5, 1, 3), (2, 5, 1, 3)), r"q, k batch dims must match, but got shapes \(1, 5, 1, 3\), \(2, 5, 1, 3\)\."),
+        (((2, 5, 1, 3), (2, 5, 1, 4)), r"q, k depths must match, but got 3 and 4\."),
+    ],
+    ids=["rank", "batch", "depth"],
+)
+def test_the_attention_weights_of_flax_nnx_nn_attention_check_query_and_key_shapes(
+    nnx: Any, shapes: tuple, message: str
+) -> None:
+    # flax 0.12.12's messages; the function is public in the flax.nnx.nn.attention module
+    query, key = (jnp.ones(shape) for shape in shapes)
+    with pytest.raises(ValueError, match=message):
+        nnx.nn.attention.dot_product_attention_weights(query, key)
+
+
+@attention
 @pytest.mark.apis("combine_masks")
 def test_combine_masks_needs_masks_of_one_rank(nnx: Any) -> None:
     with pytest.raises(ValueError, match=r"masks must have same rank"):
