@@ -16,6 +16,12 @@ import pytest
 from nnx_conformance.assertions import assert_same, expected_got
 from nnx_conformance.compare_state import Scenario, error_line
 
+NORMAL = jax.nn.initializers.normal(0.5)
+"""An initializer away from every layer's default: normal with standard deviation 0.5."""
+
+HIGHEST = jax.lax.Precision.HIGHEST
+"""A precision away from every layer's default."""
+
 IN_GRAPH_MODE = pytest.mark.graph_mode("graph")
 """The keyword cases run in graph mode, whatever ``--graph-mode`` says: they were drawn
 against flax in graph mode, and in tree mode flax 0.12.12 crashes on some of them (a

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import pytest
 from hypothesis import given, settings
@@ -17,7 +16,9 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
+    HIGHEST,
     IN_GRAPH_MODE,
+    NORMAL,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -29,8 +30,6 @@ from nnx_conformance.strategies.callables import (
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear"), IN_GRAPH_MODE]
 
-NORMAL = jax.nn.initializers.normal(0.5)
-HIGHEST = jax.lax.Precision.HIGHEST
 
 CASES = (
     OptionCase("Linear with its own dot_general and promote_dtype", "Linear", (3, 4),

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
     IN_GRAPH_MODE,
+    NORMAL,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -24,7 +25,6 @@ from nnx_conformance.strategies.callables import (
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/normalization"), IN_GRAPH_MODE]
 
-NORMAL = jax.nn.initializers.normal(0.5)
 AXIS = "batch"
 
 

@@ -19,14 +19,13 @@ from nnx_conformance import strategies
 from nnx_conformance.strategies import RECURRENT_CELLS
 from nnx_conformance.strategies.callables import (
     IN_GRAPH_MODE,
+    NORMAL,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
 )
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/recurrent"), IN_GRAPH_MODE]
-
-NORMAL = jax.nn.initializers.normal(0.5)
 
 
 def _step(nnx: Any, cell: Any, x: Any) -> Any:
@@ -36,11 +35,11 @@ def _step(nnx: Any, cell: Any, x: Any) -> Any:
 
 def _cell_options(cell: str) -> dict[str, Any]:
     """Every keyword of ``cell`` away from its default: functions, initializers, bfloat16
-    parameters, metadata, no kept Rngs."""
+    parameters, metadata, kept Rngs."""
     options: dict[str, Any] = {
         "activation_fn": jax.nn.relu, "kernel_init": NORMAL, "recurrent_kernel_init": NORMAL, "bias_init": NORMAL,
         "carry_init": NORMAL, "param_dtype": jnp.bfloat16, "promote_dtype": Promotion(jnp.float32),
-        "keep_rngs": False, "kernel_metadata": {"k": 1}, "recurrent_kernel_metadata": {"r": 2}, "bias_metadata": {"b": 3},
+        "keep_rngs": True, "kernel_metadata": {"k": 1}, "recurrent_kernel_metadata": {"r": 2}, "bias_metadata": {"b": 3},
     }
     if cell == "SimpleCell":
         options["residual"] = True
