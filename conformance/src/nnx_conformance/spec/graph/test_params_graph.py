@@ -1,10 +1,10 @@
 """The graph functions' keywords that the other tests leave at their defaults: clone's
 ``arrays``, merge's ``copy``, unflatten's ``copy_variables`` and ``recreate_variables``,
-unpack's and view_info's ``graph``, reseed's ``graph`` and
-``policy``, to_tree's and from_tree's prefixes, aliasing check and non-graph nodes, and
-abstract_with_sharding on a sharded Module. Each drawn call runs on flax.nnx and the
-implementation and is compared result for result, identity for identity (which objects
-the result shares with its input), bit for bit."""
+unpack's and view_info's ``graph``, reseed's ``graph`` and ``policy``, to_tree's and
+from_tree's prefixes, aliasing check and non-graph nodes, and abstract_with_sharding on
+abstract Variables (ShapeDtypeStructs) with sharding metadata. Each drawn call runs on
+flax.nnx and the implementation and is compared result for result, identity for
+identity (which objects the result shares with its input), bit for bit."""
 
 from __future__ import annotations
 
@@ -139,20 +139,31 @@ def test_to_tree_without_an_aliasing_check_gives_a_shared_variable_one_leaf_as_f
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
 
 
-@pytest.mark.apis("abstract_with_sharding", "with_partitioning")
-@settings(max_examples=3)
-@given(graph=st.sampled_from([True, False, None]), seed=strategies.seeds)
-def test_abstract_with_sharding_gives_the_shapes_and_shardings_flax_gives(
-    nnx: Any, flax_nnx: Any, graph: Any, seed: int
+def _abstract_param(nnx: Any, shape: tuple[int, ...], names: tuple[str | None, ...] | None, mesh: Any) -> Any:
+    """A Param holding a ShapeDtypeStruct without a sharding; sharded by ``names`` on ``mesh``, if given."""
+    spec = jax.ShapeDtypeStruct(shape, jnp.float32)
+    if names is None:
+        return nnx.Param(spec, eager_sharding=False)
+    return nnx.Param(spec, out_sharding=names, mesh=mesh, eager_sharding=False)
+
+
+@pytest.mark.apis("abstract_with_sharding")
+@settings(max_examples=4)
+@given(graph=st.sampled_from([True, False, None]), names=st.sampled_from([(None, "model"), ("model", None), (None, None)]),
+       rows=st.integers(1, 3))
+def test_abstract_with_sharding_gives_abstract_variables_the_shardings_flax_gives(
+    nnx: Any, flax_nnx: Any, graph: Any, names: tuple[str | None, ...], rows: int
 ) -> None:
     mesh = jax.make_mesh((1,), ("model",))
 
     def scenario(nnx: Any) -> Any:
-        with jax.set_mesh(mesh):
-            model = nnx.Linear(2, 3, kernel_init=nnx.with_partitioning(nnx.initializers.lecun_normal(), (None, "model")),
-                               rngs=nnx.Rngs(seed))
-            abstract = nnx.abstract_with_sharding(model, graph=graph)
-        leaves = jax.tree.leaves(nnx.state(abstract))
-        return [(type(leaf).__name__, leaf.shape, str(leaf.dtype), str(getattr(leaf, "sharding", None))) for leaf in leaves]
+        class Abstract(nnx.Module):
+            def __init__(self) -> None:
+                self.kernel = _abstract_param(nnx, (rows, 3), names, mesh)
+                self.bias = _abstract_param(nnx, (3,), None, mesh)
+
+        module = nnx.abstract_with_sharding(Abstract(), graph=graph)
+        tree = nnx.abstract_with_sharding({"kernel": _abstract_param(nnx, (rows, 3), names, mesh)})
+        return [(leaf.shape, str(leaf.dtype), str(leaf.sharding)) for leaf in jax.tree.leaves((nnx.state(module), tree))]
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
