@@ -18,7 +18,7 @@ from nnx_conformance.strategies.callables import IN_GRAPH_MODE
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("module"), IN_GRAPH_MODE]
 
-options = st.fixed_dictionaries({}, optional={
+options = st.fixed_dictionaries({
     "eq": st.booleans(),
     "order": st.booleans(),
     "unsafe_hash": st.booleans(),
