@@ -15,6 +15,17 @@ import jax.numpy as jnp
 from nnx_conformance.assertions import assert_same, expected_got
 from nnx_conformance.compare_state import Scenario, error_line
 
+NORMAL = jax.nn.initializers.normal(0.5)
+"""An initializer away from every layer's default: normal with standard deviation 0.5."""
+
+HIGHEST = jax.lax.Precision.HIGHEST
+"""A precision away from every layer's default."""
+
+IN_GRAPH_MODE = pytest.mark.graph_mode("graph")
+"""Keyword cases that run in graph mode whatever ``--graph-mode`` says: they were drawn
+against flax in graph mode (the transforms' keywords, graph utilities, filters, training,
+tabulate), and their tree-mode forms are not specified."""
+
 
 class ArrayShape(NamedTuple):
     """An argument array as a call record keeps it: its shape and dtype."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -18,6 +17,8 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
+    HIGHEST,
+    NORMAL,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -26,9 +27,6 @@ from nnx_conformance.strategies.callables import (
 )
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention")]
-
-NORMAL = jax.nn.initializers.normal(0.5)
-HIGHEST = jax.lax.Precision.HIGHEST
 
 
 def _cross(nnx: Any, layer: Any, x: Any) -> Any:

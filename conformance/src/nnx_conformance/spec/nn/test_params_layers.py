@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import pytest
 from hypothesis import given, settings
@@ -17,6 +16,8 @@ from hypothesis import strategies as st
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
+    HIGHEST,
+    NORMAL,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -28,8 +29,6 @@ from nnx_conformance.strategies.callables import (
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear")]
 
-NORMAL = jax.nn.initializers.normal(0.5)
-HIGHEST = jax.lax.Precision.HIGHEST
 
 CASES = (
     OptionCase("Linear with its own dot_general and promote_dtype", "Linear", (3, 4),

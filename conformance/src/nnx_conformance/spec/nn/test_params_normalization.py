@@ -16,6 +16,7 @@ from hypothesis import given, settings
 
 from nnx_conformance import strategies
 from nnx_conformance.strategies.callables import (
+    NORMAL,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -23,7 +24,6 @@ from nnx_conformance.strategies.callables import (
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/normalization")]
 
-NORMAL = jax.nn.initializers.normal(0.5)
 AXIS = "batch"
 
 

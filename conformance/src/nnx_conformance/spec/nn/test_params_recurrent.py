@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from nnx_conformance import strategies
 from nnx_conformance.strategies import RECURRENT_CELLS
 from nnx_conformance.strategies.callables import (
+    NORMAL,
     OptionCase,
     Promotion,
     assert_runs_as_in_flax,
@@ -27,8 +28,6 @@ from nnx_conformance.strategies.callables import (
 # in tree mode flax 0.12.12 fails some of them (its tree-mode grad differentiates the Rngs count).
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/recurrent"), pytest.mark.graph_mode("graph")]
 
-NORMAL = jax.nn.initializers.normal(0.5)
-
 
 def _step(nnx: Any, cell: Any, x: Any) -> Any:
     """One step of ``cell`` on ``x`` from an initial carry drawn from ``Rngs(carry=1)``."""
@@ -37,11 +36,11 @@ def _step(nnx: Any, cell: Any, x: Any) -> Any:
 
 def _cell_options(cell: str) -> dict[str, Any]:
     """Every keyword of ``cell`` away from its default: functions, initializers, bfloat16
-    parameters, metadata, no kept Rngs."""
+    parameters, metadata, kept Rngs."""
     options: dict[str, Any] = {
         "activation_fn": jax.nn.relu, "kernel_init": NORMAL, "recurrent_kernel_init": NORMAL, "bias_init": NORMAL,
         "carry_init": NORMAL, "param_dtype": jnp.bfloat16, "promote_dtype": Promotion(jnp.float32),
-        "keep_rngs": False, "kernel_metadata": {"k": 1}, "recurrent_kernel_metadata": {"r": 2}, "bias_metadata": {"b": 3},
+        "keep_rngs": True, "kernel_metadata": {"k": 1}, "recurrent_kernel_metadata": {"r": 2}, "bias_metadata": {"b": 3},
     }
     if cell == "SimpleCell":
         options["residual"] = True
