@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 from nnx_conformance.assertions import assert_same, expected_got
 from nnx_conformance.compare_state import Scenario, error_line
