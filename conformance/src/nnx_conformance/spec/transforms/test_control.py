@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import assume, given
+from jax.experimental import checkify
 from jax.sharding import Mesh, PartitionSpec
 
 from nnx_conformance import graph_strategies as gs
@@ -90,7 +91,7 @@ def _shard_map(nnx: Any, m: Any, mode: gs.Mode) -> Any:
 
 def _checkify(nnx: Any, m: Any, mode: gs.Mode) -> Any:
     def checked(m: Any, x: Any) -> Any:
-        jax.experimental.checkify.check(jnp.all(x > 1), "x must exceed 1")
+        checkify.check(jnp.all(x > 1), "x must exceed 1")
         return _loss(m, x)
 
     error, y = nnx.checkify(checked, **mode.kwargs())(m, jnp.asarray(X))
