@@ -58,6 +58,7 @@ def cases() -> list[Case]:
         Case("Conv bf16 computation", lambda n, r: n.Conv(3, 4, 3, dtype=jnp.bfloat16, rngs=r), x3),
     ]
     for kw in [{}, {"padding": "VALID"}, {"padding": "CIRCULAR", "strides": 2}, {"padding": "REFLECT"},
+               {"padding": "CIRCULAR", "kernel_dilation": 3}, {"padding": "REFLECT", "kernel_dilation": 3},
                {"padding": "CAUSAL", "kernel_dilation": 2}, {"padding": [(1, 2)], "input_dilation": 2},
                {"use_bias": False}, {"padding": 2}, {"padding": "FOO"}, {"mask": jnp.tril(jnp.ones((3, 3, 4)))}]:
         label = {k: "<array>" if hasattr(v, "shape") else v for k, v in kw.items()}
@@ -69,7 +70,7 @@ def cases() -> list[Case]:
         Case("Conv2d causal", lambda n, r: n.Conv(4, 6, (3, 2), padding="CAUSAL", rngs=r), x4d),
     ]
     for kw in [{}, {"padding": "VALID"}, {"padding": "CIRCULAR", "strides": 2},
-               {"padding": "CIRCULAR", "strides": 3, "transpose_kernel": True},
+               {"padding": "CIRCULAR", "strides": 3}, {"padding": "CIRCULAR", "strides": 3, "transpose_kernel": True},
                {"strides": 2, "use_bias": False, "transpose_kernel": True}]:
         out.append(Case(f"ConvTranspose1d {kw}", lambda n, r, kw=kw: n.ConvTranspose(3, 4, 3, rngs=r, **kw), x3))
         out.append(Case(f"ConvTranspose2d {kw}", lambda n, r, kw=kw: n.ConvTranspose(4, 2, (3, 2), rngs=r, **kw), x4d))
