@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.assertions import assert_agrees, assert_same
 from nnx_conformance.differential import layer_case
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention")]
@@ -29,3 +29,18 @@ def test_multi_head_attention_parameters_and_outputs_equal_flax(
     x = strategies.layer_input(drawn.input_shape, input_seed)
     case = layer_case("MultiHeadAttention", drawn, seed, x, call=lambda nnx, layer, x: layer(x, is_causal=is_causal))
     assert_agrees(flax_nnx, nnx, case)
+
+
+@pytest.mark.apis("MultiHeadAttention", "view")
+@given(deterministic=st.sampled_from([None, True, False]), decode=st.sampled_from([None, True, False]))
+def test_a_view_sets_the_modes_of_multi_head_attention_as_flax(
+    nnx: Any, flax_nnx: Any, deterministic: bool | None, decode: bool | None
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        layer = nnx.MultiHeadAttention(2, 4, dropout_rate=0.5, rngs=nnx.Rngs(0))
+        modes = {name: value for name, value in (("deterministic", deterministic), ("decode", decode)) if value is not None}
+        viewed = nnx.view(layer, **modes)
+        return viewed.deterministic, viewed.decode, layer.deterministic, layer.decode
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax failed to view the layer with {deterministic=}, {decode=}: {outcome.error!r}"
