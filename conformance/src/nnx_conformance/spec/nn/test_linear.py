@@ -81,3 +81,20 @@ def test_linear_general_keeps_batch_axis_as_flax_keeps_it(nnx: Any, flax_nnx: An
         return batch_axis, repr(batch_axis), equal, same_hash, jax.tree.leaves(batch_axis)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Embed")
+@pytest.mark.parametrize("spec", [("x", None), (None, "x"), None], ids=["rows", "columns", "none"])
+def test_embed_attend_puts_its_logits_on_the_out_sharding_it_is_given_as_flax(
+    nnx: Any, flax_nnx: Any, spec: tuple[str | None, ...] | None
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Explicit,), devices=jax.devices()[:1])
+        with jax.set_mesh(mesh):
+            embed = nnx.Embed(5, 3, rngs=nnx.Rngs(0))
+            sharding = None if spec is None else jax.sharding.PartitionSpec(*spec)
+            logits = embed.attend(strategies.layer_input((2, 3), 0), out_sharding=sharding)
+            return logits, str(logits.sharding.spec)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax failed to attend with out_sharding={spec}: {outcome.error!r}"
