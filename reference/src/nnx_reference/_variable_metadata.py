@@ -32,7 +32,8 @@ class _Missing:
 
 MISSING: tp.Any = _Missing()
 REQUIRED_METADATA = ("hijax", "ref", "eager_sharding")
-HOOK_NAMES = ("on_set_value", "on_get_value", "on_create_value", "on_add_axis", "on_remove_axis")
+HOOK_NAMES = ("on_get_value", "on_set_value", "on_create_value", "on_add_axis", "on_remove_axis")
+"""The metadata keys a Variable runs as hooks, in the order a :class:`VariableMetadata` adds them."""
 
 
 # ---------------------------------------------------------------- defaults
@@ -93,6 +94,8 @@ class VariableMetadata(tp.Generic[A]):
 
 
 def _hooks_tuple(hooks: tp.Any) -> tuple[tp.Callable[..., tp.Any], ...]:
+    if hooks is None:
+        return ()
     return tuple(hooks) if isinstance(hooks, (list, tuple)) else (hooks,)
 
 

@@ -14,9 +14,8 @@ import jax
 
 from .filterlib import to_predicate
 from .graphlib import GraphDef, PathParts, RefMap, is_graph_node, jax_key
-from .graphlib._split_merge import flatten_for, unflatten_leaves
+from .graphlib._split_merge import flatten_for, split_state, unflatten_leaves
 from .graphlib._unflatten import collect_leaves
-from .statelib import from_flat_state
 from .variablelib import Variable
 
 __all__ = ["NodeStates", "from_tree", "prefix", "to_tree"]
@@ -77,16 +76,23 @@ def to_tree(
     ctxtag: tp.Hashable | None = None,
     check_aliasing: bool = True,
 ) -> tp.Any:
-    """``tree`` with each graph node replaced by a :class:`NodeStates` (sharing kept across nodes)."""
+    """``tree`` with each graph node and Variable replaced by a :class:`NodeStates`; one
+    reached before (in another node, or as one) is a reference to it, without state."""
     ref_index = RefMap()
+    visited: set[int] = set()
 
     def convert(node: tp.Any) -> tp.Any:
-        if not is_graph_node(node):
+        if not _is_node(node):
             return node
-        graphdef, flat = flatten_for(node, True, "to_tree", ref_index)
-        return NodeStates.from_split(graphdef, from_flat_state(flat))
+        graphdef, flat = flatten_for(node, True, "to_tree", ref_index, visited=visited)
+        return NodeStates.from_split(graphdef, split_state(flat))
 
-    return jax.tree.map(convert, tree, is_leaf=is_graph_node)
+    return jax.tree.map(convert, tree, is_leaf=_is_node)
+
+
+def _is_node(x: tp.Any) -> bool:
+    """What :func:`to_tree` turns into a NodeStates: a graph node or a Variable."""
+    return is_graph_node(x) or isinstance(x, Variable)
 
 
 def from_tree(tree: tp.Any, /, *, prefix: tp.Any = None, merge_fn: tp.Any = None, is_node_leaf: tp.Any = None,

@@ -239,6 +239,10 @@ class Pytree:
 
     def __init_subclass__(cls, pytree: bool | None = None, **kwargs: tp.Any) -> None:
         super().__init_subclass__(**kwargs)
+        if slots := getattr(cls, "__slots__", ()):
+            raise TypeError(
+                f"Pytree currently does not support __slots__, found __slots__={slots} in '{cls.__name__}'."
+            )
         if pytree is not None:
             cls._pytree__is_pytree = pytree
         _warn_deprecated_annotations(cls)
@@ -260,6 +264,8 @@ class Pytree:
             )
 
     def __new__(cls, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        if (args or kwargs) and cls.__init__ is object.__init__:
+            raise TypeError(f"{cls.__name__}() takes no arguments")
         obj = object.__new__(cls)
         object.__setattr__(obj, NODES, {})
         object.__setattr__(obj, TRACE_STATE, current_trace_state())

@@ -123,10 +123,11 @@ class Variable(tp.Generic[A]):
         eager_sharding: bool | None = None,
         **metadata: tp.Any,
     ) -> None:
-        hooks: dict[str, tuple[tp.Callable[..., tp.Any], ...]] = {}
         if isinstance(value, VariableMetadata):
-            metadata = {**value.metadata, **metadata}
-            hooks = {name: getattr(value, name) for name in HOOK_NAMES if getattr(value, name)}
+            metadata = {**metadata, **value.metadata}  # the initializer's metadata wins, its hooks do not
+            for name in HOOK_NAMES:
+                if hooks := getattr(value, name):
+                    metadata.setdefault(name, hooks)
             value = value.raw_value
         defaults = var_defaults()
         assert isinstance(defaults, VarDefaults)
@@ -137,9 +138,8 @@ class Variable(tp.Generic[A]):
         )
         rename_sharding_keys(metadata)
         object.__setattr__(self, "_var_metadata", Metadata(metadata))
-        object.__setattr__(self, "_hooks", hooks)
         object.__setattr__(self, "_trace_state", current_trace_state())
-        for hook in hooks.get("on_create_value", ()):
+        for hook in self._hooks("on_create_value"):
             value = hook(self, value)
         value = self.create_value(value)
         if metadata["eager_sharding"] and metadata.get("out_sharding") is not None and isinstance(value, jax.Array):
@@ -160,7 +160,6 @@ class Variable(tp.Generic[A]):
         variable = object.__new__(cls)
         object.__setattr__(variable, "_raw_value", raw_value)
         object.__setattr__(variable, "_var_metadata", Metadata(metadata))
-        object.__setattr__(variable, "_hooks", {})
         object.__setattr__(variable, "_trace_state", current_trace_state())
         return variable
 
@@ -178,9 +177,7 @@ class Variable(tp.Generic[A]):
         raw = self._raw_value if value is MISSING else value
         if reprlib.is_ref(raw) and value is MISSING:
             raw = as_ref(raw[...])
-        new = type(self)._new(raw, {**self._var_metadata, **updates})
-        object.__setattr__(new, "_hooks", dict(self._hooks))
-        return new
+        return type(self)._new(raw, {**self._var_metadata, **updates})
 
     replace = copy
 
@@ -246,7 +243,7 @@ class Variable(tp.Generic[A]):
         value = self._raw_value
         if reprlib.is_ref(value):
             value = value[...]
-        for hook in self._hooks.get("on_get_value", ()):
+        for hook in self._hooks("on_get_value"):
             value = hook(self, value)
         return value if index is MISSING else value[index]
 
@@ -255,7 +252,7 @@ class Variable(tp.Generic[A]):
         raw = self._raw_value
         self._check_can_update(raw)
         value = _unwrap(value)
-        for hook in self._hooks.get("on_set_value", ()):
+        for hook in self._hooks("on_set_value"):
             value = hook(self, value)
         if index is MISSING:
             if reprlib.is_ref(raw):
@@ -343,20 +340,25 @@ class Variable(tp.Generic[A]):
     def ref(self) -> bool:
         return self._var_metadata.get("ref", False)
 
+    def _hooks(self, name: str) -> tuple[tp.Callable[..., tp.Any], ...]:
+        """The hooks kept under the metadata key ``name``: a tuple of them, or one alone."""
+        hooks = self._var_metadata.get(name, ())
+        return hooks if isinstance(hooks, tuple) else (hooks,)
+
     def add_axis(self, axis_index: int, axis_name: tp.Any) -> None:
         """Runs the ``on_add_axis`` hooks: a transform added an axis at ``axis_index``."""
-        for hook in self._hooks.get("on_add_axis", ()):
+        for hook in self._hooks("on_add_axis"):
             hook(self, axis_index, axis_name)
 
     def remove_axis(self, axis_index: int, axis_name: tp.Any) -> None:
         """Runs the ``on_remove_axis`` hooks: a transform removed the axis at ``axis_index``."""
-        for hook in self._hooks.get("on_remove_axis", ()):
+        for hook in self._hooks("on_remove_axis"):
             hook(self, axis_index, axis_name)
 
     # -- attribute access
 
     def __getattr__(self, name: str) -> tp.Any:
-        if name.startswith("__") or name in ("_raw_value", "_var_metadata", "_hooks", "_trace_state"):
+        if name.startswith("__") or name in ("_raw_value", "_var_metadata", "_trace_state"):
             raise AttributeError(name)
         metadata = self.__dict__.get("_var_metadata", {})
         if name in metadata:
@@ -456,9 +458,7 @@ class Variable(tp.Generic[A]):
         return self.copy()  # type: ignore[return-value]
 
     def __deepcopy__(self, memo: dict[int, tp.Any]) -> Variable[A]:
-        new = type(self)._new(copy.deepcopy(self._raw_value, memo), copy.deepcopy(self._var_metadata, memo))
-        object.__setattr__(new, "_hooks", dict(self._hooks))
-        return new
+        return type(self)._new(copy.deepcopy(self._raw_value, memo), copy.deepcopy(self._var_metadata, memo))
 
     def __getstate__(self) -> dict[str, tp.Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_trace_state"}

@@ -38,12 +38,12 @@ class Flattened(NamedTuple):
 
 class _FlattenContext:
     """One traversal: ``ref_index`` gives objects their (possibly pre-assigned) indices,
-    ``visited`` says which were already reached in this traversal."""
+    ``visited`` says which were already reached in this traversal (or in earlier ones sharing it)."""
 
-    def __init__(self, ref_index: RefMap | None) -> None:
+    def __init__(self, ref_index: RefMap | None, visited: set[int] | None) -> None:
         self.ref_index = RefMap() if ref_index is None else ref_index
         self.next_index = max(self.ref_index.values(), default=-1) + 1
-        self.visited: set[int] = set()
+        self.visited: set[int] = set() if visited is None else visited
         self.leaves: list[tuple[PathParts, tp.Any]] = []
 
     def seen(self, obj: tp.Any) -> bool:
@@ -114,11 +114,14 @@ def _tree_flatten(node: tp.Any, api: str) -> Flattened:
     return Flattened(TreeDef(treedef, tuple(p for p, _ in leaves), templates), leaves)
 
 
-def flatten_node(node: tp.Any, graph: bool, api: str, ref_index: RefMap | None = None) -> Flattened:
+def flatten_node(
+    node: tp.Any, graph: bool, api: str, ref_index: RefMap | None = None, visited: set[int] | None = None
+) -> Flattened:
     """Flattens ``node`` by identity (``graph``, filling ``ref_index`` with object -> index)
-    or as a plain JAX tree; ``api`` names the caller in tree-mode errors."""
+    or as a plain JAX tree; ``api`` names the caller in tree-mode errors. The objects whose
+    ids are in ``visited`` (graph mode, filled in turn) are given as references to their index."""
     if graph:
-        ctx = _FlattenContext(ref_index)
+        ctx = _FlattenContext(ref_index, visited)
         root = _graph_flatten(node, (), ctx)
         return Flattened(root, ctx.leaves)
     return _tree_flatten(node, api)

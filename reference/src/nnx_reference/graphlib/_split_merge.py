@@ -161,10 +161,10 @@ def split(node: A, *filters: tp.Any, graph: bool | None = None) -> tuple[tp.Any,
     gdef, flat = flatten_for(node, graph, "split")
     filters = filters or (...,)
     groups = split_flat(flat, filters, exhaustive=True)
-    return (gdef, *(_split_state(g) for g in groups))
+    return (gdef, *(split_state(g) for g in groups))
 
 
-def _split_state(flat: FlatState) -> tp.Any:
+def split_state(flat: FlatState) -> tp.Any:
     """The State of one split group; a Variable split at the root is its own state."""
     entries = list(flat)
     if len(entries) == 1 and entries[0][0] == ():
@@ -173,13 +173,20 @@ def _split_state(flat: FlatState) -> tp.Any:
 
 
 def flatten_for(
-    node: tp.Any, graph: bool | None, api: str, ref_index: RefMap | None = None, *, sort: bool = True
+    node: tp.Any,
+    graph: bool | None,
+    api: str,
+    ref_index: RefMap | None = None,
+    *,
+    sort: bool = True,
+    visited: set[int] | None = None,
 ) -> tuple[GraphDef[tp.Any], FlatState]:
     """Flattens ``node`` into its GraphDef and its ``(path, leaf)`` pairs: sorted by path,
     or in flatten order (depth-first; not always path order, e.g. for namedtuples) when
     ``sort`` is false. ``api`` names the caller in tree-mode errors; ``ref_index`` (graph
-    mode) is filled with object -> index."""
-    root, leaves = flatten_node(node, resolve_graph(graph), api, ref_index)
+    mode) is filled with object -> index, and ``visited`` with the ids of the objects reached,
+    which a later flatten sharing both gives as references."""
+    root, leaves = flatten_node(node, resolve_graph(graph), api, ref_index, visited)
     return GraphDef(root, len(leaves)), FlatState(leaves, sort=sort)
 
 

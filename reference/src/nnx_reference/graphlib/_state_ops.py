@@ -90,10 +90,12 @@ def _set_at_path(node: tp.Any, path: PathParts, leaf: tp.Any) -> None:
 
 def clone(node: A, variables: bool = True, *, arrays: bool = False, graph: bool | None = None) -> A:
     """A copy of ``node`` with new Variables (and new arrays if ``arrays``), same structure."""
+    if arrays and not variables:
+        raise ValueError("If arrays is True, variables should be also True")
     gdef, flat = flatten_for(node, graph, "clone")
     leaves = []
     for path, leaf in flat:
-        if isinstance(leaf, Variable) and (variables or arrays):
+        if isinstance(leaf, Variable) and variables:
             leaf = leaf.copy()  # keeps the Variable's type, metadata and hooks
             if arrays:
                 leaf.set_raw_value(_copy_arrays(leaf.get_raw_value()))

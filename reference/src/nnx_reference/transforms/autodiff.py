@@ -169,6 +169,12 @@ def _grad_call(
     return ((value, aux) if has_aux else value), (per_arg[0] if single else per_arg)
 
 
+def _refuse_reduce_axes(name: str, reduce_axes: tp.Sequence[tp.Hashable]) -> None:
+    """Raises as flax does for a non-empty ``reduce_axes``, which jax no longer takes."""
+    if reduce_axes:
+        raise NotImplementedError(f"reduce_axes argument to {name} is deprecated")
+
+
 class GradOptions(tp.TypedDict, total=False):
     """The keyword arguments of :func:`grad` and :func:`value_and_grad`."""
 
@@ -198,6 +204,7 @@ def grad(
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.grad``: gradients of graph nodes are States of their Params
     (or of the ``DiffState`` filter); in tree mode they have the argument's type."""
+    _refuse_reduce_axes("grad", reduce_axes)
     trees.reject_bound_method("grad", f)
     _check_tree_mode_argnums("grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates))
 
@@ -230,6 +237,7 @@ def value_and_grad(
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Like :func:`grad`, returning ``(value, grads)`` (``((value, aux), grads)`` with aux)."""
+    _refuse_reduce_axes("value_and_grad", reduce_axes)
     trees.reject_bound_method("value_and_grad", f)
     _check_tree_mode_argnums(
         "value_and_grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates)
@@ -284,11 +292,12 @@ def vjp(
     graph_updates: bool | None = None,
 ) -> tp.Any:
     """Lifted ``jax.vjp``: returns ``(primals_out, vjp_fn)`` (and ``aux`` with has_aux)."""
+    mode = _without_graph_updates("vjp", graph, graph_updates)
     if isinstance(f, trees.Missing):
         return lambda fun: functools.wraps(fun)(
-            lambda *p: vjp(fun, *p, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
+            lambda *p: vjp(fun, *p, has_aux=has_aux, reduce_axes=reduce_axes, graph=graph, graph_updates=graph_updates)
         )
-    mode = _without_graph_updates("vjp", graph, graph_updates)
+    _refuse_reduce_axes("vjp", reduce_axes)
     lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=expand_diff)
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:

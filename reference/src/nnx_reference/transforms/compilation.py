@@ -151,7 +151,8 @@ class JitWrapped:
         self.plain = in_shardings is None and out_shardings is None and not (
             self.donate_argnums or self.donate_argnames
         )
-        self._jit_kwargs = dict(keep_unused=keep_unused, device=device, backend=backend, inline=inline)
+        _refuse_placement_with_shardings(device, backend, in_shardings)
+        self._jit_kwargs = dict(keep_unused=keep_unused, inline=inline)
         self.jitted_fn = jax.jit(self._pure_fn, static_argnums=(0,), **self._jit_kwargs)
         self._tree_jit = TreeJit("jit", fun, self._jit_kwargs)
         self._jitted_by_layout: dict[_Frozen, jax.stages.Wrapped] = {}
@@ -174,6 +175,7 @@ class JitWrapped:
 
     def _prepare(self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> _Prepared:
         """Lift the arguments and pick the compiled function for them."""
+        self._refuse_keywords_with_in_shardings(kwargs)
         mode = trees.resolve_mode(self.graph, self.graph_updates)
         args, kwargs, statics = remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
         if self.plain:
@@ -184,6 +186,11 @@ class JitWrapped:
         lifted = lift.lift("jit", (args, kwargs), (arg_specs, kw_specs), mode, expand=_expand_spec)
         donated, kept = trees.partition(lifted.pure, lifted.prefix, _is_donated)
         return _Prepared(lifted, self._jitted_for(lifted), (JitStatic(lifted.static, statics), donated, kept))
+
+    def _refuse_keywords_with_in_shardings(self, kwargs: dict[str, tp.Any]) -> None:
+        """Raises as ``jax.jit`` does for keyword arguments when ``in_shardings`` is given."""
+        if kwargs and self.in_shardings is not None:
+            raise ValueError("pjit does not support kwargs when in_shardings is specified.")
 
     def _arg_specs(self, n_dynamic: int, static_positions: tuple[int, ...]) -> tuple[tp.Any, ...]:
         """The prefix of the dynamic positional arguments: ``in_shardings`` with ``_Spec`` leaves."""
@@ -250,7 +257,17 @@ class JitWrapped:
 
     def eval_shape(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         """The output's shapes and dtypes, without running and without updating inputs."""
+        self._refuse_keywords_with_in_shardings(kwargs)
         return eval_shape(self.fun, *args, graph=self.graph, graph_updates=self.graph_updates, **kwargs)
+
+
+def _refuse_placement_with_shardings(device: tp.Any, backend: str | None, in_shardings: tp.Any) -> None:
+    """Raises as ``jax.jit`` does for a ``device`` or ``backend`` beside shardings: the
+    output always has shardings (those of the updated inputs), so these are refused."""
+    if device is None and backend is None:
+        return
+    given = "out_shardings" if in_shardings is None else "in_shardings"
+    raise ValueError(f"If backend or device is specified on jit, then {given} should not be specified.")
 
 
 class _Frozen:

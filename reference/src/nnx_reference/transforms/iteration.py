@@ -83,7 +83,7 @@ def per_arg(axes: tp.Any, args: tuple, name: str, graph: bool) -> tuple:
     return tuple(axes for _ in args)
 
 
-def _axis_metadata(
+def axis_metadata(
     metadata: tp.Mapping[str, tp.Any],
     objects: tp.Iterable[tuple[tp.Any, tp.Any]],
     add: bool,
@@ -131,7 +131,7 @@ def _moved_partition(path: tuple, var: Variable, axis: int, name: tp.Any, add: b
     return tuple(moved)
 
 
-def _out_objects(out: tp.Any, out_axes: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
+def out_objects(out: tp.Any, out_axes: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
     """The graph objects of ``out`` (arguments or results), each with its entry of ``out_axes``."""
     leaves = jax.tree_util.tree_leaves(out, is_leaf=trees.is_node_leaf)
     prefixes = trees.broadcast_prefix(out_axes, out, trees.is_node_leaf)
@@ -179,10 +179,10 @@ def _mapped(
         def pure_fn(pure: tp.Any) -> tp.Any:
             entered = lift.enter(lifted.static, pure)
             in_objects = list(zip(entered.objects, lifted.static.obj_prefixes))
-            _axis_metadata(metadata, in_objects, add=False)
+            axis_metadata(metadata, in_objects, add=False)
             inner_args, inner_kwargs = entered.args
             out = fun(*inner_args, **inner_kwargs)
-            _axis_metadata(metadata, in_objects + _out_objects(out, out_axes), add=True)
+            axis_metadata(metadata, in_objects + out_objects(out, out_axes), add=True)
             return lift.exit(name, lifted.static, entered, out, out_axes, expand_axes)
 
         jax_out = lift.Result(None, lifted.in_prefix(), trees.out_prefix_for_jax(out_axes, expand_axes))
@@ -323,15 +323,15 @@ def transform_metadata(
             else:
                 checks.check_no_sharing("transform_metadata", (args, {}))
             copies = graphlib.clone(args, graph=True)
-            in_objects = _out_objects(copies, axes)
-            _axis_metadata(metadata, in_objects, add=False)
+            in_objects = out_objects(copies, axes)
+            axis_metadata(metadata, in_objects, add=False)
             entered = [
                 _Copied(original, copy, *_variable_state(copy)) for original, copy in _variable_pairs(args, copies)
             ]
             out = fun(*copies)
             checks.check_outputs_are_new("transform_metadata", (copies, {}), out, shared_outputs=in_graph)
-            _axis_metadata(metadata, in_objects, add=True, every_path=True)
-            _axis_metadata(metadata, _out_objects(out, out_axes), add=True)
+            axis_metadata(metadata, in_objects, add=True, every_path=True)
+            axis_metadata(metadata, out_objects(out, out_axes), add=True)
             for copied in entered:
                 copied.write_back()
             return out
@@ -346,7 +346,7 @@ def _reached_by_argument(args: tuple, axes: tuple) -> tp.Iterator[list[checks.Re
     for position, (arg, prefix) in enumerate(zip(args, axes)):
         yield [
             entry
-            for obj, obj_prefix in _out_objects(arg, prefix)
+            for obj, obj_prefix in out_objects(arg, prefix)
             for entry in checks.reached(obj, obj_prefix, root=(position,))
         ]
 

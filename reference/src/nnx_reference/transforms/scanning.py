@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import reprlib
 from . import checks, lift, trees
-from .iteration import Carry, expand_axes, is_scanned, per_arg, reject_state_axes
+from .iteration import Carry, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
 from .traced import pure_function
 
 __all__ = ["scan"]
@@ -90,9 +90,8 @@ def scan(
             arg_axes = per_arg(in_axes, args, "scan", mode.graph)
             lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes)
             carry_arg = next((i for i, p in enumerate(arg_axes) if p is Carry), None)
-            return _run_scan(
-                fun, lifted, carry_arg, out_axes, length, reverse, unroll, _split_transpose
-            )
+            options = _LoopOptions(length, reverse, unroll, _split_transpose)
+            return _run_scan(fun, lifted, carry_arg, out_axes, transform_metadata, options)
 
         return wrapper
 
@@ -255,16 +254,22 @@ def _scan_body(
     plan: _ScanPlan,
     carry_arg: int | None,
     out_axes: tp.Any,
+    metadata: tp.Mapping[str, tp.Any],
     traced: _Traced,
 ) -> _ScanBody:
-    """The function ``jax.lax.scan`` runs: ``(carry, x) -> (carry, (user ys, input state ys))``."""
+    """The function ``jax.lax.scan`` runs: ``(carry, x) -> (carry, (user ys, input state ys))``;
+    ``metadata`` names the scanned axis in the out_sharding of the Variables it slices or stacks."""
     jax_out = trees.out_prefix_for_jax(out_axes, expand_axes)
     tree_carry = carry_arg if not static.graph else None
     is_object = set(plan.objects)
 
     def body(carry: list[tp.Any], x: list[tp.Any]) -> tuple[list[tp.Any], tuple[list[tp.Any], list[tp.Any]]]:
         entered = lift.enter(static, plan.pure(carry, x))
+        in_objects = list(zip(entered.objects, static.obj_prefixes))
+        axis_metadata(metadata, in_objects, add=False)
         out = fun(*entered.args)
+        if metadata:
+            axis_metadata(metadata, in_objects + out_objects(out, out_axes), add=True)
         if tree_carry is not None:
             marked = _mark_carried_variables(entered.args[tree_carry], out, out_axes, entered.objects)
             traced.restore = marked is not out
@@ -347,6 +352,7 @@ def _scan_function(
     plan: _ScanPlan,
     carry_arg: int | None,
     out_axes: tp.Any,
+    metadata: tp.Mapping[str, tp.Any],
     options: _LoopOptions,
 ) -> tuple[tp.Callable[[list[tp.Any]], _Scanned], list[tp.Any]]:
     """The function running the scan, and its arguments (the plan's dynamic items).
@@ -367,7 +373,7 @@ def _scan_function(
                 values[i] = v
             step_plan = dataclasses.replace(plan, values=values)
             traced = _Traced()
-            body = _scan_body(call, static, step_plan, carry_arg, out_axes, traced)
+            body = _scan_body(call, static, step_plan, carry_arg, out_axes, metadata, traced)
             final_carry, (user_ys, state_ys) = jax.lax.scan(
                 body, step_plan.carry_init(), step_plan.xs(), length=options.length, reverse=options.reverse,
                 unroll=options.unroll, _split_transpose=options.split_transpose,
@@ -379,7 +385,7 @@ def _scan_function(
     items = [plan.values[i] for i in dynamic]
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out_axes)
     key = (static, tuple(plan.prefixes), plan.n_leaves, plan.objects, dynamic, tuple(skeleton), carry_arg,
-           tuple(out_leaves), out_treedef, options)
+           tuple(out_leaves), out_treedef, tuple(metadata.items()), options)
     try:
         hash(key)
     except TypeError:
@@ -397,15 +403,12 @@ def _run_scan(
     lifted: lift.Lifted,
     carry_arg: int | None,
     out_axes: tp.Any,
-    length: int | None,
-    reverse: bool,
-    unroll: int | bool,
-    split_transpose: bool,
+    metadata: tp.Mapping[str, tp.Any],
+    options: _LoopOptions,
 ) -> tp.Any:
     """Runs ``jax.lax.scan`` over the lifted inputs: plan, build the body, scan, reassemble, apply."""
     plan = _ScanPlan.of(lifted)
-    options = _LoopOptions(length, reverse, unroll, split_transpose)
-    run, items = _scan_function(fun, lifted.static, plan, carry_arg, out_axes, options)
+    run, items = _scan_function(fun, lifted.static, plan, carry_arg, out_axes, metadata, options)
     final_carry, user_ys, state_ys, info = run(items)
     out = lift.apply(lifted, _reassemble(plan, info, final_carry, user_ys, state_ys))
     if info.restore:
