@@ -23,7 +23,8 @@ PathStyle = tp.Literal["keystr", "slashes"]
 
 def check_tree(node: tp.Any, api: str, style: PathStyle) -> None:
     """Raises ``ValueError`` where tree mode (``graph=False``) cannot take ``node`` apart:
-    a Variable or array Ref reached twice, or a Pytree reached again inside itself."""
+    a Variable or array Ref reached twice, a Pytree reached again inside itself, or a
+    Pytree made with ``pytree=False`` (not a JAX pytree)."""
     shared: dict[int, _Reached] = {}
 
     def visit(x: tp.Any, here: _Reached, ancestors: dict[int, _Reached]) -> None:
@@ -33,6 +34,8 @@ def check_tree(node: tp.Any, api: str, style: PathStyle) -> None:
             shared[id(x)] = here
             return
         if isinstance(x, Pytree):
+            if not type(x)._pytree__is_pytree:
+                raise ValueError(_not_a_pytree_message(x, here))
             if id(x) in ancestors:
                 raise ValueError(_cycle_message(x, (ancestors[id(x)], here), api, style))
             ancestors = {**ancestors, id(x): here}
@@ -53,6 +56,15 @@ def _options(api: str) -> str:
         "Consider the following options:\n\n1. Remove the duplicates and guarantee a tree structure.\n"
         f"2. Enable graph mode by passing graph=True to {api} e.g.\n\n  nnx.{api}(..., graph=True)\n\n"
         f"3. Use nnx.compat.{api} instead e.g.\n\n  nnx.compat.{api}(...)"
+    )
+
+
+def _not_a_pytree_message(x: tp.Any, here: _Reached) -> str:
+    found = f"Found at path: {here.keystr}. " if here.keystr else ""
+    return (
+        f"Cannot use 'flatten' with graph=False on a '{type(x).__name__}' instance that has pytree=False. "
+        f"{found}Pytree subclasses with pytree=False are not registered as JAX pytrees and cannot be used "
+        f"in tree-mode. {_options('flatten')}"
     )
 
 

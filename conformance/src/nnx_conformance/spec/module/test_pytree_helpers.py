@@ -20,18 +20,24 @@ KEYS = st.lists(st.sampled_from("abcde"), min_size=1, max_size=4, unique=True)
 
 
 @pytest.mark.apis("Object")
-@given(size=st.integers(1, 4), static=st.integers(-2, 2))
-def test_an_object_is_a_graph_node_but_a_single_pytree_leaf_as_in_flax(nnx: Any, flax_nnx: Any, size: int, static: int) -> None:
+@given(size=st.integers(1, 4), static=st.integers(-2, 2), graph=st.sampled_from([None, True, False]), nested=st.booleans())
+def test_an_object_is_a_graph_node_but_a_single_pytree_leaf_as_in_flax(
+    nnx: Any, flax_nnx: Any, size: int, static: int, graph: bool | None, nested: bool
+) -> None:
     def scenario(nnx: Any) -> Any:
         class Holder(nnx.Object):
             def __init__(self) -> None:
                 self.p = nnx.Param(jnp.arange(float(size)))
                 self.n = static
 
+        class Parent(nnx.Module):
+            def __init__(self) -> None:
+                self.holder = Holder()
+
         holder = Holder()
         leaves = jax.tree.leaves(holder)
-        graphdef, state = nnx.split(holder)
-        return [leaf is holder for leaf in leaves], state, nnx.merge(graphdef, state).n
+        graphdef, state = nnx.split(Parent() if nested else holder, graph=graph)  # tree mode refuses an Object
+        return [leaf is holder for leaf in leaves], state, nnx.merge(graphdef, state)
 
     assert_same(flax_nnx, nnx, scenario)
 
