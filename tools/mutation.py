@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -307,6 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{len(chosen)} survivors of {args.rejudge} found among {len(sites)} mutants")
         else:
             chosen = sample(sites, args.sample, args.seed)
+            random.Random(args.seed).shuffle(chosen)  # judged in random order: a stopped run is a sample too
             print(f"{len(chosen)} of {len(sites)} mutants (seed {args.seed}) in {len(paths)} modules")
         copy_root = Path(tmp) / "copy"
         fresh_copy(snapshot, copy_root)
