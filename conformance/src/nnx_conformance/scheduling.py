@@ -15,3 +15,10 @@ class PageScheduling(LoadScopeScheduling):
         page = doc_page_of(nodeid)
         return nodeid if page is None else f"page {page}"
 
+
+    def _reschedule(self, node: object) -> None:
+        """Work for ``node`` once it has collected: when two workers crash at once, xdist
+        reschedules every node as the first replacement finishes collecting, and would
+        look up the other replacement's collection before it exists."""
+        if node in self.registered_collections:
+            super()._reschedule(node)
