@@ -270,6 +270,23 @@ def _without_graph_updates(name: str, graph: bool | None, graph_updates: bool | 
     return mode
 
 
+def _given_later(
+    transform: tp.Callable[..., tp.Any],
+    f: trees.Fn | trees.Missing,
+    has_aux: bool,
+    graph: bool | None,
+    graph_updates: bool | None,
+) -> functools.partial[tp.Any]:
+    """What ``vjp`` and ``jvp`` give when not given their inputs, as flax's do: the transform
+    with ``f`` (if given), ``has_aux`` and both mode settings as they stand now (the global
+    default for one not given), called later with the rest."""
+    head = () if isinstance(f, trees.Missing) else (f,)
+    updates = graphlib.graph_updates() if graph_updates is None else graph_updates
+    return functools.partial(
+        transform, *head, has_aux=has_aux, graph=graphlib.resolve_graph(graph), graph_updates=updates
+    )
+
+
 class VjpOptions(tp.TypedDict, total=False):
     """The keyword arguments of :func:`vjp`."""
 
@@ -280,9 +297,9 @@ class VjpOptions(tp.TypedDict, total=False):
 
 
 @tp.overload
-def vjp(f: trees.Fn, /, *primals: tp.Any, **options: tp.Unpack[VjpOptions]) -> tuple[tp.Any, ...]: ...
+def vjp(f: trees.Fn, primal: tp.Any, /, *primals: tp.Any, **options: tp.Unpack[VjpOptions]) -> tuple[tp.Any, ...]: ...
 @tp.overload
-def vjp(**options: tp.Unpack[VjpOptions]) -> tp.Callable[[trees.Fn], tp.Callable[..., tuple[tp.Any, ...]]]: ...
+def vjp(f: trees.Fn = ..., /, **options: tp.Unpack[VjpOptions]) -> functools.partial[tp.Any]: ...
 def vjp(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     *primals: tp.Any,
@@ -291,13 +308,12 @@ def vjp(
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> tp.Any:
-    """Lifted ``jax.vjp``: returns ``(primals_out, vjp_fn)`` (and ``aux`` with has_aux)."""
+    """Lifted ``jax.vjp``: returns ``(primals_out, vjp_fn)`` (and ``aux`` with has_aux);
+    without primals, see :func:`_given_later`."""
     mode = _without_graph_updates("vjp", graph, graph_updates)
-    if isinstance(f, trees.Missing):
-        return lambda fun: functools.wraps(fun)(
-            lambda *p: vjp(fun, *p, has_aux=has_aux, reduce_axes=reduce_axes, graph=graph, graph_updates=graph_updates)
-        )
     _refuse_reduce_axes("vjp", reduce_axes)
+    if isinstance(f, trees.Missing) or not primals:
+        return _given_later(vjp, f, has_aux, graph, graph_updates)
     lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=expand_diff)
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
@@ -326,18 +342,12 @@ class JvpOptions(tp.TypedDict, total=False):
     graph_updates: bool | None
 
 
-JvpCall = tp.Callable[[tuple, tuple], tuple[tp.Any, ...]]
-"""``jvp(f)`` and ``jvp(...)(f)``: called with the primals and the tangents."""
-
-
 @tp.overload
 def jvp(
     f: trees.Fn, primals: tuple, tangents: tuple, /, **options: tp.Unpack[JvpOptions]
 ) -> tuple[tp.Any, ...]: ...
 @tp.overload
-def jvp(f: trees.Fn, /, **options: tp.Unpack[JvpOptions]) -> JvpCall: ...
-@tp.overload
-def jvp(**options: tp.Unpack[JvpOptions]) -> tp.Callable[[trees.Fn], JvpCall]: ...
+def jvp(f: trees.Fn = ..., primals: tuple = ..., /, **options: tp.Unpack[JvpOptions]) -> functools.partial[tp.Any]: ...
 def jvp(
     f: tp.Callable[..., tp.Any] | trees.Missing = trees.MISSING,
     primals: tuple | trees.Missing = trees.MISSING,
@@ -350,14 +360,11 @@ def jvp(
     """Lifted ``jax.jvp``: returns ``(primals_out, tangent_out)`` (and ``aux`` with has_aux).
 
     Tangents of graph nodes have the node's structure (e.g. ``jax.tree.map(jnp.zeros_like, m)``).
+    Without the primals or the tangents, see :func:`_given_later` (primals given alone are dropped).
     """
-    if isinstance(f, trees.Missing):
-        return lambda fun: functools.wraps(fun)(
-            lambda p, t: jvp(fun, p, t, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
-        )
-    if isinstance(primals, trees.Missing):
-        return lambda p, t: jvp(f, p, t, has_aux=has_aux, graph=graph, graph_updates=graph_updates)
     mode = _without_graph_updates("jvp", graph, graph_updates)
+    if isinstance(primals, trees.Missing) or isinstance(tangents, trees.Missing):
+        return _given_later(jvp, f, has_aux, graph, graph_updates)
     lifted = lift.lift("jvp", tuple(primals), None, mode, coalesce=True)
     tangent = lift.lift("jvp", tuple(tangents), None, mode, coalesce=True)
 

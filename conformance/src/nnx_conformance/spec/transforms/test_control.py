@@ -2,7 +2,8 @@
 fori_loop, while_loop, pmap, shard_map, checkify, eval_shape, remat and make_jaxpr run
 a function that reads a Param and counts its calls in a BatchStat, in graph and tree
 mode, with and without graph updates, chosen per call or by the global switches; the
-results, and the Module left behind, are flax's."""
+results, and the Module left behind, are flax's. jvp and vjp not given their inputs
+return flax's ``functools.partial``, holding the mode they were made in."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import assume, given
+from hypothesis import strategies as st
 from jax.experimental import checkify
 from jax.sharding import Mesh, PartitionSpec
 
@@ -176,3 +178,47 @@ def test_graph_updates_a_transform_does_not_support_are_rejected(
     outcome = assert_same(flax_nnx, nnx, _scenario(transform, mode), mentions=(f"nnx.{transform}", "graph_updates"))
     expected = ValueError if transform == "make_jaxpr" else NotImplementedError
     assert isinstance(outcome.error, expected), f"flax's nnx.{transform} rejects graph updates with {expected.__name__}"
+
+
+def _loss_and_aux(m: Any, x: Any) -> Any:
+    """``_loss`` with ``w * x`` as its auxiliary output."""
+    return _loss(m, x), m.w[...] * x
+
+
+def _apply_later(nnx: Any, transform: str, later: Any, m: Any, mode: gs.Mode) -> Any:
+    """Calls what ``nnx.jvp(f)`` / ``nnx.vjp(f)`` gave with the inputs they were not given."""
+    if transform == "jvp":
+        tangent = jax.tree.map(jnp.ones_like, m) if not mode.graph else nnx.clone(m)
+        return later((m, jnp.asarray(X)), (tangent, jnp.ones(2)))
+    y, pullback, *aux = later(m, jnp.asarray(X))
+    return y, pullback(jnp.ones(())), aux
+
+
+@pytest.mark.apis("jvp", "vjp", "set_graph_mode", "set_graph_updates")
+@given(
+    transform=st.sampled_from(["jvp", "vjp"]),
+    mode=gs.modes,
+    has_aux=st.booleans(),
+    decorator=st.booleans(),
+    called_outside=st.booleans(),
+)
+def test_jvp_and_vjp_without_inputs_give_a_partial_holding_their_mode_as_flax(
+    nnx: Any, flax_nnx: Any, transform: str, mode: gs.Mode, has_aux: bool, decorator: bool, called_outside: bool
+) -> None:
+    assume(not _rejected(transform, mode))
+
+    def scenario(nnx: Any) -> Any:
+        m = _model(nnx)
+        f = _loss_and_aux if has_aux else _loss
+        with mode.context(nnx):
+            later = getattr(nnx, transform)(has_aux=has_aux, **mode.kwargs())
+            made = [later] if decorator else []
+            later = later(f) if decorator else getattr(nnx, transform)(f, has_aux=has_aux, **mode.kwargs())
+            made.append(later)
+            result = None if called_outside else _apply_later(nnx, transform, later, m, mode)
+        if called_outside:  # in the release's graph mode with graph updates, which jvp and vjp refuse
+            result = _apply_later(nnx, transform, later, m, mode)
+        parts = [(getattr(p, "func", None), getattr(p, "args", None), getattr(p, "keywords", None)) for p in made]
+        return [type(p).__name__ for p in made], [(getattr(f, "__name__", f), a, k) for f, a, k in parts], result, m
+
+    assert_same(flax_nnx, nnx, scenario)
