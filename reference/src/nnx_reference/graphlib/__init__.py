@@ -21,10 +21,13 @@ Internals other modules may rely on:
   static attribute values, metadata, indices), so it can key caches and be a
   static argument of ``jax.jit``.
 * ``flatten(node, ref_index=...)`` fills ``ref_index`` (a :class:`RefMap`, object ->
-  index; objects already in it keep their index); ``unflatten(graphdef, state,
-  index_ref=...)`` reuses the objects already in ``index_ref`` (index -> object),
-  updating them in place: this is how a graph keeps its identities across a
-  transform boundary (:class:`UpdateContext` packages exactly that).
+  index; an object already in it is a reference); ``unflatten(graphdef, state,
+  index_ref=...)`` fills ``index_ref`` (index -> object). A graph keeps its identities
+  across a transform boundary through ``flatten_into`` / ``unflatten_into``, where the
+  objects already in the maps keep their indices and are updated in place
+  (:class:`UpdateContext` packages exactly that), or, as flax does, through
+  ``flatten(ref_outer_index=...)``, which records outer indices in the GraphDef, and
+  ``unflatten(outer_index_outer_ref=...)``, which rebuilds those outer objects in place.
 * ``merge`` reuses the Variables found in the State (``copy=True`` copies them);
   ``split``/``state`` return the graph's own Variables, not copies.
 
@@ -64,7 +67,7 @@ from ._traversal import (
 from ._defs import RefMap  # noqa: F401, I001
 from ._mode import Mode, graph_mode, graph_updates, resolve_graph, resolve_mode  # noqa: F401
 from ._nodes import Key, PathParts, is_graph_node, is_node, jax_key  # noqa: F401
-from ._split_merge import ApplyCaller  # noqa: F401
+from ._split_merge import ApplyCaller, flatten_into, unflatten_into  # noqa: F401
 
 __all__ = [
     "GraphDef",

@@ -63,9 +63,11 @@ class VariableDef:
     type: type
     index: int
     metadata: tuple[tuple[str, StaticDef], ...]
+    outer_index: int | None = None  # its index in the ``ref_outer_index`` of the flatten, if there
 
     def __post_init__(self) -> None:
-        key = (self.type, self.index, tuple(sorted(self.metadata, key=lambda item: item[0])))
+        metadata = tuple(sorted(self.metadata, key=lambda item: item[0]))
+        key = (self.type, self.index, metadata, self.outer_index)
         object.__setattr__(self, "_key", key)
 
     def __eq__(self, other: object) -> bool:
@@ -104,6 +106,7 @@ class NodeDef:
     type: type
     index: int
     attributes: tuple[tuple[Key, bool, Definition], ...]  # a static attribute's definition is a StaticDef
+    outer_index: int | None = None  # its index in the ``ref_outer_index`` of the flatten, if there
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,12 +161,40 @@ def def_repr(d: RootDefinition) -> str:
     return repr(d)
 
 
-class RefMap(dict):  # type: ignore[type-arg]
-    """A dict keyed by object identity: object -> index (keeps the objects alive)."""
+def leaf_paths(d: RootDefinition, path: PathParts = ()) -> list[PathParts]:
+    """The paths of the state leaves ``d`` describes, in flatten order."""
+    if isinstance(d, TreeDef):
+        return list(d.paths)
+    if isinstance(d, (VariableDef, ArrayRefDef, LeafDef)):
+        return [path]
+    if isinstance(d, NodeDef):
+        return [p for key, data, child in d.attributes if data for p in leaf_paths(child, (*path, key))]
+    if isinstance(d, ContainerDef):
+        return [p for key, child in d.children for p in leaf_paths(child, (*path, key))]
+    return []
 
-    def __init__(self) -> None:
+
+class RefMap(dict):  # type: ignore[type-arg]
+    """A mapping keyed by object identity: object -> index (keeps the objects alive). It
+    iterates over its objects; as a ``dict`` it is keyed by their ids (``dict.items``)."""
+
+    def __init__(self, mapping: tp.Mapping[tp.Any, int] | tp.Iterable[tuple[tp.Any, int]] = (), /) -> None:
         super().__init__()
         self.objects: dict[int, tp.Any] = {}
+        for obj, index in mapping.items() if isinstance(mapping, tp.Mapping) else mapping:
+            self[obj] = index
+
+    def __iter__(self) -> tp.Iterator[tp.Any]:
+        return iter(self.objects.values())
+
+    def keys(self) -> list[tp.Any]:  # type: ignore[override]
+        return list(self.objects.values())
+
+    def items(self) -> list[tuple[tp.Any, int]]:  # type: ignore[override]
+        return [(obj, dict.__getitem__(self, key)) for key, obj in self.objects.items()]
+
+    def get(self, obj: tp.Any, default: tp.Any = None) -> tp.Any:
+        return dict.get(self, id(obj), default)
 
     def __contains__(self, obj: object) -> bool:
         return super().__contains__(id(obj))

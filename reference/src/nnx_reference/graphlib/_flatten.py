@@ -38,25 +38,27 @@ class Flattened(NamedTuple):
 
 class _FlattenContext:
     """One traversal: ``ref_index`` gives objects their (possibly pre-assigned) indices,
-    ``visited`` says which were already reached in this traversal (or in earlier ones sharing it)."""
+    ``visited`` says which were already reached in this traversal (or in earlier ones sharing it),
+    ``ref_outer_index`` (if given) gives the objects it holds their outer index."""
 
-    def __init__(self, ref_index: RefMap | None, visited: set[int] | None) -> None:
+    def __init__(self, ref_index: RefMap | None, visited: set[int] | None, ref_outer_index: RefMap | None) -> None:
         self.ref_index = RefMap() if ref_index is None else ref_index
-        self.next_index = max(self.ref_index.values(), default=-1) + 1
         self.visited: set[int] = set() if visited is None else visited
+        self.ref_outer_index = ref_outer_index
         self.leaves: list[tuple[PathParts, tp.Any]] = []
 
     def seen(self, obj: tp.Any) -> bool:
         return id(obj) in self.visited
 
     def new_index(self, obj: tp.Any) -> int:
+        """The index of ``obj`` (one not in ``ref_index`` yet gets the map's size)."""
         self.visited.add(id(obj))
-        if obj in self.ref_index:
-            return self.ref_index[obj]
-        index = self.next_index
-        self.ref_index[obj] = index
-        self.next_index += 1
-        return index
+        if obj not in self.ref_index:
+            self.ref_index[obj] = len(self.ref_index)
+        return self.ref_index[obj]
+
+    def outer_index(self, obj: tp.Any) -> int | None:
+        return None if self.ref_outer_index is None else self.ref_outer_index.get(obj)
 
 
 def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Definition:
@@ -67,7 +69,7 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Defin
         index = ctx.new_index(node)
         ctx.leaves.append((path, node))
         metadata = tuple((k, StaticDef(v)) for k, v in node.get_metadata().items())
-        return VariableDef(type(node), index, metadata)
+        return VariableDef(type(node), index, metadata, ctx.outer_index(node))
     if isinstance(node, Pytree):
         if ctx.seen(node):
             return NodeRef(type(node), ctx.ref_index[node])
@@ -76,7 +78,7 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Defin
             (key, True, _data_attribute(value, (*path, key), ctx)) if data else (key, False, StaticDef(value))
             for key, value, data in pytree_children(node)
         )
-        return NodeDef(type(node), index, attributes)
+        return NodeDef(type(node), index, attributes, ctx.outer_index(node))
     if reprlib.is_ref(node):
         if ctx.seen(node):
             return VariableRef(ctx.ref_index[node])
@@ -115,13 +117,19 @@ def _tree_flatten(node: tp.Any, api: str) -> Flattened:
 
 
 def flatten_node(
-    node: tp.Any, graph: bool, api: str, ref_index: RefMap | None = None, visited: set[int] | None = None
+    node: tp.Any,
+    graph: bool,
+    api: str,
+    ref_index: RefMap | None = None,
+    visited: set[int] | None = None,
+    ref_outer_index: RefMap | None = None,
 ) -> Flattened:
     """Flattens ``node`` by identity (``graph``, filling ``ref_index`` with object -> index)
     or as a plain JAX tree; ``api`` names the caller in tree-mode errors. The objects whose
-    ids are in ``visited`` (graph mode, filled in turn) are given as references to their index."""
+    ids are in ``visited`` (graph mode, filled in turn) are given as references to their
+    index; those in ``ref_outer_index`` have their outer index recorded."""
     if graph:
-        ctx = _FlattenContext(ref_index, visited)
+        ctx = _FlattenContext(ref_index, visited, ref_outer_index)
         root = _graph_flatten(node, (), ctx)
         return Flattened(root, ctx.leaves)
     return _tree_flatten(node, api)

@@ -9,7 +9,8 @@ import typing as tp
 import jax
 
 from .. import reprlib
-from ..statelib import FlatState, State, from_flat_state, split_flat
+from ..statelib import FlatState, State, from_flat_state, sort_paths, split_flat
+from ..variablelib import Variable
 from ._defs import (
     NodeDef,
     NodeRef,
@@ -18,11 +19,12 @@ from ._defs import (
     TreeDef,
     VariableDef,
     def_repr,
+    leaf_paths,
 )
 from ._flatten import flatten_node
 from ._mode import resolve_graph, resolve_mode
 from ._nodes import Key, PathParts
-from ._unflatten import collect_leaves, from_leaves, from_values
+from ._unflatten import Reuse, collect_leaves, from_leaves, from_values
 
 A = tp.TypeVar("A")
 
@@ -108,15 +110,20 @@ def flatten(
     ref_outer_index: RefMap | None = None,
     graph: bool | None = None,
 ) -> tuple[GraphDef[A], FlatState | list[tp.Any]]:
-    """Splits ``node`` into its GraphDef and its flat state (or plain leaves without paths).
+    """Splits ``node`` into its GraphDef and its flat state, sorted by path (or, without
+    paths, the leaves in that order; in graph mode the Variables' raw values).
 
-    The plain leaves come in flatten order (the order ``unflatten`` consumes a list in);
-    the flat state is sorted by path.
+    Graph mode: ``ref_index`` (object -> index) is filled with the objects reached, and
+    an object already in it is a reference to its index, its state left out; an object
+    in ``ref_outer_index`` has that map's index recorded as its outer index.
     """
-    gdef, flat = flatten_for(node, graph, "flatten", ref_index, sort=with_paths)
+    visited = None if ref_index is None else set(dict.keys(ref_index))
+    gdef, flat = flatten_for(node, graph, "flatten", ref_index, visited=visited, ref_outer_index=ref_outer_index)
     if with_paths:
         return gdef, flat
-    return gdef, list(flat.leaves)
+    if isinstance(gdef.root, TreeDef):
+        return gdef, list(flat.leaves)
+    return gdef, [v.get_raw_value() if isinstance(v, Variable) else v for v in flat.leaves]
 
 
 def unflatten(
@@ -129,12 +136,20 @@ def unflatten(
     copy_variables: bool = False,
     recreate_variables: bool = True,
 ) -> A:
-    """Rebuilds an object from its GraphDef and state (State, FlatState, or leaves in order)."""
+    """Rebuilds an object from its GraphDef and state (State, FlatState, or leaves in path order).
+
+    ``index_ref`` (index -> object) is filled with the objects made; a Variable already in
+    it is updated in place, a node already in it is a RuntimeError. A node or Variable
+    whose outer index is in ``outer_index_outer_ref`` is that object, updated in place.
+    """
     if isinstance(state, list):
         if len(state) != graphdef.num_leaves:
             _raise_leaf_count(graphdef, len(state))
-        return from_values(graphdef.root, state, index_ref, copy_variables)  # type: ignore[no-any-return]
-    return unflatten_leaves(graphdef, collect_leaves([state]), index_ref, copy_variables)
+        leaves = list(zip(sort_paths(leaf_paths(graphdef.root)), state))
+    else:
+        leaves = collect_leaves([state])
+    reuse = Reuse(outer_index_outer_ref, in_place=False)
+    return unflatten_leaves(graphdef, leaves, index_ref, copy_variables, recreate_variables, reuse)
 
 
 def _raise_leaf_count(graphdef: GraphDef[tp.Any], got: int) -> tp.NoReturn:
@@ -149,11 +164,29 @@ def unflatten_leaves(
     index_ref: dict[int, tp.Any] | None,
     copy: bool,
     recreate_variables: bool = True,
+    reuse: Reuse = Reuse(),
 ) -> A:
     """Rebuilds the object of ``graphdef`` from ``(path, leaf)`` pairs, checking their number."""
     if len(leaves) != graphdef.num_leaves:
         _raise_leaf_count(graphdef, len(leaves))
-    return from_leaves(graphdef.root, leaves, index_ref, copy, recreate_variables)  # type: ignore[no-any-return]
+    return from_leaves(graphdef.root, leaves, index_ref, copy, recreate_variables, reuse)  # type: ignore[no-any-return]
+
+
+def flatten_into(node: A, ref_index: RefMap, *, with_paths: bool = True) -> tuple[GraphDef[A], tp.Any]:
+    """Graph mode, for a transform's own bookkeeping: like :func:`flatten`, but an object
+    already in ``ref_index`` is flattened again under its index (the inner objects keep
+    their outer indices), and the leaves without paths are the Variables, in flatten order."""
+    gdef, flat = flatten_for(node, True, "flatten", ref_index, sort=with_paths)
+    return gdef, flat if with_paths else list(flat.leaves)
+
+
+def unflatten_into(graphdef: GraphDef[A], state: tp.Any, index_ref: dict[int, tp.Any] | None) -> A:
+    """The inverse of :func:`flatten_into`: a node already in ``index_ref`` is rebuilt in place."""
+    if isinstance(state, list):
+        if len(state) != graphdef.num_leaves:
+            _raise_leaf_count(graphdef, len(state))
+        return from_values(graphdef.root, state, index_ref, False)  # type: ignore[no-any-return]
+    return unflatten_leaves(graphdef, collect_leaves([state]), index_ref, False)
 
 
 def split(node: A, *filters: tp.Any, graph: bool | None = None) -> tuple[tp.Any, ...]:
@@ -180,13 +213,15 @@ def flatten_for(
     *,
     sort: bool = True,
     visited: set[int] | None = None,
+    ref_outer_index: RefMap | None = None,
 ) -> tuple[GraphDef[tp.Any], FlatState]:
     """Flattens ``node`` into its GraphDef and its ``(path, leaf)`` pairs: sorted by path,
     or in flatten order (depth-first; not always path order, e.g. for namedtuples) when
     ``sort`` is false. ``api`` names the caller in tree-mode errors; ``ref_index`` (graph
     mode) is filled with object -> index, and ``visited`` with the ids of the objects reached,
-    which a later flatten sharing both gives as references."""
-    root, leaves = flatten_node(node, resolve_graph(graph), api, ref_index, visited)
+    which a later flatten sharing both gives as references; ``ref_outer_index`` gives
+    outer indices (see :func:`flatten`)."""
+    root, leaves = flatten_node(node, resolve_graph(graph), api, ref_index, visited, ref_outer_index)
     return GraphDef(root, len(leaves)), FlatState(leaves, sort=sort)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing as tp
 
 import jax
@@ -27,6 +28,17 @@ from ._defs import (
 from ._nodes import Key, PathParts
 
 
+@dataclasses.dataclass(frozen=True)
+class Reuse:
+    """Which existing objects an unflatten rebuilds in place: those of ``outer`` (outer
+    index -> object, as ``unflatten``'s ``outer_index_outer_ref``) and, if ``in_place``,
+    those already in its ``index_ref`` (a transform's bookkeeping). Without ``in_place``
+    an index_ref entry at a Variable's index is replaced, at a node's a RuntimeError."""
+
+    outer: dict[int, tp.Any] | None = None
+    in_place: bool = True
+
+
 class _UnflattenContext:
     """Where the leaves come from: a path -> leaf mapping, or an iterator of leaves in
     flatten order; ``recreate`` wraps a plain leaf at a Variable's place in a Variable."""
@@ -37,11 +49,13 @@ class _UnflattenContext:
         index_ref: dict[int, tp.Any] | None,
         copy: bool,
         recreate: bool = True,
+        reuse: Reuse = Reuse(),
     ) -> None:
         self.leaves = leaves
         self.index_ref: dict[int, tp.Any] = {} if index_ref is None else index_ref
         self.copy = copy
         self.recreate = recreate
+        self.reuse = reuse
 
     def leaf(self, path: PathParts) -> tp.Any:
         leaves = self.leaves
@@ -51,33 +65,57 @@ class _UnflattenContext:
             raise ValueError(f"The state has no leaf at path {path} that the GraphDef expects.")
         return leaves[path]
 
+    def _outer(self, d: VariableDef | NodeDef) -> tp.Any:
+        outer = self.reuse.outer
+        return None if outer is None or d.outer_index is None else outer.get(d.outer_index)
+
+    def existing_variable(self, d: VariableDef) -> tp.Any:
+        """The Variable to update in place for ``d``, if any."""
+        if self.reuse.in_place and d.index in self.index_ref:
+            return self.index_ref[d.index]
+        found = self._outer(d)
+        if found is not None and not isinstance(found, Variable):
+            raise ValueError(f"Expected a Variable type but got {type(found)}.")
+        return found
+
+    def existing_node(self, d: NodeDef) -> tp.Any:
+        """The node to rebuild in place for ``d``, if any."""
+        if d.index in self.index_ref:
+            if not self.reuse.in_place:
+                raise RuntimeError(f"GraphDef index {d.index} already used.")
+            return self.index_ref[d.index]
+        found = self._outer(d)
+        if found is not None and type(found) is not d.type:
+            raise ValueError(f"Expected a node of type {d.type} for index {d.index}, but got a node of type {type(found)}.")
+        return found
+
 
 def _graph_unflatten(d: Definition, path: PathParts, ctx: _UnflattenContext) -> tp.Any:
     if isinstance(d, (VariableRef, NodeRef)):
         return ctx.index_ref[d.index]
     if isinstance(d, VariableDef):
         leaf = ctx.leaf(path)
-        existing = ctx.index_ref.get(d.index)
-        if isinstance(leaf, Variable):
-            if existing is not None and existing is not leaf:
+        existing = ctx.existing_variable(d)
+        if existing is not None and existing is not leaf:
+            if isinstance(leaf, Variable):
                 existing.update_from_state(leaf)
-                return existing
+            else:
+                existing.set_raw_value(leaf)
+            variable = existing
+        elif isinstance(leaf, Variable):
             variable = leaf.copy() if ctx.copy else leaf
         elif not ctx.recreate:
             variable = leaf
-        elif existing is not None:
-            existing.set_raw_value(leaf)
-            return existing
         else:
             variable = d.type._new(leaf, {k: s.value for k, s in d.metadata})
         ctx.index_ref[d.index] = variable
         return variable
     if isinstance(d, NodeDef):
-        node = ctx.index_ref.get(d.index)
+        node = ctx.existing_node(d)
         if node is None:
             node = object.__new__(d.type)
             object.__setattr__(node, TRACE_STATE, current_trace_state())
-            ctx.index_ref[d.index] = node
+        ctx.index_ref[d.index] = node
         values: dict[Key, tp.Any] = {}
         status: dict[Key, bool] = {}
         for key, data, child in d.attributes:
@@ -124,6 +162,7 @@ def from_leaves(
     index_ref: dict[int, tp.Any] | None,
     copy: bool,
     recreate: bool = True,
+    reuse: Reuse = Reuse(),
 ) -> tp.Any:
     """The object ``root`` describes, each leaf found by its path (a plain leaf at a
     Variable's place kept as it is unless ``recreate``)."""
@@ -133,7 +172,7 @@ def from_leaves(
         if missing:
             raise ValueError(f"The state has no leaf at path {missing[0]} that the GraphDef expects.")
         return from_values(root, [by_path[p] for p in root.paths], index_ref, copy)
-    return _graph_unflatten(root, (), _UnflattenContext(by_path, index_ref, copy, recreate))
+    return _graph_unflatten(root, (), _UnflattenContext(by_path, index_ref, copy, recreate, reuse))
 
 
 def from_values(root: RootDefinition, values: list[tp.Any], index_ref: dict[int, tp.Any] | None, copy: bool) -> tp.Any:

@@ -100,7 +100,7 @@ def _split_groups(
     in ``ref_index`` keep their index, the others are added to it."""
     filters = [_in_group(0, g.obj, g.filter) for g in in_groups]
     filters += [_in_group(1, g.obj, g.filter) for g in out_groups]
-    graphdef, flat = graphlib.flatten([in_objs, out_objs], ref_index=ref_index, graph=True)
+    graphdef, flat = graphlib.flatten_into([in_objs, out_objs], ref_index)
     groups = statelib.split_flat(flat, filters, exhaustive=True) if filters else []
     return _Split(graphdef, [statelib.from_flat_state(g) for g in groups])
 
@@ -231,7 +231,7 @@ def _lift_flat(
 ) -> Lifted:
     """Graph mode, one group: the objects' Variables travel as a flat list of values."""
     outer_index = graphlib.RefMap()
-    graphdef, variables = graphlib.flatten([objs, []], with_paths=False, ref_index=outer_index, graph=True)
+    graphdef, variables = graphlib.flatten_into([objs, []], outer_index, with_paths=False)
     static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,))
     pure = Layout(arg_leaves, [_raw(v) for v in variables])
     prefix = Layout([None] * len(arg_leaves), [None] * len(variables))
@@ -254,7 +254,7 @@ def enter(static: InStatic, pure: Layout) -> Entered:
     index_ref: dict[int, tp.Any] = {}
     if static.groups == (FLAT,):
         leaves = list(pure.leaves)
-        objs, _ = graphlib.unflatten(static.graphdef, list(pure.states), index_ref=index_ref)
+        objs, _ = graphlib.unflatten_into(static.graphdef, list(pure.states), index_ref)
     else:
         # rebuilding the Variables here gives them the current trace level (JAX passes
         # non-differentiated inputs through untouched)
@@ -262,7 +262,7 @@ def enter(static: InStatic, pure: Layout) -> Entered:
         leaves = list(copied.leaves)
         if static.graph:
             state = statelib.merge_state(*copied.states) if copied.states else statelib.State({})
-            objs, _ = graphlib.unflatten(static.graphdef, state, index_ref=index_ref)
+            objs, _ = graphlib.unflatten_into(static.graphdef, state, index_ref)
         else:
             objs = [leaves[i] for i in static.obj_slots]
     if static.graph:
@@ -355,7 +355,7 @@ def _exit_flat(static: InStatic, objs: list[tp.Any], ref_index: graphlib.RefMap,
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)
     slots = tuple(i for i, leaf in enumerate(out_leaves) if is_node_leaf(leaf))
     out_objs = [out_leaves[i] for i in slots]
-    graphdef, variables = graphlib.flatten([objs, out_objs], with_paths=False, ref_index=ref_index, graph=True)
+    graphdef, variables = graphlib.flatten_into([objs, out_objs], ref_index, with_paths=False)
     # whether the inputs kept their structure: then values map 1:1 onto the caller's Variables
     unchanged = not out_objs and graphdef == static.graphdef
     for slot in slots:
@@ -390,11 +390,11 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
     # with graph updates the caller's objects are rebuilt in place from the new structure
     index_ref = _index_ref(lifted.outer_index) if structural else None
     if lifted.static.groups == (FLAT,):
-        in_copies, out_objs = graphlib.unflatten(out_static.graphdef, list(in_part), index_ref=index_ref)
+        in_copies, out_objs = graphlib.unflatten_into(out_static.graphdef, list(in_part), index_ref)
     else:
         states = [*in_part, *(s for i in slots for s in leaves[i].states)]
         state = statelib.merge_state(*states) if states else statelib.State({})
-        in_copies, out_objs = graphlib.unflatten(out_static.graphdef, state, index_ref=index_ref)
+        in_copies, out_objs = graphlib.unflatten_into(out_static.graphdef, state, index_ref)
     if not structural:
         mapping = _write_back(lifted.originals, in_copies, structural=False)
         out_objs = [mapping.get(id(obj), obj) for obj in out_objs]

@@ -1,6 +1,8 @@
 """The graph functions' keywords that the other tests leave at their defaults: clone's
 ``arrays``, merge's ``copy``, unflatten's ``copy_variables`` and ``recreate_variables``,
-unpack's and view_info's ``graph``, reseed's ``graph`` and ``policy``, to_tree's and
+flatten's ``with_paths`` and its index maps (``ref_index``, ``ref_outer_index``) with
+unflatten's (``index_ref``, ``outer_index_outer_ref``), unpack's and view_info's
+``graph``, reseed's ``graph`` and ``policy``, to_tree's and
 from_tree's prefixes, aliasing check and non-graph nodes, and abstract_with_sharding on
 abstract Variables (ShapeDtypeStructs) with sharding metadata. Each drawn call runs on
 flax.nnx and the implementation and is compared result for result, identity for
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -17,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
+from nnx_conformance.assertions import assert_same
 from nnx_conformance.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("graph"), IN_GRAPH_MODE]
@@ -72,6 +77,133 @@ def test_merge_and_unflatten_copy_and_recreate_variables_as_flax_does(
         return merged, _shares(model, merged[0]), _shares(merged[0], merged[1]), unflattened, _shares(model, unflattened)
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
+
+
+class Pair(NamedTuple):
+    """A pytree whose flatten order (``b``, ``a``) is not its path order."""
+
+    b: Any
+    a: Any
+
+
+def _unordered(nnx: Any, seed: int) -> Any:
+    """A Module whose leaves do not come in path order when flattened: a Pair of Variables,
+    a plain array and a scalar."""
+
+    class Holder(nnx.Module):
+        def __init__(self) -> None:
+            values = strategies.layer_input((3,), seed)
+            self.pair = nnx.data(Pair(nnx.Param(values[:1]), nnx.BatchStat(values[1:])))
+            self.array = jnp.arange(3.0)
+            self.scalar = nnx.data(seed % 7)
+
+    return Holder()
+
+
+@pytest.mark.apis("flatten", "unflatten")
+@settings(max_examples=6)
+@given(graph=st.booleans(), copy=st.booleans(), recreate=st.booleans(), seed=strategies.seeds)
+def test_flatten_without_paths_and_unflatten_of_a_list_use_path_order_as_flax_does(
+    nnx: Any, flax_nnx: Any, graph: bool, copy: bool, recreate: bool, seed: int
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        holder = _unordered(nnx, seed)
+        graphdef, leaves = nnx.flatten(holder, with_paths=False, graph=graph)
+        rebuilt = nnx.unflatten(graphdef, leaves, copy_variables=copy, recreate_variables=recreate)
+        numbered = nnx.unflatten(graphdef, [np.float32(i) for i in range(len(leaves))], recreate_variables=recreate)
+        return leaves, rebuilt, rebuilt.pair.a is holder.pair.a, numbered
+
+    assert_runs_as_in_flax(flax_nnx, nnx, scenario)
+
+
+def _parts(model: Any) -> dict[str, Any]:
+    """Objects of ``_model`` that a drawn index map holds."""
+    linear, dropout = model.layers
+    return {"linear": linear, "kernel": linear.kernel, "stream": dropout.rngs, "count": dropout.rngs.count}
+
+
+PARTS = ("count", "kernel", "linear", "stream")
+
+
+@pytest.mark.apis("flatten", "unflatten")
+@settings(max_examples=8)
+@given(held=st.lists(st.sampled_from(PARTS), unique=True, max_size=3), start=st.integers(0, 10), seed=strategies.seeds)
+def test_flatten_gives_what_ref_index_holds_as_references_and_unflatten_resolves_them_as_flax_does(
+    nnx: Any, flax_nnx: Any, held: list[str], start: int, seed: int
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        model = _model(nnx, seed)
+        parts = _parts(model)
+        ref_index = nnx.graphlib.RefMap()
+        for offset, name in enumerate(held):
+            ref_index[parts[name]] = start + offset
+        graphdef, state = nnx.flatten(model, ref_index=ref_index)
+        indices = [(type(obj).__name__, index) for obj, index in ref_index.items()]
+        index_ref = {start + offset: parts[name] for offset, name in enumerate(held)}
+        try:
+            rebuilt = nnx.unflatten(graphdef, state, index_ref=index_ref)
+        except RuntimeError as error:  # a new node took the index of one held
+            return indices, graphdef.num_leaves, str(error)
+        made = sorted((index, type(obj).__name__) for index, obj in index_ref.items())
+        again, _ = nnx.flatten(model.layers[0], ref_index=ref_index)
+        shared = [_parts(rebuilt)[name] is parts[name] for name in held]
+        return indices, graphdef.num_leaves, [path for path, _ in state], rebuilt, shared, made, again.num_leaves
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("flatten", "unflatten")
+@settings(max_examples=8)
+@given(recorded=st.lists(st.sampled_from(PARTS), unique=True, max_size=3), given_back=st.sets(st.sampled_from(PARTS)),
+       with_paths=st.booleans(), copy=st.booleans(), seed=strategies.seeds)
+def test_unflatten_rebuilds_the_outer_objects_that_flatten_recorded_as_flax_does(
+    nnx: Any, flax_nnx: Any, recorded: list[str], given_back: set[str], with_paths: bool, copy: bool, seed: int
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        model = _model(nnx, seed)
+        ref_outer_index = nnx.graphlib.RefMap()
+        for offset, name in enumerate(recorded):
+            ref_outer_index[_parts(model)[name]] = 10 * (offset + 1)
+        graphdef, state = nnx.flatten(model, ref_outer_index=ref_outer_index, with_paths=with_paths)
+        outer = _model(nnx, seed + 1)
+        outer_parts = _parts(outer)
+        outer_index_outer_ref = {10 * (offset + 1): outer_parts[name] for offset, name in enumerate(recorded)
+                                 if name in given_back}
+        index_ref: dict[int, Any] = {}
+        rebuilt = nnx.unflatten(graphdef, state, index_ref=index_ref, outer_index_outer_ref=outer_index_outer_ref,
+                                copy_variables=copy)
+        shared = {name: (_parts(rebuilt)[name] is outer_parts[name], _parts(rebuilt)[name] is _parts(model)[name])
+                  for name in PARTS}
+        made = sorted((index, type(obj).__name__) for index, obj in index_ref.items())
+        return graphdef == nnx.flatten(model)[0], len(ref_outer_index), rebuilt, outer, shared, made
+
+    assert_runs_as_in_flax(flax_nnx, nnx, scenario)
+
+
+OUTER_MISMATCHES = {
+    "a node of another type": ("linear", lambda nnx, parts: parts["stream"]),
+    "a node in a Variable's place": ("kernel", lambda nnx, parts: parts["linear"]),
+    "a Variable of another type": ("kernel", lambda nnx, parts: nnx.BatchStat(jnp.zeros(4))),
+}
+
+
+@pytest.mark.apis("flatten", "unflatten")
+@pytest.mark.parametrize("case", OUTER_MISMATCHES, ids=list(OUTER_MISMATCHES))
+@settings(max_examples=2)
+@given(seed=strategies.seeds)
+def test_unflatten_checks_the_outer_objects_it_is_given_as_flax_does(nnx: Any, flax_nnx: Any, case: str, seed: int) -> None:
+    name, replacement = OUTER_MISMATCHES[case]
+
+    def scenario(nnx: Any) -> Any:
+        model = _model(nnx, seed)
+        ref_outer_index = nnx.graphlib.RefMap()
+        ref_outer_index[_parts(model)[name]] = 7
+        graphdef, state = nnx.flatten(model, ref_outer_index=ref_outer_index)
+        given = replacement(nnx, _parts(_model(nnx, seed + 1)))
+        rebuilt = nnx.unflatten(graphdef, state, outer_index_outer_ref={7: given})
+        return rebuilt, _parts(rebuilt)[name] is given
+
+    assert_same(flax_nnx, nnx, scenario)
 
 
 @pytest.mark.apis("unpack", "view_info")
