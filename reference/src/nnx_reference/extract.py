@@ -13,9 +13,10 @@ import typing as tp
 import jax
 
 from .filterlib import to_predicate
-from .graphlib import GraphDef, PathParts, RefMap, is_graph_node, jax_key
+from .graphlib import GraphDef, PathParts, RefMap, jax_key
 from .graphlib._split_merge import flatten_for, split_state, unflatten_leaves
 from .graphlib._unflatten import collect_leaves
+from .pytreelib import Pytree
 from .variablelib import Variable
 
 __all__ = ["NodeStates", "from_tree", "prefix", "to_tree"]
@@ -92,7 +93,7 @@ def to_tree(
 
 def _is_node(x: tp.Any) -> bool:
     """What :func:`to_tree` turns into a NodeStates: a graph node or a Variable."""
-    return is_graph_node(x) or isinstance(x, Variable)
+    return isinstance(x, (Pytree, Variable))
 
 
 def from_tree(tree: tp.Any, /, *, prefix: tp.Any = None, merge_fn: tp.Any = None, is_node_leaf: tp.Any = None,

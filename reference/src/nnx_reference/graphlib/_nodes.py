@@ -7,6 +7,7 @@ import typing as tp
 import jax
 import numpy as np
 
+from .. import reprlib
 from ..pytreelib import Pytree, attribute_layout
 from ..variablelib import Variable
 
@@ -15,13 +16,21 @@ PathParts = tuple[Key, ...]
 
 
 def is_graph_node(x: tp.Any) -> bool:
-    """Whether ``x`` is a graph node with identity (a Pytree / Object / Module)."""
-    return isinstance(x, Pytree)
+    """Whether graph mode gives ``x`` an identity: a Pytree (Object, Module), a Variable
+    or an array Ref, in either mode (flax's answer; the walk itself tests for Pytrees)."""
+    return isinstance(x, (Pytree, Variable)) or reprlib.is_ref(x)
 
 
 def is_node(x: tp.Any) -> bool:
-    """Whether ``x`` is a graph node or a container the graph walks through."""
-    return is_graph_node(x) or is_container(x)
+    """Whether ``x`` is a Pytree or a JAX pytree node other than a Variable: its structure
+    is not a lone leaf, so ``None`` and a childless registered type are nodes (flax's answer;
+    the walk itself goes through Pytrees and :func:`is_container` values)."""
+    if isinstance(x, Pytree):
+        return True
+    if isinstance(x, Variable) or reprlib.is_ref(x):
+        return False
+    structure = jax.tree_util.tree_structure(x, is_leaf=lambda y: y is not x)
+    return not (structure.num_nodes == 1 and structure.num_leaves == 1)
 
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, type, Variable, Pytree, jax.Array, np.ndarray, np.dtype)

@@ -18,8 +18,6 @@ from ._nodes import (
     PathParts,
     children_of,
     is_container,
-    is_graph_node,
-    is_node,
     jax_key,
     one_level,
     pytree_children,
@@ -83,7 +81,7 @@ def iter_children(node: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[
 def iter_module_children(node: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[tuple[Key, tp.Any]]:
     """The immediate children of ``node`` that are graph nodes (Modules and other Pytrees), as
     ``(key, child)``: :func:`iter_children` without the Variables."""
-    return ((k, c) for k, c in iter_children(node, graph=graph) if is_graph_node(c))
+    return ((k, c) for k, c in iter_children(node, graph=graph) if isinstance(c, Pytree))
 
 
 def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, *, graph: bool | None = None) -> tp.Any:
@@ -176,7 +174,7 @@ def with_vars(
         value = x.get_value()
         return type(x)._new(as_ref(value) if wants_ref(metadata) else value, metadata)
 
-    if resolve_graph(None) and is_node(node):
+    if resolve_graph(None) and (isinstance(node, Pytree) or is_container(node)):
         return map(convert, node)
     check_tree(node, "split", "keystr")  # flax's tree mode takes the model apart as split does, and says so
     return jax.tree_util.tree_map_with_path(  # type: ignore[no-any-return]

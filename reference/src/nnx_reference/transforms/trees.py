@@ -7,9 +7,10 @@ import typing as tp
 
 import jax
 
-from .. import graphlib, variablelib
+from .. import variablelib
 from ..filterlib import Filter
 from ..module import Module
+from ..pytreelib import Pytree
 from ..graphlib import resolve_mode  # noqa: F401 (the transforms call it as trees.resolve_mode)
 
 
@@ -69,7 +70,7 @@ def is_variable(x: tp.Any) -> bool:
 
 def is_object(x: tp.Any) -> bool:
     """A graph object a transform must lift: a graph node or a Variable."""
-    return isinstance(x, variablelib.Variable) or graphlib.is_graph_node(x)
+    return isinstance(x, (variablelib.Variable, Pytree))
 
 
 def is_node_leaf(x: tp.Any) -> bool:

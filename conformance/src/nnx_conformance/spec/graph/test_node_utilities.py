@@ -4,7 +4,8 @@ docstring); flax 0.12.12 counts every Pytree child as one, in both modes, and yi
 child held at two keys under each (the docstring's example, a Linear, has no child to
 tell these apart). ``vars_as`` gives a copy of the node whose filtered Variables have the
 asked ``ref`` mode, leaving the node as it was; ``current_update_context`` is the
-innermost ``update_context`` of its tag, and a ValueError naming the tag outside any."""
+innermost ``update_context`` of its tag, and a ValueError naming the tag outside any.
+``graphlib.is_graph_node`` and ``graphlib.is_node`` answer as flax's do (differential)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ import contextlib
 import re
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
+from nnx_conformance.assertions import assert_same
 from nnx_conformance.snapshots import VariableEntry, difference, snapshot, walk
 
 pytestmark = pytest.mark.kind("property")
@@ -83,3 +88,46 @@ def test_current_update_context_is_the_innermost_update_context_of_its_tag(nnx: 
         assert nnx.current_update_context(asked) is innermost[-1], (
             f"current_update_context({asked!r}) inside update_contexts {tags}: expected the innermost of tag {asked!r}"
         )
+
+
+def _kinds_of_value(nnx: Any) -> dict[str, Any]:
+    """One value of each kind a graph may hold, by name, made with ``nnx``."""
+
+    class Block(nnx.Module):
+        def __init__(self) -> None:
+            self.w = nnx.Param(jnp.ones(2))
+
+    class Plain(nnx.Pytree):
+        pass
+
+    class Legacy(nnx.Object):
+        pass
+
+    rngs = nnx.Rngs(0)
+    return {
+        "Variable": nnx.Variable(jnp.ones(2)), "Param": nnx.Param(jnp.ones(2)), "BatchStat": nnx.BatchStat(1.0),
+        "ref=True Param": nnx.Param(jnp.ones(2), ref=True), "RngKey": rngs.default.key,
+        "jax.Ref": jax.new_ref(jnp.ones(2)), "jax array": jnp.ones(2), "numpy array": np.ones(2),
+        "int": 3, "None": None, "str": "s", "list": [1], "tuple": (1,), "empty tuple": (), "dict": {"a": 1},
+        "Pytree": Plain(), "Object": Legacy(), "Module": Block(), "Linear": nnx.Linear(1, 1, rngs=rngs),
+        "List": nnx.List([1]), "Dict": nnx.Dict(a=1), "Rngs": rngs, "RngStream": rngs.default,
+        "State": nnx.state(Block()), "GraphDef": nnx.graphdef(Block()),
+    }
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("set_graph_mode")
+def test_is_graph_node_and_is_node_answer_as_flax_for_each_kind_of_value_in_both_modes(nnx: Any, flax_nnx: Any) -> None:
+    # graphlib's own functions, not nnx names: a Variable and an array Ref are graph nodes
+    # (they have an identity) but not nodes (graph mode does not walk into them).
+    def scenario(nnx: Any) -> Any:
+        answers = {}
+        for graph in (True, False):
+            with nnx.set_graph_mode(graph):
+                for name, value in _kinds_of_value(nnx).items():
+                    answers[f"{name} (graph={graph})"] = {
+                        "is_graph_node": nnx.graphlib.is_graph_node(value), "is_node": nnx.graphlib.is_node(value)
+                    }
+        return answers
+
+    assert_same(flax_nnx, nnx, scenario)
