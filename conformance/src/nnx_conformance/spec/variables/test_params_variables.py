@@ -125,3 +125,37 @@ def test_with_partitioning_on_a_given_mesh_with_metadata_acts_as_in_flax(
         return layer.kernel, str(layer.kernel[...].sharding.spec)
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("with_metadata", "vmap", "scan")
+@pytest.mark.graph_mode("graph")  # flax 0.12.12 moves partition names only with graph updates (flax-tree.txt)
+@pytest.mark.parametrize("transform", ["vmap", "scan"])
+def test_axis_hooks_run_when_a_transform_moves_the_partition_name_as_in_flax(
+    nnx: Any, flax_nnx: Any, transform: str
+) -> None:
+    """``on_remove_axis`` runs when a transform given ``transform_metadata`` slices a
+    Variable's partitioned axis on the way in, ``on_add_axis`` when it stacks it on the way out."""
+
+    def scenario(nnx: Any) -> Any:
+        hooks = Hooks()
+        kernel = nnx.Param(jnp.ones((3, 2)), sharding_names=("x", None), eager_sharding=False, **hooks.options())
+        hooks.calls.clear()  # the value is given, not made: keep only the calls the transform makes
+        inside: list[Any] = []
+        metadata = {nnx.PARTITION_NAME: "x"}
+        if transform == "vmap":
+            @nnx.vmap(in_axes=0, out_axes=0, transform_metadata=metadata)
+            def body(kernel: Any) -> Any:
+                inside.append(kernel.get_metadata().get("out_sharding"))
+                return kernel[...].sum()
+
+            out = body(kernel)
+        else:
+            @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), transform_metadata=metadata)
+            def body(total: Any, kernel: Any) -> Any:
+                inside.append(kernel.get_metadata().get("out_sharding"))
+                return total + kernel[...].sum(), kernel[...]
+
+            out = body(jnp.zeros(()), kernel)
+        return out, hooks.calls, inside, kernel.get_metadata().get("out_sharding")
+
+    assert_runs_as_in_flax(flax_nnx, nnx, scenario)
