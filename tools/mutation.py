@@ -188,7 +188,7 @@ def stages(mutant: Mutant, judging: Judging, scratch: Path) -> Iterator[tuple[st
     site = mutant.site
     located = statement_line(mutant.source, site.line)
     module_file = str(site.path.relative_to(judging.source))
-    covering = judging.lines.covering(module_file, located.first) if located.in_body else None
+    covering = judging.lines.covering(module_file, located.first, located.last) if located.in_body else None
     if covering is None:
         yield "focused", [f"--mutation-focus={site.module}"]
         yield "suite", []

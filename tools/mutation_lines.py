@@ -29,10 +29,11 @@ def record_options(package: str) -> list[str]:
 
 @dataclass(frozen=True)
 class StatementLine:
-    """Where a source line stands: the first line of its innermost statement, and whether that
-    statement lies in a function's body."""
+    """Where a source line stands: the lines of its innermost statement's own text (a compound
+    statement's header, without its body), and whether that statement lies in a function's body."""
 
     first: int
+    last: int
     in_body: bool
 
 
@@ -67,11 +68,15 @@ class LineMap:
             tests[name], outside[name] = lines, frozenset(untested)
         return cls(tests, outside)
 
-    def covering(self, module_file: str, line: int) -> frozenset[str] | None:
-        """The tests that ran ``line`` of ``module_file``: None when it also ran outside any test."""
-        if line in self.outside.get(module_file, frozenset()):
+    def covering(self, module_file: str, first: int, last: int) -> frozenset[str] | None:
+        """The tests that ran any of the lines ``first`` to ``last`` of ``module_file`` (coverage
+        records a statement written over several lines at the lines it evaluates, not always the
+        first): None when one of them also ran outside any test."""
+        span = range(first, last + 1)
+        if not self.outside.get(module_file, frozenset()).isdisjoint(span):
             return None
-        return self.tests.get(module_file, {}).get(line, frozenset())
+        tests = self.tests.get(module_file, {})
+        return frozenset().union(*(tests.get(line, frozenset()) for line in span))
 
 
 def _node_id(context: str) -> str:
@@ -82,15 +87,15 @@ def _node_id(context: str) -> str:
 
 
 def statement_line(source: str, line: int) -> StatementLine:
-    """The innermost statement of ``source`` holding ``line``: its first line (the one coverage
-    records) and whether it lies in a function's body. An ``except`` clause counts as a statement."""
+    """The innermost statement of ``source`` holding ``line``: the lines of its own text and
+    whether it lies in a function's body. An ``except`` clause counts as a statement."""
     best: Located | None = None
     for found in _statements(ast.parse(source).body, in_body=False):
         if found.node.lineno <= line <= found.end and (best is None or found.span <= best.span):
             best = found
     if best is None:
-        return StatementLine(line, False)
-    return StatementLine(best.node.lineno, best.in_body)
+        return StatementLine(line, line, False)
+    return StatementLine(best.node.lineno, best.header_end, best.in_body)
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,12 @@ class Located:
     @property
     def span(self) -> int:
         return self.end - self.node.lineno
+
+    @property
+    def header_end(self) -> int:
+        """The last line of the statement's own text: before its body, if it has one."""
+        body = getattr(self.node, "body", None)
+        return max(self.node.lineno, body[0].lineno - 1) if body else self.end
 
 
 def _statements(body: Sequence[ast.stmt | ast.ExceptHandler], in_body: bool) -> Iterator[Located]:

@@ -122,15 +122,15 @@ def f(a,
 """
 
 
-@pytest.mark.parametrize(("line", "first", "in_body"), [
-    (1, 1, False), (4, 3, False), (6, 5, True), (8, 7, True), (11, 11, True), (12, 12, True),
+@pytest.mark.parametrize(("line", "first", "last", "in_body"), [
+    (1, 1, 1, False), (4, 3, 4, False), (6, 5, 6, True), (8, 7, 8, True), (11, 11, 11, True), (12, 12, 12, True),
 ])
-def test_a_mutated_line_maps_to_its_statement_and_whether_a_function_body_holds_it(
-    line: int, first: int, in_body: bool
+def test_a_mutated_line_maps_to_its_statement_s_own_lines_and_whether_a_function_body_holds_it(
+    line: int, first: int, last: int, in_body: bool
 ) -> None:
     located = mutation_lines.statement_line(SOURCE, line)
-    assert located == mutation_lines.StatementLine(first, in_body), \
-        f"expected line {line} to map to statement line {first} (in a body: {in_body}), got {located}"
+    assert located == mutation_lines.StatementLine(first, last, in_body), \
+        f"expected line {line} to map to statement lines {first} to {last} (in a body: {in_body}), got {located}"
 
 
 def test_a_line_is_judged_by_the_tests_that_ran_it_unless_it_also_ran_outside_any_test(tmp_path: Path) -> None:
@@ -142,10 +142,14 @@ def test_a_line_is_judged_by_the_tests_that_ran_it_unless_it_also_ran_outside_an
         data.add_lines({module: lines})
     data.write()
     lines = mutation_lines.LineMap.read(tmp_path / "lines.coverage", package)
-    assert lines.covering("mod.py", 1) is None, "expected a line run at import to be left to the whole suite"
-    assert lines.covering("mod.py", 2) == {"spec/a.py::test_a", "spec/b.py::test_b"}, \
+    assert lines.covering("mod.py", 1, 1) is None, "expected a line run at import to be left to the whole suite"
+    assert lines.covering("mod.py", 2, 2) == {"spec/a.py::test_a", "spec/b.py::test_b"}, \
         "expected a line's tests to be the node ids of every phase that ran it"
-    assert lines.covering("mod.py", 4) == frozenset(), "expected a line no test ran to have no tests"
+    assert lines.covering("mod.py", 3, 4) == {"spec/b.py::test_b"}, \
+        "expected a statement over several lines to be judged by the tests that ran any of them"
+    assert lines.covering("mod.py", 4, 4) == frozenset(), "expected a line no test ran to have no tests"
+    assert lines.covering("mod.py", 1, 2) is None, \
+        "expected a statement one of whose lines ran outside any test to be left to the whole suite"
 
 
 def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) -> None:
