@@ -24,10 +24,11 @@ Internals other modules may rely on:
   index; an object already in it is a reference); ``unflatten(graphdef, state,
   index_ref=...)`` fills ``index_ref`` (index -> object). A graph keeps its identities
   across a transform boundary through ``flatten_into`` / ``unflatten_into``, where the
-  objects already in the maps keep their indices and are updated in place
-  (:class:`UpdateContext` packages exactly that), or, as flax does, through
-  ``flatten(ref_outer_index=...)``, which records outer indices in the GraphDef, and
-  ``unflatten(outer_index_outer_ref=...)``, which rebuilds those outer objects in place.
+  objects already in the maps keep their indices and are updated in place (the
+  transforms' lifting), or, as flax does, through ``flatten(ref_outer_index=...)``,
+  which records outer indices in the GraphDef, and
+  ``unflatten(outer_index_outer_ref=...)``, which rebuilds those outer objects in place
+  (:class:`UpdateContext` packages that).
 * ``merge`` reuses the Variables found in the State (``copy=True`` copies them);
   ``split``/``state`` return the graph's own Variables, not copies.
 

@@ -6,16 +6,10 @@ import contextlib
 import threading
 import typing as tp
 
-from ..statelib import from_flat_state, split_flat
+from ..statelib import split_flat
 from ._defs import RefMap
-from ._split_merge import (
-    GraphDef,
-    collect_leaves,
-    flatten_for,
-    merge,
-    split,
-    unflatten_leaves,
-)
+from ._split_merge import GraphDef, collect_leaves, flatten_for, split_state, unflatten_leaves
+from ._unflatten import Reuse
 
 A = tp.TypeVar("A")
 
@@ -23,43 +17,17 @@ A = tp.TypeVar("A")
 class UpdateContext:
     """Keeps object identities across a split -> (transform) -> merge round trip.
 
-    The outer ``split`` records ``outer_ref_index`` (object -> index); the inner
-    ``merge`` records ``inner_index_ref`` (index -> new object); the inner ``split``
-    reuses those indices for the inner objects; the outer ``merge`` maps indices back
-    to the outer objects and updates them in place.
+    The outer ``split_context`` (1) records ``outer_ref_index`` (outer object -> index);
+    the inner ``merge_context`` (2) records ``inner_ref_outer_index`` (inner object -> the
+    index it was merged from, an outer index); the inner ``split_context`` (3) records
+    that outer index in its GraphDefs and clears the map; the outer ``merge_context`` (4)
+    rebuilds the outer object of each outer index in place and clears ``outer_ref_index``.
     """
 
     def __init__(self, tag: tp.Hashable) -> None:
         self.tag = tag
         self.outer_ref_index: RefMap | None = None
-        self.inner_index_ref: dict[int, tp.Any] | None = None
-
-    def split(self, node: A, *filters: tp.Any) -> tuple[tp.Any, ...]:
-        ref_index = RefMap()
-        if self.inner_index_ref is not None:
-            for index, obj in self.inner_index_ref.items():
-                ref_index[obj] = index
-            self.inner_index_ref = None
-        else:
-            self.outer_ref_index = ref_index
-        gdef, flat = flatten_for(node, True, "split", ref_index)
-        groups = split_flat(flat, filters or (...,), exhaustive=True)
-        return (gdef, *(from_flat_state(g) for g in groups))
-
-    def merge(self, graphdef: GraphDef[A], state: tp.Any, /, *states: tp.Any, inner: bool | None = None) -> A:
-        if inner is None:  # whether this merge is inside the transform or back outside
-            raise ValueError("inner_merge must be specified when using ctxtag")
-        leaves = collect_leaves((state, *states))
-        if inner:
-            index_ref: dict[int, tp.Any] = {}
-            node = unflatten_leaves(graphdef, leaves, index_ref, False)
-            self.inner_index_ref = index_ref
-            return node
-        outer = self.outer_ref_index or RefMap()
-        index_ref = {index: outer.objects[id_] for id_, index in dict.items(outer)}
-        node = unflatten_leaves(graphdef, leaves, index_ref, False)
-        self.outer_ref_index = None
-        return node
+        self.inner_ref_outer_index: RefMap | None = None
 
 
 class _ContextStacks(threading.local):
@@ -99,36 +67,85 @@ def current_update_context(tag: tp.Hashable) -> UpdateContext:
 
 
 class SplitContext:
-    """What ``split_context(tag)`` yields: ``ctx.split(node, *filters)``."""
+    """What ``split_context(tag)`` yields: ``ctx.split(node, *filters)``. Its splits share
+    one index, so an object an earlier split reached is a reference, without state, in a
+    later one. Under a tag it is the inner split (3) once an outer one (1) was recorded."""
 
     def __init__(self, ctx: UpdateContext | None) -> None:
         self._ctx = ctx
+        self._inner = ctx is not None and ctx.outer_ref_index is not None
+        self._ref_index = RefMap()
+        self._visited: set[int] = set()
 
     def split(self, node: A, *filters: tp.Any) -> tuple[tp.Any, ...]:
-        return self._ctx.split(node, *filters) if self._ctx else split(node, *filters, graph=True)
+        outer = self._ctx.inner_ref_outer_index if self._ctx is not None and self._inner else None
+        gdef, flat = flatten_for(node, True, "split", self._ref_index, visited=self._visited, ref_outer_index=outer)
+        groups = split_flat(flat, filters or (...,), exhaustive=True)
+        return (gdef, *(split_state(group) for group in groups))
+
+    def _end(self) -> None:
+        if self._ctx is None:
+            return
+        if self._inner:
+            self._ctx.inner_ref_outer_index = None
+        else:
+            self._ctx.outer_ref_index = self._ref_index
 
 
 class MergeContext:
-    """What ``merge_context(tag, inner)`` yields: ``ctx.merge(graphdef, *states)``."""
+    """What ``merge_context(tag, inner)`` yields: ``ctx.merge(graphdef, *states)``. Its
+    merges share one index, so a reference is the object an earlier merge made, and a
+    node an earlier merge made cannot be made again (RuntimeError); each merge copies the
+    Variables of its states. Under a tag, ``inner`` says which merge it is: (2) or (4)."""
 
-    def __init__(self, ctx: UpdateContext | None, inner: bool | None) -> None:
-        self._ctx, self._inner = ctx, inner
+    def __init__(self, ctxtag: tp.Hashable | None, inner: bool | None) -> None:
+        self._ctxtag, self._inner = ctxtag, inner
+        self._index_ref: dict[int, tp.Any] = {}
 
     def merge(self, graphdef: GraphDef[A], state: tp.Any, /, *states: tp.Any) -> A:
-        if self._ctx is None:
-            return merge(graphdef, state, *states)
-        return self._ctx.merge(graphdef, state, *states, inner=self._inner)
+        if not isinstance(graphdef, GraphDef):
+            raise TypeError(f"Expected a GraphDef object, got: {graphdef!r}")
+        ctx = self._update_context()
+        outer = None
+        if ctx is not None and not self._inner and ctx.outer_ref_index is not None:
+            outer = {index: obj for obj, index in ctx.outer_ref_index.items()}
+        leaves = collect_leaves((state, *states))
+        return unflatten_leaves(graphdef, leaves, self._index_ref, True, reuse=Reuse(outer, in_place=False))
+
+    def _update_context(self) -> UpdateContext | None:
+        if self._ctxtag is None:
+            return None
+        if self._inner is None:  # whether this merge is inside the transform or back outside
+            raise ValueError("inner_merge must be specified when using ctxtag")
+        return current_update_context(self._ctxtag)
+
+    def _end(self) -> None:
+        ctx = self._update_context()
+        if ctx is None:
+            return
+        if self._inner:
+            ctx.inner_ref_outer_index = RefMap((obj, index) for index, obj in self._index_ref.items())
+        else:
+            ctx.outer_ref_index = None
 
 
 @contextlib.contextmanager
 def split_context(ctxtag: tp.Hashable | None = None) -> tp.Iterator[SplitContext]:
-    """Yields a SplitContext tied to the active UpdateContext of ``ctxtag`` (if any)."""
-    stack = _CONTEXTS.stacks.get(ctxtag) if ctxtag is not None else None
-    yield SplitContext(stack[-1] if stack else None)
+    """Yields a SplitContext; with ``ctxtag``, tied to the active UpdateContext of that tag
+    (a ValueError where there is none)."""
+    context = SplitContext(current_update_context(ctxtag) if ctxtag is not None else None)
+    try:
+        yield context
+    finally:
+        context._end()
 
 
 @contextlib.contextmanager
 def merge_context(ctxtag: tp.Hashable | None = None, inner: bool | None = None) -> tp.Iterator[MergeContext]:
-    """Yields a MergeContext tied to the active UpdateContext of ``ctxtag`` (if any)."""
-    stack = _CONTEXTS.stacks.get(ctxtag) if ctxtag is not None else None
-    yield MergeContext(stack[-1] if stack else None, inner)
+    """Yields a MergeContext; with ``ctxtag``, tied to the active UpdateContext of that tag
+    (a ValueError, at each merge and on exit, where there is none or ``inner`` is not given)."""
+    context = MergeContext(ctxtag, inner)
+    try:
+        yield context
+    finally:
+        context._end()

@@ -1,7 +1,9 @@
 """Differential tests of the graph contexts and ``call``: ``split_context``/``merge_context``
 (their ``SplitContext`` and ``MergeContext``) carry object identity through a ``jax.jit``
 inside an ``update_context``, and ``nnx.call`` applies a method of a split graph node, as
-flax does."""
+flax does. The splits of one ``split_context`` share one index (an object an earlier split
+reached is a reference, without state), and so do the merges of one ``merge_context``
+(which copy the Variables they are given, and refuse to make one node twice)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.assertions import assert_same
+
+PICKS = ("top", "sub", "top.b", "sub.w")
+"""What a drawn sequence of splits may split: a Module, its submodule, or a Variable of either."""
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("graph/contexts")]
 
@@ -96,3 +101,116 @@ def test_call_applies_a_method_to_a_split_node_and_returns_its_new_state_as_flax
         return outputs, nnx.merge(*pair)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+def _objects(nnx: Any) -> dict[str, Any]:
+    """A Module holding a submodule, and the Variables of both, by the names of PICKS."""
+
+    class Sub(nnx.Module):
+        def __init__(self) -> None:
+            self.w = nnx.Param(jnp.arange(3.0))
+            self.n = nnx.BatchStat(jnp.zeros(()))
+
+    class Top(nnx.Module):
+        def __init__(self) -> None:
+            self.sub = Sub()
+            self.b = nnx.Param(jnp.ones(2))
+
+    top = Top()
+    return {"top": top, "sub": top.sub, "top.b": top.b, "sub.w": top.sub.w}
+
+
+@pytest.mark.graph_mode("graph")  # the contexts split and merge in graph mode
+@pytest.mark.apis("split_context", "merge_context", "SplitContext", "MergeContext")
+@given(picks=st.lists(st.sampled_from(PICKS), min_size=1, max_size=4), filtered=st.booleans())
+def test_the_splits_of_one_split_context_share_an_index_and_so_do_its_merges_as_flax(
+    nnx: Any, flax_nnx: Any, picks: list[str], filtered: bool
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        objects = _objects(nnx)
+        filters = (nnx.Param, ...) if filtered else ()
+        with nnx.split_context() as ctx:
+            splits = [ctx.split(objects[name], *filters) for name in picks]
+        with nnx.merge_context() as ctx:
+            merged = [ctx.merge(*split) for split in splits]
+        return [split[1:] for split in splits], merged, objects
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.graph_mode("graph")  # update contexts carry graph-mode identity
+@pytest.mark.apis("split_context", "merge_context", "update_context")
+@given(data=st.data(), value=st.integers(-3, 3))
+def test_several_splits_and_merges_of_a_round_trip_through_a_jit_update_the_outer_objects_as_flax(
+    nnx: Any, flax_nnx: Any, data: st.DataObject, value: int
+) -> None:
+    picks = data.draw(st.lists(st.sampled_from(PICKS), min_size=1, max_size=3), label="outer splits")
+    order = data.draw(st.permutations(range(len(picks))), label="order of the inner splits")
+
+    def scenario(nnx: Any) -> Any:
+        objects = _objects(nnx)
+        with nnx.update_context("round-trip"):
+            with nnx.split_context("round-trip") as ctx:
+                splits = [ctx.split(objects[name]) for name in picks]
+
+            @jax.jit
+            def f(splits: list[Any]) -> list[Any]:
+                with nnx.merge_context("round-trip", inner=True) as ctx:
+                    inner = [ctx.merge(*split) for split in splits]
+                first = inner[0]
+                if isinstance(first, nnx.Module):
+                    first.a = value
+                    first.c = nnx.Param(jnp.full(2, value, dtype=jnp.float32))
+                else:
+                    first[...] = first[...] * value
+                with nnx.split_context("round-trip") as ctx:
+                    return [ctx.split(inner[i]) for i in order]
+
+            out = f(splits)
+            with nnx.merge_context("round-trip", inner=False) as ctx:
+                merged = [ctx.merge(*split) for split in out]
+        same = [merged[k] is objects[picks[i]] for k, i in enumerate(order)]
+        return same, [split[1:] for split in out], merged, objects
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+def _split_twice_merged_once(nnx: Any) -> Any:
+    top = _objects(nnx)["top"]
+    first, second = nnx.split(top), nnx.split(top)
+    with nnx.merge_context() as ctx:
+        return ctx.merge(*first), ctx.merge(*second)
+
+
+def _split_under_a_tag_without_its_context(nnx: Any) -> Any:
+    with nnx.split_context("no-such-tag") as ctx:
+        return ctx.split(_objects(nnx)["top"])
+
+
+def _merge_under_a_tag_without_its_context(nnx: Any) -> Any:
+    split = nnx.split(_objects(nnx)["top"])
+    with nnx.merge_context("no-such-tag", inner=True) as ctx:
+        return ctx.merge(*split)
+
+
+def _merge_under_a_tag_without_inner(nnx: Any) -> Any:
+    split = nnx.split(_objects(nnx)["top"])
+    with nnx.update_context("tag"), nnx.merge_context("tag") as ctx:
+        return ctx.merge(*split)
+
+
+MISUSES = {
+    "a node merged twice in one merge_context": (_split_twice_merged_once, "already used"),
+    "split_context under a tag without its update_context": (_split_under_a_tag_without_its_context, "no-such-tag"),
+    "merge_context under a tag without its update_context": (_merge_under_a_tag_without_its_context, "no-such-tag"),
+    "merge_context under a tag without inner": (_merge_under_a_tag_without_inner, "inner_merge"),
+}
+
+
+@pytest.mark.graph_mode("graph")
+@pytest.mark.apis("split_context", "merge_context", "update_context")
+@pytest.mark.parametrize("misuse", sorted(MISUSES))
+def test_a_misused_split_or_merge_context_raises_flax_error(nnx: Any, flax_nnx: Any, misuse: str) -> None:
+    scenario, mention = MISUSES[misuse]
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(mention,))
+    assert outcome.error is not None, f"{misuse}: flax.nnx raises"
