@@ -70,5 +70,5 @@ class PrefixMapping:
             and self._values == other._values  # type: ignore[attr-defined]
         )
 
-    def __hash__(self) -> int:
-        return hash((type(self), self._filters, self._values))
+    def __hash__(self) -> int:  # as flax's: the kind is left out, so a StateAxes and a StateSharding may collide
+        return hash((self._filters, self._values))

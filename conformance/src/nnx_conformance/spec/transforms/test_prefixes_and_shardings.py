@@ -1,6 +1,7 @@
 """Differential tests of the transform prefixes: ``DiffState`` as ``grad``'s ``argnums``,
 ``nnx.prefix`` over a model, and ``StateSharding`` built from ``get_named_sharding`` as
-``jit``'s shardings give flax's results."""
+``jit``'s shardings give flax's results; ``StateAxes``, ``StateSharding`` and ``DiffState``
+compare and hash as flax's."""
 
 from __future__ import annotations
 
@@ -89,5 +90,68 @@ def test_state_sharding_from_named_shardings_places_a_jitted_model_as_flax(
         _, y = forward(model, jnp.ones((2, devices)))
         placed = [str(getattr(model, name)[...].sharding.spec) for name in ("kernel", "bias")]
         return specs, placed, y
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+PREFIX_FILTERS = ["Param", "BatchStat", "a", "b", "Param or a", "PathContains(a)", "Not(Param)", "everything"]
+"""Filters drawn for the prefix objects compared, by name (all hashable)."""
+PREFIX_KINDS = ["StateAxes", "StateSharding", "DiffState"]
+
+Recipe = tuple[str, tuple[tuple[int, int], ...]]
+"""A prefix object to build: its kind and its (filter, value) pairs as indices into
+PREFIX_FILTERS and the kind's values (a DiffState takes its first pair: filter, argnum)."""
+
+
+def _prefix_filter(nnx: Any, name: str) -> Any:
+    special = {"Param or a": (nnx.Param, "a"), "PathContains(a)": nnx.PathContains("a"), "Not(Param)": nnx.Not(nnx.Param)}
+    return special[name] if name in special else _filter(nnx, name)
+
+
+def _prefix_object(nnx: Any, recipe: Recipe) -> Any:
+    kind, pairs = recipe
+    if kind == "DiffState":
+        filter_index, argnum = pairs[0] if pairs else (0, 0)
+        return nnx.DiffState(argnum, _prefix_filter(nnx, PREFIX_FILTERS[filter_index]))
+    values = [0, 1, None, nnx.Carry] if kind == "StateAxes" else [P(AXIS), P(None, AXIS), P(), None]
+    return getattr(nnx, kind)([(_prefix_filter(nnx, PREFIX_FILTERS[f]), values[v]) for f, v in pairs])
+
+
+_pairs = st.lists(st.tuples(st.integers(0, len(PREFIX_FILTERS) - 1), st.integers(0, 3)), max_size=3).map(tuple)
+_recipes = st.tuples(st.sampled_from(PREFIX_KINDS), _pairs)
+
+
+@st.composite
+def _recipe_pairs(draw: st.DrawFn) -> tuple[Recipe, Recipe]:
+    """Two recipes: the same, or the first changed in one way (kind, a filter, a value, the
+    order of its pairs, one pair fewer), or another drawn on its own."""
+    kind, pairs = first = draw(_recipes)
+    change = draw(st.sampled_from(["same", "kind", "filter", "value", "order", "fewer", "other"]))
+    at = draw(st.integers(0, max(len(pairs) - 1, 0)))
+    replaced = draw(st.integers(0, len(PREFIX_FILTERS) - 1))
+    if change == "kind":
+        return first, (draw(st.sampled_from([k for k in PREFIX_KINDS if k != kind])), pairs)
+    if change in ("filter", "value") and pairs:
+        f, v = pairs[at]
+        pair = (replaced, v) if change == "filter" else (f, (v + 1 + replaced % 3) % 4)
+        return first, (kind, (*pairs[:at], pair, *pairs[at + 1:]))
+    if change == "order":
+        return first, (kind, pairs[::-1])
+    if change == "fewer":
+        return first, (kind, pairs[:at] + pairs[at + 1:])
+    return first, first if change == "same" else draw(_recipes)
+
+
+@pytest.mark.apis("StateAxes", "StateSharding", "DiffState")
+@given(recipes=_recipe_pairs())
+def test_prefix_objects_compare_and_hash_as_flax(nnx: Any, flax_nnx: Any, recipes: tuple[Recipe, Recipe]) -> None:
+    def scenario(nnx: Any) -> Any:
+        first, second = (_prefix_object(nnx, recipe) for recipe in recipes)
+        return {
+            "==": first == second,
+            "!=": first != second,
+            "== reversed": second == first,
+            "equal hashes": hash(first) == hash(second),
+        }
 
     assert_same(flax_nnx, nnx, scenario)
