@@ -92,6 +92,20 @@ def shard_value(value: tp.Any, out_sharding: tp.Any, mesh: jax.sharding.Mesh | N
     return _place(value, NamedSharding(target, spec) if mesh is not None else spec, target, spec)
 
 
+def on_mesh(value: jax.ShapeDtypeStruct, metadata: tp.Mapping[str, tp.Any]) -> jax.ShapeDtypeStruct:
+    """An abstract value as flax's ``eval_shape`` leaves it in a Variable with ``metadata``:
+    one without a sharding gets a NamedSharding on the ``mesh`` metadata, else on the mesh
+    of the current ``jax.set_mesh``, with the spec of ``out_sharding`` (``P()`` without
+    one); without a mesh, or with a sharding already, it is kept."""
+    mesh = metadata.get("mesh")
+    if mesh is None:
+        mesh = jax.sharding.get_abstract_mesh()
+    if value.sharding is not None or mesh.empty:
+        return value
+    names = metadata.get(SHARDING_KEY)
+    return value.update(sharding=NamedSharding(mesh, PartitionSpec() if names is None else partition_spec(names)))
+
+
 def _place(value: tp.Any, sharding: NamedSharding | PartitionSpec, mesh: tp.Any, spec: PartitionSpec) -> tp.Any:
     """``value`` resharded (Explicit mesh axes) or constrained (Auto ones) to ``sharding``."""
     if _all_explicit(mesh, spec):

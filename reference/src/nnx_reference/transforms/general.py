@@ -8,7 +8,9 @@ import typing as tp
 import jax
 from jax.experimental import checkify as checkify_lib
 
-from ..graphlib import set_graph_updates
+from .._sharding import on_mesh
+from ..graphlib import iter_graph, set_graph_updates
+from ..variablelib import Variable
 from . import checks, lift, refs, traced, trees
 from .statics import insert_statics, remove_statics
 
@@ -69,7 +71,9 @@ def eval_shape(
     graph_updates: bool | None = None,
     **kwargs: tp.Any,
 ) -> tp.Any:
-    """Lifted ``jax.eval_shape``: the output with ``ShapeDtypeStruct`` values; inputs untouched."""
+    """Lifted ``jax.eval_shape``: the output with ``ShapeDtypeStruct`` values; inputs untouched.
+    With graph updates, the output's Variables carry the sharding of their mesh (see
+    :func:`_sharding.on_mesh`)."""
     trees.reject_bound_method("eval_shape", f)
     updates = trees.resolve_mode(graph, graph_updates).graph_updates
     if not updates:
@@ -85,7 +89,12 @@ def eval_shape(
         return refs.read_refs(out) if updates else out
 
     result = jax.eval_shape(traced_fn, lifted.pure)
-    return lift.apply(lifted, result, write=False)
+    out = lift.apply(lifted, result, write=False)
+    if updates:
+        for _, node in iter_graph(out, graph=True):
+            if isinstance(node, Variable) and isinstance(node.get_raw_value(), jax.ShapeDtypeStruct):
+                node.set_raw_value(on_mesh(node.get_raw_value(), node.get_metadata()))
+    return out
 
 
 def checkify(
