@@ -49,6 +49,23 @@ def test_split_and_merge_give_flax_states_and_graphs(
     assert_same(flax_nnx, nnx, scenario)
 
 
+@pytest.mark.apis("split", "merge")
+@pytest.mark.documented(None)
+@given(recipe=gs.variable_recipes(), graph=st.booleans(), filters=filter_names)
+def test_a_variable_split_on_its_own_is_its_own_state_as_in_flax(
+    nnx: Any, flax_nnx: Any, recipe: gs.VariableRecipe, graph: bool, filters: str
+) -> None:
+    """``nnx.split`` of a bare Variable: the group that takes it is the Variable's own state,
+    not a State holding it; the other groups are empty States; merge rebuilds it."""
+
+    def scenario(nnx: Any) -> Any:
+        variable = gs.variable_type(nnx, recipe.type_name)(jnp.asarray(recipe.value), **dict(recipe.metadata))
+        graphdef, *states = nnx.split(variable, *_filters(nnx, filters), graph=graph)
+        return [type(state).__name__ for state in states], states, nnx.merge(graphdef, *states)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @pytest.mark.apis("update", "state", "clone")
 @pytest.mark.documented(GUIDE)
 @given(recipe=gs.graph_recipes(), graph=st.booleans())

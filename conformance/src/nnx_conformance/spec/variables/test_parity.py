@@ -1,10 +1,11 @@
-"""Parity of Variables with flax.nnx: copy.copy, has_metadata, metadata drawn over the
+"""Parity of Variables with flax.nnx: copy.copy, pickling, has_metadata, metadata drawn over the
 documented Variable types, a Variable made with an ``out_sharding`` (and a ``mesh``), and what
 ``variable[index] = value`` stores (dtype, weak type, the array itself or a copy)."""
 
 from __future__ import annotations
 
 import copy
+import pickle
 from typing import Any
 
 import jax
@@ -20,6 +21,8 @@ from nnx_conformance.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 
+PICKLABLE_TYPES = tuple(name for name in gs.VARIABLE_TYPES if name != "Counter")
+
 
 @pytest.mark.apis("Variable")
 @pytest.mark.documented(None)
@@ -33,6 +36,27 @@ def test_copy_and_has_metadata_agree_with_flax(nnx: Any, flax_nnx: Any, recipe: 
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.result[1][2] == ("bool", False), "flax's copy.copy makes a new Variable"
+
+
+@pytest.mark.apis("Variable", "Linear")
+@pytest.mark.documented(None)
+@given(recipe=gs.variable_recipes(types=PICKLABLE_TYPES))
+def test_a_pickled_variable_and_module_come_back_as_in_flax(nnx: Any, flax_nnx: Any, recipe: gs.VariableRecipe) -> None:
+    """A Variable, alone and held by a Module, survives a pickle round trip: type, value and
+    metadata, and the copy is a new, updatable object. (A class made at run time, as the
+    drawn graphs' ``Counter``, cannot be pickled by name.)"""
+
+    def scenario(nnx: Any) -> Any:
+        variable = gs.variable_type(nnx, recipe.type_name)(jnp.asarray(recipe.value), **dict(recipe.metadata))
+        layer = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        layer.extra = variable
+        again = pickle.loads(pickle.dumps(layer))
+        again.extra[...] = again.extra[...] + 1
+        alone = pickle.loads(pickle.dumps(variable))
+        return again.extra, sorted(again.extra.get_metadata()), again.kernel, again(jnp.ones((1, 2))), alone, variable
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, "flax pickles Variables and Modules"
 
 
 @pytest.mark.apis("Variable")
