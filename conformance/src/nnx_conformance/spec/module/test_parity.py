@@ -1,5 +1,5 @@
 """Parity of the Module API with flax.nnx: sow and perturb inside nnx.capture (drawn
-Variable types and reductions, init perturbations), the ``nnx_sow_capture_noop`` flag,
+Variable types and reductions, init perturbations) and perturb outside it, the ``nnx_sow_capture_noop`` flag,
 train / eval / set_attributes, view / with_attributes / view_info and
 iter_modules / iter_children, in graph and tree mode where they take one."""
 
@@ -153,6 +153,31 @@ def test_sow_and_perturb_store_nothing_outside_capture_under_the_sow_capture_noo
     outcome = assert_same(flax_nnx, nnx, scenario)
     attributes = [name for name, _ in outcome.result[1][2][1]]
     assert attributes == ["bn", "dropout", "linear"], f"flax's sow and perturb store nothing in the Block: {attributes}"
+
+
+@pytest.mark.apis("Module.perturb", "grad")
+@pytest.mark.documented(INTERMEDIATES_GUIDE)
+@given(shift=st.lists(st.integers(-3, 3).map(float), min_size=3, max_size=3))
+def test_a_perturbation_made_outside_capture_is_added_to_the_value_and_takes_its_gradient_as_in_flax(
+    nnx: Any, flax_nnx: Any, shift: list[float]
+) -> None:
+    """Outside ``nnx.capture`` (deprecated, as flax warns) the first call stores a zero
+    Perturbation; later calls add it to the value, so its gradient is the value's."""
+
+    def scenario(nnx: Any) -> Any:
+        block = _block(nnx)
+        block(X)
+        block.out[...] = jnp.asarray(shift)
+        shifted = block(X)
+
+        def loss(block: Any) -> Any:
+            return (block(X) ** 2).sum()
+
+        grads = nnx.grad(loss, argnums=nnx.DiffState(0, nnx.Perturbation))(block)
+        return shifted, grads, block
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax perturbs outside capture: {outcome.error!r}"
 
 
 def _switches(nnx: Any, m: Any) -> list[Any]:

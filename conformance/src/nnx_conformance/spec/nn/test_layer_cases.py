@@ -69,8 +69,12 @@ def cases() -> list[Case]:
         Case("Conv1d two batch axes", lambda n, r: n.Conv(4, 6, (3,), rngs=r), x4d),
         Case("Conv2d causal", lambda n, r: n.Conv(4, 6, (3, 2), padding="CAUSAL", rngs=r), x4d),
     ]
+    # circular padding folds an output longer than its period by an even and an odd overhang
+    # (kernel over stride: 3 over 1, 3 over 2), with the kernel transposed and not
     for kw in [{}, {"padding": "VALID"}, {"padding": "CIRCULAR", "strides": 2},
                {"padding": "CIRCULAR", "strides": 3}, {"padding": "CIRCULAR", "strides": 3, "transpose_kernel": True},
+               {"padding": "CIRCULAR"}, {"padding": "CIRCULAR", "transpose_kernel": True},
+               {"padding": "CIRCULAR", "strides": 2, "transpose_kernel": True},
                {"strides": 2, "use_bias": False, "transpose_kernel": True}]:
         out.append(Case(f"ConvTranspose1d {kw}", lambda n, r, kw=kw: n.ConvTranspose(3, 4, 3, rngs=r, **kw), x3))
         out.append(Case(f"ConvTranspose2d {kw}", lambda n, r, kw=kw: n.ConvTranspose(4, 2, (3, 2), rngs=r, **kw), x4d))
