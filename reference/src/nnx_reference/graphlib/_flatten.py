@@ -96,7 +96,7 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Defin
 
 
 def _data_attribute(value: tp.Any, path: PathParts, ctx: _FlattenContext) -> Definition:
-    """A Pytree's data attribute: a scalar (any value that is not None, an array, a node
+    """A Pytree's data attribute or the root: a scalar (any value that is not None, an array, a node
     or a container) is a state leaf of its own; anything else flattens as usual."""
     if value is None or isinstance(value, (Variable, Pytree)) or reprlib.is_array(value) or is_container(value):
         return _graph_flatten(value, path, ctx)
@@ -130,6 +130,6 @@ def flatten_node(
     index; those in ``ref_outer_index`` have their outer index recorded."""
     if graph:
         ctx = _FlattenContext(ref_index, visited, ref_outer_index)
-        root = _graph_flatten(node, (), ctx)
+        root = _data_attribute(node, (), ctx)  # a scalar at the root is its one leaf
         return Flattened(root, ctx.leaves)
     return _tree_flatten(node, api)

@@ -146,8 +146,10 @@ def unflatten(
         if len(state) != graphdef.num_leaves:
             _raise_leaf_count(graphdef, len(state))
         leaves = list(zip(sort_paths(leaf_paths(graphdef.root)), state))
-    else:
+    elif isinstance(state, (FlatState, tp.Mapping)):
         leaves = collect_leaves([state])
+    else:
+        raise ValueError(f"Unsupported state type: {type(state)}")
     reuse = Reuse(outer_index_outer_ref, in_place=False)
     return unflatten_leaves(graphdef, leaves, index_ref, copy_variables, recreate_variables, reuse)
 

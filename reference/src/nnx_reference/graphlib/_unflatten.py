@@ -86,7 +86,9 @@ class _UnflattenContext:
             return self.index_ref[d.index]
         found = self._outer(d)
         if found is not None and type(found) is not d.type:
-            raise ValueError(f"Expected a node of type {d.type} for index {d.index}, but got a node of type {type(found)}.")
+            raise ValueError(
+                f"Expected a node of type {d.type} for index {d.index}, but got a node of type {type(found)}."
+            )
         return found
 
 
@@ -142,17 +144,16 @@ def _graph_unflatten(d: Definition, path: PathParts, ctx: _UnflattenContext) -> 
 
 
 def collect_leaves(states: tp.Sequence[tp.Any]) -> list[tuple[PathParts, tp.Any]]:
-    """The ``(path, leaf)`` pairs of the states, in their own order (not sorted)."""
+    """The ``(path, leaf)`` pairs of the states, in their own order (not sorted); a state
+    that is no State is a leaf at the root."""
     leaves: list[tuple[PathParts, tp.Any]] = []
     for s in states:
         if isinstance(s, FlatState):
             leaves.extend(s)
         elif isinstance(s, tp.Mapping):
             leaves.extend(iter_flat_state(s))
-        elif isinstance(s, Variable):
+        else:  # a Variable, or a plain leaf: the state of a graph that is one leaf
             leaves.append(((), s))
-        else:
-            raise TypeError(f"Expected a State or FlatState, got {type(s).__name__}: {s!r}")
     return leaves
 
 

@@ -191,7 +191,9 @@ OUTER_MISMATCHES = {
 @pytest.mark.parametrize("case", OUTER_MISMATCHES, ids=list(OUTER_MISMATCHES))
 @settings(max_examples=2)
 @given(seed=strategies.seeds)
-def test_unflatten_checks_the_outer_objects_it_is_given_as_flax_does(nnx: Any, flax_nnx: Any, case: str, seed: int) -> None:
+def test_unflatten_checks_the_outer_objects_it_is_given_as_flax_does(
+    nnx: Any, flax_nnx: Any, case: str, seed: int
+) -> None:
     name, replacement = OUTER_MISMATCHES[case]
 
     def scenario(nnx: Any) -> Any:
