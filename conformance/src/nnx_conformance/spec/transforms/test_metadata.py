@@ -18,7 +18,9 @@ pytestmark = pytest.mark.kind("differential")
 
 NAMES = ("a", "b", None)
 RETURNS = ("nothing", "a new model", "the model", "its Variable")
-CHANGES = ("its value", "its metadata", "an attribute", "nothing")
+CHANGES = ("its value", "its metadata", "an attribute", "the original's value", "nothing")
+"""What the function changes: of the copy of the model it is given, or of the original model
+itself (reached through a closure), which flax keeps where the copy is unchanged."""
 
 
 class Call(NamedTuple):
@@ -72,9 +74,12 @@ def _run(nnx: Any, call: Call) -> dict[str, Any]:
             model.w.set_metadata("note", "changed")
         elif call.changes == "an attribute":
             model.w = nnx.Param(jnp.ones((2, 3)), out_sharding=call.names, eager_sharding=False)
+        elif call.changes == "the original's value":
+            original[0].w[...] += 5
         return {"nothing": None, "a new model": Model(), "the model": model, "its Variable": model.w}[call.returns]
 
     model, seen = Model(), []
+    original = [model]
     transformed = nnx.transform_metadata(
         function, in_axes=call.in_axes, out_axes=call.out_axes, partition=call.partition, graph=call.graph
     )
