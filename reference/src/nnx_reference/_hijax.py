@@ -22,8 +22,8 @@ from jax.experimental import hijax
 
 from .errors import ImmutableVariableError
 
-if tp.TYPE_CHECKING:
-    from .variablelib import Variable
+Variable = tp.Any
+"""A Variable (``variablelib`` imports this module, so it is not imported back here)."""
 
 _TWINS: dict[type, type] = {}
 """Each plain Variable class to its hijax twin and each twin to its plain class."""
@@ -34,12 +34,17 @@ def is_hijax(value: tp.Any) -> bool:
     return getattr(type(value), "_hijax", False)
 
 
+def any_twin() -> bool:
+    """Whether any hijax twin class exists yet (none does before the first hijax Variable)."""
+    return bool(_TWINS)
+
+
 def any_hijax(values: tp.Iterable[tp.Any]) -> bool:
     """Whether any of ``values`` is a hijax Variable (False at once before any hijax twin exists)."""
     return bool(_TWINS) and any(map(is_hijax, values))
 
 
-def twin(cls: type[Variable[tp.Any]], hijax_: bool) -> type[Variable[tp.Any]]:
+def twin(cls: type, hijax_: bool) -> type:
     """``cls``'s hijax twin (``hijax_``) or plain class (otherwise)."""
     if cls._hijax == hijax_:  # type: ignore[attr-defined]
         return cls
@@ -48,7 +53,7 @@ def twin(cls: type[Variable[tp.Any]], hijax_: bool) -> type[Variable[tp.Any]]:
     return _TWINS[cls]
 
 
-def _make_twin(plain: type[Variable[tp.Any]]) -> None:
+def _make_twin(plain: type) -> None:
     namespace = {
         "__module__": plain.__module__,
         "__qualname__": plain.__qualname__,
@@ -56,19 +61,23 @@ def _make_twin(plain: type[Variable[tp.Any]]) -> None:
         "type": property(lambda self: plain, doc="The type of the variable."),
         "var_type": property(lambda self: plain, doc="The type of the variable."),
         "__reduce__": lambda self: (_rebuild, (plain, self.__getstate__())),
+        # one JAX value, not an array: compared and hashed by identity
+        "__eq__": object.__eq__,
+        "__ne__": object.__ne__,
+        "__hash__": object.__hash__,
     }
     cls = type(plain.__name__, (plain,), namespace, hijax=True)
     _TWINS[plain], _TWINS[cls] = cls, plain
     hijax.register_hitype(cls, _type_of)
 
 
-def _rebuild(plain: type[Variable[tp.Any]], state: dict[str, tp.Any]) -> Variable[tp.Any]:
+def _rebuild(plain: type, state: dict[str, tp.Any]) -> Variable:
     variable = object.__new__(twin(plain, True))
     variable.__setstate__(state)
     return variable
 
 
-def _as(variable: Variable[tp.Any], cls: type[Variable[tp.Any]]) -> Variable[tp.Any]:
+def _as(variable: Variable, cls: type) -> Variable:
     """A Variable of class ``cls`` sharing ``variable``'s value and metadata."""
     new = object.__new__(cls)
     for key, value in variable.__dict__.items():
@@ -76,33 +85,22 @@ def _as(variable: Variable[tp.Any], cls: type[Variable[tp.Any]]) -> Variable[tp.
     return new
 
 
-def lowered(variable: Variable[tp.Any]) -> Variable[tp.Any]:
+def lowered(variable: Variable) -> Variable:
     """A hijax Variable as the pytree NNX transforms hand to JAX (others as they are)."""
     return _as(variable, _TWINS[type(variable)]) if is_hijax(variable) else variable
 
 
-def raised(variable: Variable[tp.Any]) -> Variable[tp.Any]:
+def raised(variable: Variable) -> Variable:
     """A pytree Variable with ``hijax=True`` metadata as a hijax Variable (others as they are)."""
     if is_hijax(variable) or not variable._var_metadata.get("hijax"):
         return variable
     return _as(variable, twin(type(variable), True))
 
 
-def map_variables(fn: tp.Callable[[tp.Any], tp.Any], tree: tp.Any) -> tp.Any:
-    """``tree`` with ``fn`` applied to each of its Variables (a no-op before any hijax twin exists)."""
-    if not _TWINS:
-        return tree
-    from .variablelib import Variable
-
-    return jax.tree_util.tree_map(
-        lambda x: fn(x) if isinstance(x, Variable) else x, tree, is_leaf=lambda x: isinstance(x, Variable)
-    )
-
-
 # ---------------------------------------------------------------- the JAX type
 
 
-def _type_of(variable: Variable[tp.Any]) -> VariableType:
+def _type_of(variable: Variable) -> VariableType:
     plain = lowered(variable)
     leaves, treedef = jax.tree_util.tree_flatten(plain)
     return VariableType(type(plain), treedef, tuple(map(jax.typeof, leaves)))
@@ -153,13 +151,13 @@ class VariableType(hijax.HiType):
     ``avals`` the types of its value's leaves, the values it lowers to.
     """
 
-    def __init__(self, var_type: type[Variable[tp.Any]], treedef: tp.Any, avals: tuple[tp.Any, ...]) -> None:
+    def __init__(self, var_type: type, treedef: tp.Any, avals: tuple[tp.Any, ...]) -> None:
         self.var_type = var_type
         self.treedef = treedef
         self.avals = avals
 
     @property
-    def type(self) -> type[Variable[tp.Any]]:
+    def type(self) -> type:
         return self.var_type
 
     @property
@@ -197,10 +195,10 @@ class VariableType(hijax.HiType):
     def lo_ty(self) -> list[tp.Any]:
         return list(self.avals)
 
-    def lower_val(self, hi_val: Variable[tp.Any], /) -> list[tp.Any]:
+    def lower_val(self, hi_val: Variable, /) -> list[tp.Any]:
         return jax.tree_util.tree_leaves(lowered(hi_val))
 
-    def raise_val(self, *lo_vals: tp.Any) -> Variable[tp.Any]:
+    def raise_val(self, *lo_vals: tp.Any) -> Variable:
         return raised(jax.tree_util.tree_unflatten(self.treedef, lo_vals))
 
     # -- autodiff
@@ -208,10 +206,10 @@ class VariableType(hijax.HiType):
     def to_tangent_aval(self) -> VariableType:
         return VariableType(self.var_type, self.treedef, tuple(a.to_tangent_aval() for a in self.avals))
 
-    def vspace_zero(self) -> Variable[tp.Any]:
+    def vspace_zero(self) -> Variable:
         return self.raise_val(*(jnp.zeros(a.shape, a.dtype) for a in self.avals))
 
-    def vspace_add(self, x: Variable[tp.Any], y: Variable[tp.Any]) -> Variable[tp.Any]:
+    def vspace_add(self, x: Variable, y: Variable) -> Variable:
         return self.raise_val(*map(operator.add, self.lower_val(x), self.lower_val(y)))
 
     # -- what a tracer of this type does
@@ -268,7 +266,7 @@ class GetVariable(hijax.HiPrim):
         self.params = dict(treedef=ty.treedef, avals=ty.avals, var_type=ty.var_type)
         super().__init__()
 
-    def expand(self, variable: Variable[tp.Any]) -> tuple[tp.Any, ...]:
+    def expand(self, variable: Variable) -> tuple[tp.Any, ...]:
         return tuple(jax.tree_util.tree_leaves(variable.get_raw_value()))
 
     def jvp(self, primals: tuple[tp.Any, ...], tangents: tuple[tp.Any, ...]) -> tuple[tp.Any, tp.Any]:
@@ -294,7 +292,7 @@ class NewVariable(hijax.HiPrim):
         self.params = dict(treedef=ty.treedef, var_type=ty.var_type, ref=bool(dict(ty.metadata).get("ref")))
         super().__init__()
 
-    def expand(self, *leaves: tp.Any) -> Variable[tp.Any]:
+    def expand(self, *leaves: tp.Any) -> Variable:
         return self.out_aval.raise_val(*leaves)
 
     def jvp(self, primals: tuple[tp.Any, ...], tangents: tuple[tp.Any, ...]) -> tuple[tp.Any, tp.Any]:
