@@ -19,7 +19,7 @@ import warnings
 import jax
 import numpy as np
 
-from . import reprlib
+from . import _hijax, reprlib
 from ._sharding import shard_value, use_eager_sharding, using_eager_sharding
 from ._tracing import check_same_trace, current_trace_state, inside_transformation
 from ._variable_metadata import (
@@ -111,6 +111,7 @@ class Variable(tp.Generic[A]):
     """
 
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
+    _hijax: tp.ClassVar[bool] = False  # True on the hijax twin of a class (see ``_hijax``)
     _raw_value: tp.Any
     _var_metadata: Metadata
 
@@ -147,16 +148,27 @@ class Variable(tp.Generic[A]):
         if wants_ref(metadata):
             value = as_ref(value)
         object.__setattr__(self, "_raw_value", value)
+        if metadata["hijax"]:
+            object.__setattr__(self, "__class__", _hijax.twin(type(self), True))
 
-    def __init_subclass__(cls, **kwargs: tp.Any) -> None:
+    def __init_subclass__(cls, hijax: bool = False, **kwargs: tp.Any) -> None:
         super().__init_subclass__(**kwargs)
-        _register_pytree(cls)
+        if not hijax:  # a hijax twin is a JAX type of its own, not a pytree
+            _register_pytree(cls)
 
     # -- construction helpers
 
     @classmethod
     def _new(cls: type[V], raw_value: tp.Any, metadata: tp.Mapping[str, tp.Any]) -> V:
-        """Builds a Variable without running ``__init__`` (used by unflatten and copies)."""
+        """Builds a Variable without running ``__init__``, of ``cls`` or its hijax twin as the
+        ``hijax`` metadata asks (used by copies and rebuilds)."""
+        if bool(metadata.get("hijax")) != cls._hijax:
+            cls = _hijax.twin(cls, not cls._hijax)  # type: ignore[assignment]
+        return cls._make(raw_value, metadata)
+
+    @classmethod
+    def _make(cls: type[V], raw_value: tp.Any, metadata: tp.Mapping[str, tp.Any]) -> V:
+        """Builds a Variable of exactly ``cls`` without running ``__init__`` (used by unflatten)."""
         variable = object.__new__(cls)
         object.__setattr__(variable, "_raw_value", raw_value)
         object.__setattr__(variable, "_var_metadata", Metadata(metadata))
@@ -480,7 +492,7 @@ def _register_pytree(cls: type[Variable[tp.Any]]) -> None:
     jax.tree_util.register_pytree_with_keys(
         cls,
         _flatten_with_keys,
-        lambda metadata, children: cls._new(children[0], dict(metadata)),
+        lambda metadata, children: cls._make(children[0], dict(metadata)),
         lambda variable: ((variable._raw_value,), variable._var_metadata.sorted_items()),
     )
 

@@ -86,7 +86,8 @@ def _per_arg_grads(lifted: lift.Lifted, grads: tp.Any, argnums: tuple) -> tuple:
     if static.graph and not static.graph_updates:
         # shared Variables without graph updates: gradients are copies of the objects,
         # each Variable holding its gradient (the other groups are never returned)
-        full = [g if is_diff(group.prefix) else s for group, g, s in zip(static.groups, states, lifted.pure.states)]
+        given = lift.from_jax(lifted.pure.states)
+        full = [g if is_diff(group.prefix) else s for group, g, s in zip(static.groups, states, given)]
         objs, _ = graphlib.merge(static.graphdef, *full)
         for group in static.groups:
             if is_diff(group.prefix):
@@ -165,7 +166,7 @@ def _grad_call(
         pure_fn, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
     )(diff, rest)
     aux = lift.apply(lifted, result)
-    per_arg = _per_arg_grads(lifted, grads, nums)
+    per_arg = _per_arg_grads(lifted, lift.from_jax(grads), nums)
     return ((value, aux) if has_aux else value), (per_arg[0] if single else per_arg)
 
 

@@ -25,7 +25,7 @@ import typing as tp
 
 import jax
 
-from .. import filterlib, graphlib, statelib, variablelib
+from .. import _hijax, filterlib, graphlib, statelib, variablelib
 from .._tracing import inside_transformation
 from . import refs
 from .checks import (
@@ -49,6 +49,7 @@ from .trees import (
 )
 
 Path = tuple[tp.Hashable, ...]
+_T = tp.TypeVar("_T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +205,7 @@ def lift(
             check_no_sharing(name, args)
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
         static = InStatic(False, False, treedef, slots, obj_prefixes=obj_prefixes)
-        return Lifted(static, Layout(leaves, []), Layout(prefixes, []), objs)
+        return Lifted(static, to_jax(Layout(leaves, [])), Layout(prefixes, []), objs)
     if graph_updates:
         check_current_trace(name, objs)
     slot_set = set(slots)
@@ -218,7 +219,7 @@ def lift(
     graphdef, states = _split_groups(objs, [], groups, [], outer_index)
     static = InStatic(True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes)
     arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
-    pure, prefix = Layout(arg_leaves, states), Layout(arg_prefixes, [g.prefix for g in groups])
+    pure, prefix = to_jax(Layout(arg_leaves, states)), Layout(arg_prefixes, [g.prefix for g in groups])
     return Lifted(static, pure, prefix, objs, outer_index=outer_index)
 
 
@@ -258,7 +259,7 @@ def enter(static: InStatic, pure: Layout) -> Entered:
     else:
         # rebuilding the Variables here gives them the current trace level (JAX passes
         # non-differentiated inputs through untouched)
-        copied = jax.tree_util.tree_map(lambda x: x, pure, is_leaf=lambda x: x is None)
+        copied = from_jax(jax.tree_util.tree_map(lambda x: x, pure, is_leaf=lambda x: x is None))
         leaves = list(copied.leaves)
         if static.graph:
             state = statelib.merge_state(*copied.states) if copied.states else statelib.State({})
@@ -295,7 +296,7 @@ def exit(
     objs = list(entered.objects)
     ref_index = _ref_index(entered.index_ref)
     result = _exit(name, static, objs, ref_index, out, out_prefix, expand, same_prefixes, carry_arg)
-    (in_part, out_tree), holes = refs.to_holes((result.in_part, result.out_tree), entered.pure)
+    (in_part, out_tree), holes = refs.to_holes(to_jax((result.in_part, result.out_tree)), entered.pure)
     out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
     if not static.graph:
         out_static = dataclasses.replace(out_static, updated=_updated(name, static, entered))
@@ -367,7 +368,7 @@ def _exit_flat(static: InStatic, objs: list[tp.Any], ref_index: graphlib.RefMap,
 
 def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
     """Outside: write the updates into the caller's objects; return the output."""
-    out_static, in_part, out_tree = result
+    out_static, (in_part, out_tree) = result.static, from_jax((result.in_part, result.out_tree))
     if not write:
         lifted = lifted.unwritten()
     if out_static.holes:
@@ -418,6 +419,24 @@ def apply_same(lifted: Lifted, pure: Layout) -> tp.Any:
     for slot in lifted.static.obj_slots:
         leaves[slot] = mapping.get(id(leaves[slot]), leaves[slot])
     return jax.tree_util.tree_unflatten(lifted.static.treedef, leaves)
+
+
+def _map_variables(fn: tp.Callable[[tp.Any], tp.Any], tree: _T) -> _T:
+    """``tree`` with ``fn`` applied to each of its Variables; ``tree`` itself while no hijax
+    Variable was ever built (then there is nothing to convert)."""
+    if not _hijax.any_twin():
+        return tree
+    return jax.tree_util.tree_map(lambda x: fn(x) if is_variable(x) else x, tree, is_leaf=is_variable)  # type: ignore[no-any-return]
+
+
+def to_jax(tree: _T) -> _T:
+    """``tree`` with its hijax Variables as pytrees, as JAX gets the other Variables."""
+    return _map_variables(_hijax.lowered, tree)
+
+
+def from_jax(tree: _T) -> _T:
+    """``tree`` with the pytree Variables that :func:`to_jax` made hijax Variables again."""
+    return _map_variables(_hijax.raised, tree)
 
 
 def _raw(leaf: tp.Any) -> tp.Any:

@@ -10,7 +10,8 @@ nothing back.
 The flattening stops at the first Pytree reached twice, and a leaf reached twice
 shows a shared Variable, so a shared object or a cycle goes to the general path
 (``compilation.JitWrapped``), which handles sharing in graph mode and reports it in
-tree mode. So does a structure with Refs or empty Variables (see :func:`_handled`).
+tree mode. So does a structure with Refs, empty Variables (see :func:`_handled`) or
+hijax Variables (JAX types of their own, not pytrees).
 
 In graph mode the function is traced as the general path traces it (lift, enter,
 call, exit): when the call kept the structure of its objects and returns none of
@@ -29,7 +30,7 @@ import typing as tp
 
 import jax
 
-from .. import _structure, graphlib, reprlib
+from .. import _hijax, _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
 from . import lift
@@ -89,7 +90,7 @@ def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
         leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=_guarded_recorder(nodes))
     else:
         leaves, treedef = jax.tree_util.tree_flatten(tree)
-    if len(set(map(id, leaves))) != len(leaves):
+    if len(set(map(id, leaves))) != len(leaves) or _hijax.any_hijax(leaves):
         raise NotHandled
     return Flat(leaves, treedef, nodes)
 
