@@ -12,12 +12,9 @@ from .. import reprlib
 from ..statelib import FlatState, State, from_flat_state, sort_paths, split_flat
 from ..variablelib import Variable
 from ._defs import (
-    NodeDef,
-    NodeRef,
     RefMap,
     RootDefinition,
     TreeDef,
-    VariableDef,
     def_repr,
     leaf_paths,
 )
@@ -84,15 +81,6 @@ class GraphDef(tp.Generic[A]):
 
     def merge(self, state: tp.Any, /, *states: tp.Any) -> A:
         return merge(self, state, *states)
-
-    @property
-    def type(self) -> type:
-        root = self.root
-        if isinstance(root, (NodeDef, NodeRef, VariableDef)):
-            return root.type
-        if isinstance(root, TreeDef):
-            return type(jax.tree_util.tree_unflatten(root.treedef, [None] * root.treedef.num_leaves))
-        return type(None)
 
     def __repr__(self) -> str:
         return f"GraphDef({def_repr(self.root)}, num_leaves={self.num_leaves})"
