@@ -1,0 +1,68 @@
+"""Differential tests of ``nnx.scan``'s carry: a function whose whole input and output is
+the carry (``in_axes=Carry``, ``out_axes=Carry``), an array or a Module, in every mode; and
+outputs with more or fewer entries than ``out_axes``, which flax refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nnx_conformance.assertions import assert_same
+
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms")]
+
+GUIDE = "guide:transforms (nnx.scan with nnx.Carry)"
+MODES = st.sampled_from([(True, True), (True, False), (False, False)])
+"""(graph, graph_updates) of the call."""
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(GUIDE)
+@given(length=st.integers(1, 4), mode=MODES, module=st.booleans())
+def test_a_scan_over_the_carry_alone_threads_it_through_every_step_as_flax(
+    nnx: Any, flax_nnx: Any, length: int, mode: tuple[bool, bool], module: bool
+) -> None:
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        if module:
+            carry = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+            def step(layer: Any) -> Any:
+                layer.bias[...] = layer(jnp.ones(2))
+                return layer
+        else:
+            carry = jnp.arange(2.0)
+
+            def step(x: Any) -> Any:
+                return x * 2 + 1
+
+        out = nnx.scan(step, in_axes=nnx.Carry, out_axes=nnx.Carry, length=length, graph=graph,
+                       graph_updates=graph_updates)(carry)
+        return out, carry
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax scans over the carry alone: {outcome.error!r}"
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@given(returned=st.sampled_from([1, 3]), mode=MODES)
+def test_a_scan_output_with_other_entries_than_out_axes_is_refused_as_by_flax(
+    nnx: Any, flax_nnx: Any, returned: int, mode: tuple[bool, bool]
+) -> None:
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        def step(total: Any, x: Any) -> Any:
+            return (total + x, x * 2, x)[:returned] if returned > 1 else (total + x,)
+
+        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
+                        graph_updates=graph_updates)(jnp.zeros(()), jnp.arange(3.0))
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert isinstance(outcome.error, ValueError), f"flax refuses the output: {outcome.error!r}"
