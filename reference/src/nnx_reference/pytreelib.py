@@ -188,7 +188,7 @@ def _warn_deprecated_annotations(cls: type) -> None:
                 f"'{name}' is deprecated, please replace:\n\n  some_field: nnx.{name}[SomeType]\n\n"
                 f"with:\n\n  some_field: SomeType = nnx.{name.lower()}()\n\n",
                 DeprecationWarning,
-                stacklevel=4,
+                stacklevel=2,
             )
 
 

@@ -243,7 +243,6 @@ class State(MutableMapping[Key, tp.Any]):
         return to_pure_dict(self, extract_fn)
 
     def replace_by_pure_dict(self, pure_dict: dict[Key, tp.Any], replace_fn: tp.Any = None) -> None:
-        _warn_deprecated("to_pure_dict")  # flax's method reads the State through to_pure_dict first
         _warn_deprecated("replace_by_pure_dict")
         replace_by_pure_dict(self, pure_dict, replace_fn)
 
@@ -271,7 +270,7 @@ def _warn_deprecated(equivalent: str) -> None:
         "`flax.nnx.State` will be deprecated and be replaced by the built-in Python dict. "
         f"Please use the equivalent `nnx.{equivalent}` instead.",
         DeprecationWarning,
-        stacklevel=3,
+        stacklevel=2,
     )
 
 

@@ -379,7 +379,7 @@ class Variable(tp.Generic[A]):
 
     def __setattr__(self, name: str, value: tp.Any) -> None:
         if name == "value":
-            warnings.warn(_VALUE_SET_DEPRECATED, DeprecationWarning, stacklevel=2)
+            warnings.warn(_VALUE_SET_DEPRECATED, DeprecationWarning, stacklevel=1)
             self.set_value(value)
             return
         if name.startswith("_"):

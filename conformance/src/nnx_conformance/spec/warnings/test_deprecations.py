@@ -1,10 +1,12 @@
 """Parity of deprecations and no-op capture with flax.nnx: the DeprecationWarnings flax
 emits (nnx.Data[...], Module.sow/perturb outside nnx.capture, nnx.vars_as, Variable.value
-read or set, the State methods that have a function of their own) and sow/perturb
-with ``capture_noop=True`` storing nothing outside nnx.capture."""
+read or set, the Module and State methods that have a function of their own) and the
+line each points at, and sow/perturb with ``capture_noop=True`` storing nothing outside
+nnx.capture."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax.numpy as jnp
@@ -59,10 +61,16 @@ def _state_methods(nnx: Any) -> Any:
     )
 
 
+def _module_methods(nnx: Any) -> Any:
+    m = nnx.Sequential(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+    return list(m.iter_modules()), list(m.iter_children())
+
+
 DEPRECATED = {
     "Data": (_data_annotation, ("Data",)),
     "sow_and_perturb": (_sow_outside_capture, ("Module.sow()", "Module.perturb()")),
     "vars_as": (_vars_as, ("with_vars",)),
+    "Module methods": (_module_methods, ("'m.iter_modules()'", "'m.iter_children()'")),
     "Variable.value": (_value_access, ("'.value' access", "'.value' setter")),
     "State methods": (_state_methods, (
         "nnx.split_state", "nnx.to_pure_dict", "nnx.replace_by_pure_dict", "nnx.to_flat_state",
@@ -71,13 +79,35 @@ DEPRECATED = {
 }
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "iter_modules", "iter_children")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(DEPRECATED))
 def test_deprecated_uses_warn_as_in_flax(nnx: Any, flax_nnx: Any, use: str) -> None:
     scenario, names = DEPRECATED[use]
     outcome = assert_same(flax_nnx, nnx, scenario, deprecated=names)
     assert outcome.error is None, f"flax runs the deprecated use {use}"
+
+
+def _blamed(nnx: Any, use: str) -> list[tuple[str, str]]:
+    """Each DeprecationWarning of ``use`` on ``nnx`` by its message's first words, with whether
+    it points at the caller's line (this module) or elsewhere (inside the library)."""
+    scenario, _ = DEPRECATED[use]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scenario(nnx)
+    return [(" ".join(str(w.message).split()[:4]), "the caller" if w.filename == __file__ else "elsewhere")
+            for w in caught if issubclass(w.category, DeprecationWarning)]
+
+
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("use", sorted(DEPRECATED))
+def test_a_deprecation_warning_points_where_flax_s_points(nnx: Any, flax_nnx: Any, use: str) -> None:
+    """A deprecation names the line that should change: its stack level is flax's."""
+    with flax_nnx.active():
+        expected = _blamed(flax_nnx.nnx, use)
+    got = _blamed(nnx, use)
+    assert got == expected, f"the deprecations of {use}: expected {expected} as flax.nnx's, got {got}"
 
 
 @pytest.mark.apis("Module", "capture")
