@@ -202,6 +202,10 @@ def stages(mutant: Mutant, judging: Judging, scratch: Path) -> Iterator[tuple[st
 def judge(mutant: Mutant, judging: Judging, copy_root: Path) -> Verdict:
     """Run the stages of ``mutant`` on a fresh copy of the package holding it."""
     site = mutant.site
+    try:  # a mutant that is no Python keeps the package from importing, whichever line it is on
+        compile(mutant.mutated, str(site.path), "exec")
+    except SyntaxError as error:
+        return _verdict(mutant, "killed", "compile", f"the implementation does not import: {error.msg}", 0.0)
     fresh_copy(judging.source, copy_root, mutant)
     seconds, stage = 0.0, "uncovered"
     for stage, options in stages(mutant, judging, copy_root):

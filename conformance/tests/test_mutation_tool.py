@@ -152,6 +152,15 @@ def test_a_line_is_judged_by_the_tests_that_ran_it_unless_it_also_ran_outside_an
         "expected a statement one of whose lines ran outside any test to be left to the whole suite"
 
 
+def test_a_mutant_that_is_no_python_is_killed_without_running_a_test(tmp_path: Path) -> None:
+    site = mutation_sites.Site("job", MODULE, PACKAGE / "filterlib.py", "core/Example", 0, 1)
+    mutant = mutation_sites.Mutant(site, "x = {**a, **b}\n", "x = {**a, -b}\n", "", "f" * 12)
+    judging = mutation.Judging(tmp_path, tmp_path / "missing", mutation_lines.LineMap(), None, 1.0)
+    verdict = mutation.judge(mutant, judging, tmp_path / "copy")
+    assert (verdict.outcome, verdict.stage) == ("killed", "compile"), \
+        f"expected a mutant with a syntax error to be killed at compile time, got {verdict.outcome} at {verdict.stage}"
+
+
 def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) -> None:
     sites = mutation_sites.sample(_sites(tmp_path), 2, 0)
     first = mutation_sites.make_mutant(sites[0], sites[0].path.read_text())

@@ -1,4 +1,4 @@
-"""Parity of Rngs with flax.nnx under transforms: an RngStream broadcast into scan with
+"""Parity of Rngs with flax.nnx: streams named by a mapping; under transforms, an RngStream broadcast into scan with
 ``StateAxes({...: None})``, and split_rngs/restore_rngs/reseed drawn over seeds and split counts."""
 
 from __future__ import annotations
@@ -41,5 +41,25 @@ def test_rngs_split_restore_and_reseed_give_flax_keys(nnx: Any, flax_nnx: Any, s
         nnx.restore_rngs(backups)
         nnx.reseed(rngs, default=seed + 2)
         return drawn, split_keys, rngs, rngs.default()
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Rngs")
+@pytest.mark.documented("api rnglib page (Rngs takes a mapping of stream names to seeds)")
+@given(
+    streams=st.dictionaries(st.sampled_from(["params", "dropout", "noise"]), st.integers(0, 2**16), min_size=1, max_size=3),
+    keywords=st.dictionaries(st.sampled_from(["dropout", "extra"]), st.integers(0, 2**16), max_size=2),
+)
+def test_rngs_given_a_mapping_makes_its_streams_beside_the_keyword_ones_as_flax(
+    nnx: Any, flax_nnx: Any, streams: dict[str, int], keywords: dict[str, int]
+) -> None:
+    """A mapping given as the first argument names streams, as keywords do (a keyword wins
+    over the mapping's entry of the same name); there is no default stream unless named."""
+
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(streams, **keywords)
+        names = sorted(set(streams) | set(keywords))
+        return names, [getattr(rngs, name)() for name in names], rngs
 
     assert_same(flax_nnx, nnx, scenario)

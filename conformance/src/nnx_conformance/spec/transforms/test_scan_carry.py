@@ -1,6 +1,6 @@
 """Differential tests of ``nnx.scan``'s carry: a function whose whole input and output is
 the carry (``in_axes=Carry``, ``out_axes=Carry``), an array or a Module, in every mode; and
-outputs with more or fewer entries than ``out_axes``, which flax refuses."""
+what flax refuses: outputs with more or fewer entries than ``out_axes``, two carries."""
 
 from __future__ import annotations
 
@@ -66,3 +66,21 @@ def test_a_scan_output_with_other_entries_than_out_axes_is_refused_as_by_flax(
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert isinstance(outcome.error, ValueError), f"flax refuses the output: {outcome.error!r}"
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@given(side=st.sampled_from(["in_axes", "out_axes"]), mode=MODES)
+def test_a_scan_given_two_carries_is_refused_naming_them_as_by_flax(
+    nnx: Any, flax_nnx: Any, side: str, mode: tuple[bool, bool]
+) -> None:
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        two = (nnx.Carry, nnx.Carry)
+        options = {"in_axes": two, "out_axes": (nnx.Carry, 0)} if side == "in_axes" else {
+            "in_axes": (nnx.Carry, 0), "out_axes": two}
+        return nnx.scan(lambda c, x: (c, x), graph=graph, graph_updates=graph_updates, **options)
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("multiple Carry",))
+    assert isinstance(outcome.error, ValueError), f"flax refuses two carries: {outcome.error!r}"
