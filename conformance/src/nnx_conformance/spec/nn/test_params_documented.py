@@ -1,6 +1,6 @@
 """Keywords whose effect the documentation states, checked on the implementation alone:
 the docstrings say what the keyword is for, flax.nnx's behaviour aside (WeightNorm's
-``promote_dtype``; dot_product_attention_with_rope's ``input_positions``, of shape
+``promote_dtype``; GroupNorm's ``reduction_axes``; dot_product_attention_with_rope's ``input_positions``, of shape
 ``(..., seq_len)``)."""
 
 from __future__ import annotations
@@ -58,4 +58,25 @@ def test_rope_attention_rotates_queries_and_keys_at_the_given_positions(
     assert np.array_equal(got, want), expected_got(
         f"attention with RoPE at positions {positions}", "attention of the queries and keys RoPE rotates there",
         f"a difference of {float(jnp.max(jnp.abs(got - want))):.3g}",
+    )
+
+
+@pytest.mark.area("nn/normalization")
+@pytest.mark.apis("GroupNorm")
+@pytest.mark.documented("docstring of flax.nnx.GroupNorm, reduction_axes")
+@settings(max_examples=3)
+@given(input_seed=strategies.seeds, num_groups=st.sampled_from([1, 2, 4]))
+def test_group_norm_takes_its_statistics_per_group_over_the_reduction_axes_it_is_given(
+    nnx: Any, input_seed: int, num_groups: int
+) -> None:
+    """With ``reduction_axes=(-1,)`` each position of each example is normalized on its own,
+    group by group: the statistics of a group of channels over the axes given, nothing else."""
+    x = np.random.default_rng(input_seed).standard_normal((2, 3, 4)).astype(np.float32)
+    layer = nnx.GroupNorm(4, num_groups=num_groups, reduction_axes=(-1,), use_fast_variance=False, rngs=nnx.Rngs(0))
+    grouped = x.reshape(2, 3, num_groups, 4 // num_groups)
+    mean, var = grouped.mean(-1, keepdims=True), grouped.var(-1, keepdims=True)
+    expected = ((grouped - mean) / np.sqrt(var + layer.epsilon)).reshape(x.shape)
+    got = np.asarray(layer(jnp.asarray(x)))
+    assert np.allclose(got, expected, atol=1e-4), expected_got(
+        f"GroupNorm({num_groups} groups, reduction_axes=(-1,)) of a (2, 3, 4) input", expected.round(4), got.round(4)
     )
