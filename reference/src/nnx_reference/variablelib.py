@@ -185,10 +185,12 @@ class Variable(tp.Generic[A]):
         return value
 
     def copy(self, value: tp.Any = MISSING, **updates: tp.Any) -> Variable[tp.Any]:
-        """A new Variable of the same type with the same (or the given) value and metadata."""
-        raw = self._raw_value if value is MISSING else value
-        if reprlib.is_ref(raw) and value is MISSING:
-            raw = as_ref(raw[...])
+        """A new Variable of the same type with the same (or the given) value and metadata; a
+        ``ref=True`` Variable's copy holds a Ref of its own."""
+        if value is MISSING:
+            raw = as_ref(self._raw_value[...]) if reprlib.is_ref(self._raw_value) else self._raw_value
+        else:
+            raw = as_ref(value) if reprlib.is_ref(self._raw_value) and not reprlib.is_ref(value) else value
         return type(self)._new(raw, {**self._var_metadata, **updates})
 
     replace = copy
@@ -467,7 +469,8 @@ class Variable(tp.Generic[A]):
         return self.__nnx_repr__()
 
     def __copy__(self) -> Variable[A]:
-        return self.copy()  # type: ignore[return-value]
+        """A shallow copy: a new Variable holding the very same value (a ref Variable's Ref too)."""
+        return type(self)._new(self._raw_value, dict(self._var_metadata))
 
     def __deepcopy__(self, memo: dict[int, tp.Any]) -> Variable[A]:
         return type(self)._new(copy.deepcopy(self._raw_value, memo), copy.deepcopy(self._var_metadata, memo))

@@ -63,3 +63,22 @@ def test_rngs_given_a_mapping_makes_its_streams_beside_the_keyword_ones_as_flax(
         return names, [getattr(rngs, name)() for name in names], rngs
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("restore_rngs", "split_rngs")
+@pytest.mark.documented(None)
+@given(seed=st.integers(0, 2**16), draws=st.integers(0, 3), with_count=st.booleans())
+def test_restore_rngs_puts_back_backups_with_or_without_a_count_as_flax(
+    nnx: Any, flax_nnx: Any, seed: int, draws: int, with_count: bool
+) -> None:
+    """A backup is read by index: (stream, key) puts back the key, (stream, key, count) the count too."""
+
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(seed)
+        stream = rngs.default
+        backup = (stream, stream.key[...], stream.count[...])[: 3 if with_count else 2]
+        drawn = [rngs() for _ in range(draws)]
+        nnx.restore_rngs([backup])
+        return drawn, stream.key[...], stream.count[...], rngs()
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -1,4 +1,4 @@
-"""Parity of Variables with flax.nnx: copy.copy, pickling, has_metadata, metadata drawn over the
+"""Parity of Variables with flax.nnx: copy.copy, copies of ref Variables, pickling, has_metadata, metadata drawn over the
 documented Variable types, a Variable made with an ``out_sharding`` (and a ``mesh``), and what
 ``variable[index] = value`` stores (dtype, weak type, the array itself or a copy)."""
 
@@ -57,6 +57,31 @@ def test_a_pickled_variable_and_module_come_back_as_in_flax(nnx: Any, flax_nnx: 
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, "flax pickles Variables and Modules"
+
+
+@pytest.mark.apis("Variable")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("how", ["copy", "copy with a value", "replace with a value", "to_state", "copy.copy"])
+def test_a_copy_of_a_ref_variable_holds_a_ref_of_its_own_as_in_flax(nnx: Any, flax_nnx: Any, how: str) -> None:
+    """Copying a ``ref=True`` Variable with its ``copy``/``replace``/``to_state`` methods, with its
+    value or a new one, gives a Variable whose value is a ``jax.Ref`` of its own; ``copy.copy``
+    is shallow and shares the original's Ref."""
+
+    def scenario(nnx: Any) -> Any:
+        variable = nnx.Param(jnp.ones(2), ref=True)
+        made = {
+            "copy": lambda: variable.copy(),
+            "copy with a value": lambda: variable.copy(jnp.zeros(2)),
+            "replace with a value": lambda: variable.replace(jnp.zeros(2)),
+            "to_state": lambda: variable.to_state(),
+            "copy.copy": lambda: copy.copy(variable),
+        }[how]()
+        raw = made.get_raw_value()
+        made[...] = made[...] + 5
+        return type(raw).__name__, raw is variable.get_raw_value(), made, variable
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax copies ref Variables: {outcome.error!r}"
 
 
 @pytest.mark.apis("Variable")
