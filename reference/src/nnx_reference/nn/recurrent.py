@@ -57,6 +57,13 @@ class _GatedCell(RNNCellBase):
     def _settings(self, in_features, hidden_features, dtype, param_dtype, promote_dtype,
                   carry_init, keep_rngs, rngs) -> None:
         """Stores the settings every cell has, warning about the deprecated ones as flax does."""
+        # flax warns about keep_rngs first, and points both warnings at the cell's own code
+        if keep_rngs:
+            warnings.warn(
+                "keep_rngs argument is deprecated. Please use rngs argument in __call__ instead",
+                UserWarning,
+                stacklevel=2,
+            )
         if carry_init is not None:
             warnings.warn(
                 "carry_init is provided in __init__. Please, use carry_init argument in "
@@ -64,13 +71,7 @@ class _GatedCell(RNNCellBase):
                 "instances with same configuration but different carry_init functions will "
                 "have different graphdefs.",
                 UserWarning,
-                stacklevel=3,
-            )
-        if keep_rngs:
-            warnings.warn(
-                "keep_rngs argument is deprecated. Please use rngs argument in __call__ instead",
-                UserWarning,
-                stacklevel=3,
+                stacklevel=2,
             )
         self.in_features = in_features
         self.hidden_features = hidden_features

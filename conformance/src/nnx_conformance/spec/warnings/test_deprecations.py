@@ -88,26 +88,35 @@ def test_deprecated_uses_warn_as_in_flax(nnx: Any, flax_nnx: Any, use: str) -> N
     assert outcome.error is None, f"flax runs the deprecated use {use}"
 
 
-def _blamed(nnx: Any, use: str) -> list[tuple[str, str]]:
-    """Each DeprecationWarning of ``use`` on ``nnx`` by its message's first words, with whether
+def _cell_settings(nnx: Any) -> Any:
+    """A recurrent cell given the settings flax warns about (UserWarnings, not deprecations)."""
+    return nnx.LSTMCell(2, 3, carry_init=nnx.initializers.zeros_init(), keep_rngs=True, rngs=nnx.Rngs(0))
+
+
+WARNED = {**{use: scenario for use, (scenario, _) in DEPRECATED.items()}, "cell settings": _cell_settings}
+"""Every use that warns, by name: the deprecated ones and the recurrent cells' settings."""
+
+
+def _blamed(nnx: Any, use: str) -> list[tuple[str, str, str]]:
+    """Each warning of ``use`` on ``nnx``: its category, its message's first words, and whether
     it points at the caller's line (this module) or elsewhere (inside the library)."""
-    scenario, _ = DEPRECATED[use]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        scenario(nnx)
-    return [(" ".join(str(w.message).split()[:4]), "the caller" if w.filename == __file__ else "elsewhere")
-            for w in caught if issubclass(w.category, DeprecationWarning)]
+        WARNED[use](nnx)
+    return [(w.category.__name__, " ".join(str(w.message).split()[:4]),
+             "the caller" if w.filename == __file__ else "elsewhere")
+            for w in caught if issubclass(w.category, (DeprecationWarning, UserWarning))]
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "LSTMCell")
 @pytest.mark.documented(None)
-@pytest.mark.parametrize("use", sorted(DEPRECATED))
-def test_a_deprecation_warning_points_where_flax_s_points(nnx: Any, flax_nnx: Any, use: str) -> None:
-    """A deprecation names the line that should change: its stack level is flax's."""
+@pytest.mark.parametrize("use", sorted(WARNED))
+def test_a_warning_points_where_flax_s_points(nnx: Any, flax_nnx: Any, use: str) -> None:
+    """A warning names the line that should change: its stack level is flax's."""
     with flax_nnx.active():
         expected = _blamed(flax_nnx.nnx, use)
     got = _blamed(nnx, use)
-    assert got == expected, f"the deprecations of {use}: expected {expected} as flax.nnx's, got {got}"
+    assert got == expected, f"the warnings of {use}: expected {expected} as flax.nnx's, got {got}"
 
 
 @pytest.mark.apis("Module", "capture")
