@@ -138,7 +138,6 @@ class OutStatic:
     (a pytree without leaves)."""
 
     graphdef: graphlib.GraphDef[tp.Any] | None = None  # graph mode: of [input objects, output objects]
-    n_in: int = 0  # how many input groups lead the states
     out_groups: tuple[Group, ...] = ()
     unchanged: bool = False  # flat layout only: no output objects, input structure kept
     holes: bool = False  # the result holds ``refs.Hole``s for input Refs
@@ -348,7 +347,7 @@ def _exit(
         per_obj[group.obj].append(state)
     for slot, obj_states in zip(slots, per_obj):
         out_leaves[slot] = ObjectStates(tuple(obj_states))
-    out_static = OutStatic(graphdef, n_in, tuple(out_groups))
+    out_static = OutStatic(graphdef, tuple(out_groups))
     return Result(out_static, states[:n_in], jax.tree_util.tree_unflatten(out_treedef, out_leaves))
 
 
@@ -361,7 +360,7 @@ def _exit_flat(static: InStatic, objs: list[tp.Any], ref_index: graphlib.RefMap,
     unchanged = not out_objs and graphdef == static.graphdef
     for slot in slots:
         out_leaves[slot] = ObjectStates(())
-    out_static = OutStatic(graphdef, 1, (), unchanged)
+    out_static = OutStatic(graphdef, (), unchanged)
     pure_out = jax.tree_util.tree_unflatten(out_treedef, out_leaves)
     return Result(out_static, [_raw(v) for v in variables], pure_out)
 
