@@ -143,6 +143,16 @@ class _CarriedVariable:
 jax.tree_util.register_static(_CarriedVariable)
 
 
+def _check_carry_prefix(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any) -> None:
+    """Without graph updates flax maps the carry it gave over the carry returned first, so a
+    returned carry lacking the given one's structure as a prefix gets JAX's prefix ValueError
+    (a deeper one reaches ``jax.lax.scan``, whose TypeError names both structures)."""
+    index = _out_carry_index(out, out_axes)
+    if index is not None:
+        carry_out = out if index == -1 else out[index]
+        jax.tree_util.tree_map(lambda *_: None, carry_in, carry_out, is_leaf=trees.is_variable)
+
+
 def _mark_carried_variables(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any, objs: list[tp.Any]) -> tp.Any:
     """Tree mode: the carry's Variables returned as the carry become :class:`_CarriedVariable`.
 
@@ -268,6 +278,8 @@ def _scan_body(
         in_objects = list(zip(entered.objects, static.obj_prefixes))
         axis_metadata(metadata, in_objects, add=False)
         out = fun(*entered.args)
+        if carry_arg is not None and not static.graph_updates:
+            _check_carry_prefix(entered.args[carry_arg], out, out_axes)
         if metadata:
             axis_metadata(metadata, in_objects + out_objects(out, out_axes), add=True)
         if tree_carry is not None:

@@ -1,10 +1,11 @@
-"""Parity of MultiHeadAttention with flax.nnx: the same projections' parameters bit for
+"""Parity of attention with flax.nnx: inputs of drawn ranks, and MultiHeadAttention's projections' parameters bit for
 bit and the same self-attention outputs within rounding, causal or not."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import jax.numpy as jnp
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -44,3 +45,18 @@ def test_a_view_sets_the_modes_of_multi_head_attention_as_flax(
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax failed to view the layer with {deterministic=}, {decode=}: {outcome.error!r}"
+
+
+@pytest.mark.apis("dot_product_attention")
+@given(ranks=st.tuples(st.integers(3, 5), st.integers(3, 5), st.integers(3, 5)))
+def test_attention_over_inputs_of_drawn_ranks_runs_or_refuses_them_as_flax(
+    nnx: Any, flax_nnx: Any, ranks: tuple[int, int, int]
+) -> None:
+    """Query, key and value must have one rank (flax's ValueError names the ranks); of equal
+    rank they attend over any number of batch axes."""
+    shapes = [(2,) * (rank - 3) + (3, 1, 4) for rank in ranks]
+
+    def scenario(nnx: Any) -> Any:
+        return nnx.dot_product_attention(*(jnp.ones(shape) for shape in shapes))
+
+    assert_same(flax_nnx, nnx, scenario, mentions=("rank",) if len(set(ranks)) > 1 else ())

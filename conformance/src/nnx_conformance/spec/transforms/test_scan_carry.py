@@ -1,6 +1,7 @@
 """Differential tests of ``nnx.scan``'s carry: a function whose whole input and output is
 the carry (``in_axes=Carry``, ``out_axes=Carry``), an array or a Module, in every mode; and
-what flax refuses: outputs with more or fewer entries than ``out_axes``, two carries."""
+what flax refuses: outputs with more or fewer entries than ``out_axes``, two carries, a carry
+returned with another structure."""
 
 from __future__ import annotations
 
@@ -84,3 +85,23 @@ def test_a_scan_given_two_carries_is_refused_naming_them_as_by_flax(
 
     outcome = assert_same(flax_nnx, nnx, scenario, mentions=("multiple Carry",))
     assert isinstance(outcome.error, ValueError), f"flax refuses two carries: {outcome.error!r}"
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@given(mode=MODES, bigger=st.booleans())
+def test_a_scan_body_returning_another_carry_structure_is_refused_as_by_flax(
+    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool], bigger: bool
+) -> None:
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        def step(carry: Any, x: Any) -> Any:
+            return ((carry, carry) if bigger else carry[0]), x
+
+        start = jnp.zeros(()) if bigger else (jnp.zeros(()), jnp.zeros(()))
+        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
+                        graph_updates=graph_updates)(start, jnp.arange(3.0))
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is not None, "flax refuses a carry of another structure"
