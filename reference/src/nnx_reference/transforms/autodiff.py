@@ -146,8 +146,8 @@ def _grad_call(
     _check_tree_mode_argnums(name, nums, mode)
     if mode.graph_updates:
         args, kwargs = trees.positional(fun, args, kwargs, "always"), {}
-    else:
-        _check_positional_count(argnums if single else nums, args)
+    positions = tuple(n.argnum if isinstance(n, DiffState) else n for n in nums)
+    _check_positional_count(positions[0] if single else positions, args)
     prefixes = _arg_prefixes(nums, len(args))
     if not mode.graph_updates:  # the whole argument is differentiated, as a tree
         prefixes = tuple(DiffPrefix(... if p.filter is not None else None) for p in prefixes)

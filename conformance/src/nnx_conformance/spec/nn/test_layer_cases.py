@@ -63,6 +63,9 @@ def cases() -> list[Case]:
                {"use_bias": False}, {"padding": 2}, {"padding": "FOO"}, {"mask": jnp.tril(jnp.ones((3, 3, 4)))}]:
         label = {k: "<array>" if hasattr(v, "shape") else v for k, v in kw.items()}
         out.append(Case(f"Conv1d {label}", lambda n, r, kw=kw: n.Conv(3, 4, 3, rngs=r, **kw), x3))
+    built = "".join(["CIRC", "ULAR"])  # a padding name made at run time: equal to the literal, not the same object
+    out.append(Case("ConvTranspose1d circular padding named at run time",
+                    lambda n, r: n.ConvTranspose(3, 4, 3, padding=built, rngs=r), x3))
     out += [
         Case("Conv2d groups circular", lambda n, r: n.Conv(4, 6, (3, 2), feature_group_count=2, padding="CIRCULAR", rngs=r), x4d),
         Case("Conv2d unbatched", lambda n, r: n.Conv(4, 6, (3, 2), rngs=r), x4d[0]),

@@ -1,4 +1,4 @@
-"""Parity of Variables with flax.nnx: copy.copy, copies of ref Variables, pickling, has_metadata, metadata drawn over the
+"""Parity of Variables with flax.nnx: reprs, copy.copy, copies of ref Variables, pickling, has_metadata, metadata drawn over the
 documented Variable types, a Variable made with an ``out_sharding`` (and a ``mesh``), and what
 ``variable[index] = value`` stores (dtype, weak type, the array itself or a copy)."""
 
@@ -82,6 +82,26 @@ def test_a_copy_of_a_ref_variable_holds_a_ref_of_its_own_as_in_flax(nnx: Any, fl
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax copies ref Variables: {outcome.error!r}"
+
+
+@pytest.mark.apis("Variable")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("kind", ["plain", "ref", "hijax", "hooked"])
+def test_a_variable_reprs_as_flax_s(nnx: Any, flax_nnx: Any, kind: str) -> None:
+    """The repr shows the value as read (through an ``on_get_value`` hook), a ref Variable's
+    value, and the metadata in flax's order (by name for hijax Variables)."""
+
+    def scenario(nnx: Any) -> Any:
+        options = {"b": 1, "a": 2} | {"plain": {}, "ref": {"ref": True}, "hijax": {"hijax": True},
+                                      "hooked": {"on_get_value": _tripled}}[kind]
+        return repr(nnx.Param(jnp.ones(2), **options))
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+def _tripled(variable: Any, value: Any) -> Any:
+    """An ``on_get_value`` hook (a module-level function: its repr is the same in both runs)."""
+    return value * 3
 
 
 @pytest.mark.apis("Variable")
