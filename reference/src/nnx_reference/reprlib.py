@@ -62,7 +62,7 @@ def size_comment(size: int, nbytes: int) -> str:
 
 def _bytes(n: int) -> str:
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= scale:
+        if n > scale:
             return f"{n / scale:,.1f} {unit}"
     return f"{n:,} B"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
@@ -49,6 +49,8 @@ def test_a_view_sets_the_modes_of_multi_head_attention_as_flax(
 
 @pytest.mark.apis("dot_product_attention")
 @given(ranks=st.tuples(st.integers(3, 5), st.integers(3, 5), st.integers(3, 5)))
+@example(ranks=(4, 4, 5))
+@example(ranks=(4, 4, 3))
 def test_attention_over_inputs_of_drawn_ranks_runs_or_refuses_them_as_flax(
     nnx: Any, flax_nnx: Any, ranks: tuple[int, int, int]
 ) -> None:

@@ -86,15 +86,18 @@ def test_a_copy_of_a_ref_variable_holds_a_ref_of_its_own_as_in_flax(nnx: Any, fl
 
 @pytest.mark.apis("Variable")
 @pytest.mark.documented(None)
-@pytest.mark.parametrize("kind", ["plain", "ref", "hijax", "hooked"])
+@pytest.mark.parametrize("kind", ["plain", "ref", "hijax", "hooked", "a kilobyte", "999,999 bytes", "a megabyte"])
 def test_a_variable_reprs_as_flax_s(nnx: Any, flax_nnx: Any, kind: str) -> None:
     """The repr shows the value as read (through an ``on_get_value`` hook), a ref Variable's
-    value, and the metadata in flax's order (by name for hijax Variables)."""
+    value, the metadata in flax's order (by name for hijax Variables), and the size in the
+    unit flax picks at its boundaries (1,000,000 bytes is still 1,000.0 KB)."""
 
     def scenario(nnx: Any) -> Any:
-        options = {"b": 1, "a": 2} | {"plain": {}, "ref": {"ref": True}, "hijax": {"hijax": True},
-                                      "hooked": {"on_get_value": _tripled}}[kind]
-        return repr(nnx.Param(jnp.ones(2), **options))
+        options = {"b": 1, "a": 2} | {"ref": {"ref": True}, "hijax": {"hijax": True},
+                                      "hooked": {"on_get_value": _tripled}}.get(kind, {})
+        value = {"a kilobyte": jnp.zeros(250), "999,999 bytes": jnp.zeros(999_999, jnp.int8),
+                 "a megabyte": jnp.zeros(250_000)}.get(kind, jnp.ones(2))
+        return repr(nnx.Param(value, **options))
 
     assert_same(flax_nnx, nnx, scenario)
 
