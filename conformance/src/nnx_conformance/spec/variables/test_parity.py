@@ -86,7 +86,7 @@ def test_a_copy_of_a_ref_variable_holds_a_ref_of_its_own_as_in_flax(nnx: Any, fl
 
 @pytest.mark.apis("Variable")
 @pytest.mark.documented(None)
-@pytest.mark.parametrize("kind", ["plain", "ref", "hijax", "hooked", "a kilobyte", "999,999 bytes", "a megabyte"])
+@pytest.mark.parametrize("kind", ["plain", "ref", "hijax", "hooked", "a kilobyte", "1,000,001 bytes", "a megabyte"])
 def test_a_variable_reprs_as_flax_s(nnx: Any, flax_nnx: Any, kind: str) -> None:
     """The repr shows the value as read (through an ``on_get_value`` hook), a ref Variable's
     value, the metadata in flax's order (by name for hijax Variables), and the size in the
@@ -95,7 +95,7 @@ def test_a_variable_reprs_as_flax_s(nnx: Any, flax_nnx: Any, kind: str) -> None:
     def scenario(nnx: Any) -> Any:
         options = {"b": 1, "a": 2} | {"ref": {"ref": True}, "hijax": {"hijax": True},
                                       "hooked": {"on_get_value": _tripled}}.get(kind, {})
-        value = {"a kilobyte": jnp.zeros(250), "999,999 bytes": jnp.zeros(999_999, jnp.int8),
+        value = {"a kilobyte": jnp.zeros(250), "1,000,001 bytes": jnp.zeros(1_000_001, jnp.int8),
                  "a megabyte": jnp.zeros(250_000)}.get(kind, jnp.ones(2))
         return repr(nnx.Param(value, **options))
 
