@@ -203,9 +203,11 @@ class JitWrapped:
             shardings = self.in_shardings
             if type(shardings) not in (tuple, list):
                 shardings = tuple(shardings for _ in positions)
-            specs = tuple(
-                _spec_tree(s, pos in self.donate_argnums) for pos, s in zip(positions, shardings)
-            )
+            # one entry per dynamic argument: a tuple of another length is kept whole, for the
+            # prefix check to refuse as jax.jit's does
+            donated = [pos in self.donate_argnums for pos in positions]
+            donated += [False] * (len(shardings) - len(donated))
+            specs = tuple(_spec_tree(s, d) for s, d in zip(shardings, donated))
             self._specs_by_positions[key] = specs
         return specs
 

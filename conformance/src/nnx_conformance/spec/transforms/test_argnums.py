@@ -1,18 +1,21 @@
 """Differential tests of the positions transforms are told about: ``argnums`` past the
 arguments a caller passes, which ``grad`` and ``value_and_grad`` refuse with flax's TypeError
-in every mode (also for a function that takes ``*args``), and ``jit``'s static arguments
-changing between calls on the same model."""
+in every mode (also for a function that takes ``*args``); ``jit``'s static arguments changing
+between calls on the same model, at positions past a signature's named parameters, and beside
+``in_shardings`` and donated arguments."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jax.sharding import NamedSharding, PartitionSpec
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.assertions import assert_same, expected_got
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms")]
 
@@ -53,3 +56,88 @@ def test_a_jitted_call_with_other_static_arguments_on_the_same_model_computes_af
         return [scaled(model, scale) for scale in scales]
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+def _sum_of_arrays(*arguments: Any) -> Any:
+    """The sum of the array arguments times the product of the int ones: a function whose
+    result shows which arguments were static."""
+    arrays = [a for a in arguments if not isinstance(a, int)]
+    scale = 1
+    for a in arguments:
+        if isinstance(a, int):
+            scale *= a
+    return sum(arrays[1:], arrays[0]) * scale
+
+
+@st.composite
+def _static_layouts(draw: st.DrawFn) -> tuple[int, tuple[int, ...]]:
+    """A count of positional arguments and the positions among them that are static (never all)."""
+    count = draw(st.integers(2, 4))
+    static = draw(st.lists(st.integers(0, count - 1), unique=True, max_size=count - 1).map(sorted))
+    return count, tuple(static)
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.documented("api transforms page: jit's static_argnums")
+@given(layout=_static_layouts(), graph=st.booleans())
+def test_static_positions_past_a_signatures_named_parameters_act_as_in_flax(
+    nnx: Any, flax_nnx: Any, layout: tuple[int, tuple[int, ...]], graph: bool
+) -> None:
+    count, static = layout
+
+    def scenario(nnx: Any) -> Any:
+        def f(x: Any, *rest: Any) -> Any:
+            return _sum_of_arrays(x, *rest)
+
+        arguments = [i + 2 if i in static else jnp.arange(2.0) + i for i in range(count)]
+        return nnx.jit(f, static_argnums=static, graph=graph)(*arguments)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.documented("api transforms page: jit's in_shardings, static_argnums and donate_argnums")
+@given(layout=_static_layouts(), extra=st.integers(-1, 1), donate=st.integers(0, 3), graph=st.booleans())
+def test_in_shardings_name_the_dynamic_arguments_beside_static_and_donated_ones_as_in_flax(
+    nnx: Any, flax_nnx: Any, layout: tuple[int, tuple[int, ...]], extra: int, donate: int, graph: bool
+) -> None:
+    """``in_shardings`` holds one entry per dynamic argument (jax.jit's rule): another count is
+    refused; a donated argument is deleted after the call. (An empty tuple has a test of its own.)"""
+    count, static = layout
+    replicated = NamedSharding(jax.make_mesh((1,), ("devices",)), PartitionSpec())
+    dynamic = count - len(static)
+    donated = (donate,) if donate < count and donate not in static else ()
+
+    def scenario(nnx: Any) -> Any:
+        arguments = [i + 2 if i in static else jnp.arange(2.0) + i for i in range(count)]
+        compiled = nnx.jit(_sum_of_arrays, static_argnums=static, donate_argnums=donated,
+                           in_shardings=(replicated,) * max(dynamic + extra, 1), graph=graph)
+        result = compiled(*arguments)
+        return result, [a.is_deleted() for a in arguments if not isinstance(a, int)]
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.kind("error")
+@pytest.mark.apis("jit")
+@pytest.mark.documented("docstring of flax.nnx.jit: in_shardings as jax.jit's, which refuses a tuple of another length than the arguments")
+@pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
+def test_an_empty_in_shardings_tuple_is_refused_with_a_value_error(nnx: Any, graph: bool) -> None:
+    with pytest.raises(ValueError):
+        nnx.jit(lambda x: x, in_shardings=(), graph=graph)(jnp.ones(2))
+
+
+@pytest.mark.kind("property")
+@pytest.mark.apis("jit")
+@pytest.mark.documented("docstring of flax.nnx.jit: static_argnums is an int or a collection of ints")
+@given(layout=_static_layouts().filter(lambda layout: len(layout[1]) == 1), graph=st.booleans())
+def test_an_int_static_argnums_beside_in_shardings_acts_as_its_one_tuple(
+    nnx: Any, layout: tuple[int, tuple[int, ...]], graph: bool
+) -> None:
+    count, (position,) = layout
+    replicated = NamedSharding(jax.make_mesh((1,), ("devices",)), PartitionSpec())
+    arguments = [position + 2 if i == position else jnp.arange(2.0) + i for i in range(count)]
+    expected = _sum_of_arrays(*arguments)
+    result = nnx.jit(_sum_of_arrays, static_argnums=position, in_shardings=(replicated,) * (count - 1),
+                     graph=graph)(*arguments)
+    assert (result == expected).all(), expected_got(f"jit with static_argnums={position}", str(expected), str(result))
