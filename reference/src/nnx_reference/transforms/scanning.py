@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import reprlib
-from . import checks, lift, trees
+from . import checks, lift, scan_carry, trees
 from .iteration import Carry, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
 from .traced import pure_function
 
@@ -124,15 +124,6 @@ def _check_axes_pair(in_axes: tp.Any, out_axes: tp.Any) -> None:
         )
 
 
-def _out_carry_index(out: tp.Any, out_axes: tp.Any) -> int | None:
-    """Where the output carry is: ``-1`` for the whole output, else its position."""
-    if out_axes is Carry:
-        return -1
-    if type(out_axes) in (tuple, list) and type(out) in (tuple, list) and len(out) == len(out_axes):
-        return next((i for i, p in enumerate(out_axes) if p is Carry), None)
-    return None
-
-
 @dataclasses.dataclass(frozen=True)
 class _CarriedVariable:
     """Tree-mode scan: one of the inputs' own Variables, returned in the carry (its index among them)."""
@@ -143,23 +134,13 @@ class _CarriedVariable:
 jax.tree_util.register_static(_CarriedVariable)
 
 
-def _check_carry_prefix(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any) -> None:
-    """Without graph updates flax maps the carry it gave over the carry returned first, so a
-    returned carry lacking the given one's structure as a prefix gets JAX's prefix ValueError
-    (a deeper one reaches ``jax.lax.scan``, whose TypeError names both structures)."""
-    index = _out_carry_index(out, out_axes)
-    if index is not None:
-        carry_out = out if index == -1 else out[index]
-        jax.tree_util.tree_map(lambda *_: None, carry_in, carry_out, is_leaf=trees.is_variable)
-
-
 def _mark_carried_variables(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any, objs: list[tp.Any]) -> tp.Any:
     """Tree mode: the carry's Variables returned as the carry become :class:`_CarriedVariable`.
 
     They are the inputs' own Variables: scan carries their state and gives back
     the caller's Variables in their place (see :func:`_restore_carried_variables`).
     """
-    index = _out_carry_index(out, out_axes)
+    index = scan_carry.out_carry_index(out, out_axes)
     if index is None:
         return out
     carry_out = out if index == -1 else out[index]
@@ -277,9 +258,14 @@ def _scan_body(
         entered = lift.enter(static, plan.pure(carry, x))
         in_objects = list(zip(entered.objects, static.obj_prefixes))
         axis_metadata(metadata, in_objects, add=False)
+        given = None if carry_arg is None else entered.args[carry_arg]
+        checks_prefix = carry_arg is not None and not static.graph_updates
+        snapshot = scan_carry.carry_snapshot(given) if checks_prefix else None
         out = fun(*entered.args)
-        if carry_arg is not None and not static.graph_updates:
-            _check_carry_prefix(entered.args[carry_arg], out, out_axes)
+        if checks_prefix:
+            scan_carry.check_carry_prefix(snapshot, out, out_axes)
+        elif carry_arg is not None:
+            scan_carry.check_same_references(given, out, out_axes)
         if metadata:
             axis_metadata(metadata, in_objects + out_objects(out, out_axes), add=True)
         if tree_carry is not None:
@@ -299,14 +285,16 @@ def _scan_body(
             new_carry = [in_group_out[i] if i in is_object else next(user_iter) for i in plan.carried]
         except StopIteration:
             new_carry = None
-        flat_new = None if new_carry is None else jax.tree.leaves(new_carry)
-        expected = len(jax.tree.leaves(carry))
-        if flat_new is None or len(flat_new) != expected or next(user_iter, None) is not None:
+        if new_carry is None or next(user_iter, None) is not None:
             raise ValueError(
                 "nnx.scan: the carry returned by the function does not match the carry it "
-                f"received: expected {expected} arrays"
+                f"received: expected {sum(i not in is_object for i in plan.carried)} arrays, "
+                f"got {len(user_carry)}"
             )
-        return _restructure(flat_new, [jax.tree.structure(c) for c in carry]), (user_ys, state_ys)
+        for i, given_state, new in zip(plan.carried, carry, new_carry):
+            if i in is_object:
+                scan_carry.check_carried_state(given_state, new)
+        return _restructure(jax.tree.leaves(new_carry), [jax.tree.structure(c) for c in carry]), (user_ys, state_ys)
 
     return body
 

@@ -1,7 +1,7 @@
 """Differential tests of ``nnx.scan``'s carry: a function whose whole input and output is
 the carry (``in_axes=Carry``, ``out_axes=Carry``), an array or a Module, in every mode; and
 what flax refuses: outputs with more or fewer entries than ``out_axes``, two carries, a carry
-returned with another structure."""
+returned with another structure, a carried Module that gains or loses a Variable or a submodule."""
 
 from __future__ import annotations
 
@@ -105,3 +105,56 @@ def test_a_scan_body_returning_another_carry_structure_is_refused_as_by_flax(
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is not None, "flax refuses a carry of another structure"
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@given(mode=MODES, returned=st.sampled_from(["none", "in a tuple", "in a list"]))
+def test_a_scan_body_returning_its_array_carry_wrapped_is_refused_as_by_flax(
+    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool], returned: str
+) -> None:
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        def step(carry: Any, x: Any) -> Any:
+            return {"none": None, "in a tuple": (carry,), "in a list": [carry]}[returned], x
+
+        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
+                        graph_updates=graph_updates)(jnp.zeros(()), jnp.arange(3.0))
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is not None, "flax refuses a carry returned in another structure"
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@given(mode=MODES, change=st.sampled_from(["adds a Variable", "deletes a Variable", "adds a submodule"]))
+def test_a_carried_module_whose_structure_the_body_changes_is_refused_as_by_flax(
+    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool], change: str
+) -> None:
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        class Counter(nnx.Module):
+            def __init__(self) -> None:
+                self.total = nnx.Param(jnp.zeros(2))
+                self.steps = nnx.BatchStat(jnp.zeros(()))
+
+        def step(counter: Any, x: Any) -> Any:
+            if change == "adds a Variable":
+                counter.extra = nnx.Param(x)
+            elif change == "deletes a Variable":
+                del counter.steps
+            else:
+                counter.extra = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            counter.total[...] += x
+            return counter, x.sum()
+
+        counter = Counter()
+        nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
+                 graph_updates=graph_updates)(counter, jnp.ones((3, 2)))
+        return counter
+
+    named = "steps" if change == "deletes a Variable" else "extra"
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(named,) if graph_updates or not graph else ())
+    assert outcome.error is not None, "flax refuses a carried Module whose structure changes"

@@ -1,0 +1,96 @@
+"""The checks ``scan`` makes of the carry a body returns against the carry it was given.
+
+With graph updates the carry must come back as the same references (graph nodes and
+Variables the very objects given, arrays in the same structure), and a carried graph
+node's state must keep its structure (no Variable added or removed), as ``jax.lax.scan``
+requires. Without graph updates the carry given, as it was before the body ran, must be a
+prefix of the carry returned.
+"""
+
+from __future__ import annotations
+
+import typing as tp
+
+import jax
+
+from .. import graphlib
+from .iteration import Carry
+from .trees import is_variable
+
+
+def out_carry_index(out: tp.Any, out_axes: tp.Any) -> int | None:
+    """Where the output carry is: ``-1`` for the whole output, else its position."""
+    if out_axes is Carry:
+        return -1
+    if type(out_axes) in (tuple, list) and type(out) in (tuple, list) and len(out) == len(out_axes):
+        return next((i for i, p in enumerate(out_axes) if p is Carry), None)
+    return None
+
+
+def _carry_out(out: tp.Any, out_axes: tp.Any) -> tuple[bool, tp.Any]:
+    """Whether the output holds a carry, and that carry."""
+    index = out_carry_index(out, out_axes)
+    if index is None:
+        return False, None
+    return True, out if index == -1 else out[index]
+
+
+def carry_snapshot(carry_in: tp.Any) -> tp.Any:
+    """The structure of the carry given, Variables as leaves, taken before the body runs
+    (so that a Module the body changes is seen as it was)."""
+    leaves, treedef = jax.tree_util.tree_flatten(carry_in, is_leaf=is_variable)
+    return jax.tree_util.tree_unflatten(treedef, [0] * len(leaves))
+
+
+def check_carry_prefix(snapshot: tp.Any, out: tp.Any, out_axes: tp.Any) -> None:
+    """Without graph updates flax maps the carry it gave over the carry returned first, so a
+    returned carry lacking the given one's structure (:func:`carry_snapshot`) as a prefix gets
+    JAX's prefix ValueError (a deeper one reaches ``jax.lax.scan``, whose TypeError names both
+    structures)."""
+    found, carry_out = _carry_out(out, out_axes)
+    if found:
+        jax.tree_util.tree_map(lambda *_: None, snapshot, carry_out, is_leaf=is_variable)
+
+
+def _is_reference(x: tp.Any) -> bool:
+    return is_variable(x) or graphlib.is_graph_node(x)
+
+
+def check_same_references(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any) -> None:
+    """With graph updates: the carry returned has the given carry's structure, and holds its
+    graph nodes and Variables themselves, else ValueError."""
+    found, carry_out = _carry_out(out, out_axes)
+    if not found:
+        return
+    in_leaves, in_def = jax.tree_util.tree_flatten_with_path(carry_in, is_leaf=_is_reference)
+    out_leaves, out_def = jax.tree_util.tree_flatten(carry_out, is_leaf=_is_reference)
+    if in_def != jax.tree_util.tree_structure(carry_out, is_leaf=_is_reference):
+        raise ValueError(
+            "Carry references must be the same between iterations. Got a carry of structure "
+            f"{out_def} for one of structure {in_def}"
+        )
+    for (path, given), returned in zip(in_leaves, out_leaves):
+        if _is_reference(given) and returned is not given:
+            raise ValueError(
+                "Carry references must be the same between iterations. Got "
+                f"{type(returned).__name__} for the {type(given).__name__} given at carry path "
+                f"{jax.tree_util.keystr(path)!r}"
+            )
+
+
+def _leaf_paths(state: tp.Any) -> set[str]:
+    leaves = jax.tree_util.tree_flatten_with_path(state, is_leaf=is_variable)[0]
+    return {jax.tree_util.keystr(path) for path, _ in leaves}
+
+
+def check_carried_state(state_in: tp.Any, state_out: tp.Any) -> None:
+    """The state of a carried graph node keeps its structure across the body, else TypeError
+    (as ``jax.lax.scan``'s) naming the paths added or removed."""
+    structure_in = jax.tree_util.tree_structure(state_in, is_leaf=is_variable)
+    if structure_in != jax.tree_util.tree_structure(state_out, is_leaf=is_variable):
+        differing = sorted(_leaf_paths(state_in) ^ _leaf_paths(state_out))
+        raise TypeError(
+            "scan body function carry input and carry output must have the same pytree "
+            "structure, but they differ: the state of a carried graph node changed at "
+            f"{', '.join(differing)}"
+        )
