@@ -161,8 +161,8 @@ class Variable(tp.Generic[A]):
     @classmethod
     def _new(cls: type[V], raw_value: tp.Any, metadata: tp.Mapping[str, tp.Any]) -> V:
         """Builds a Variable without running ``__init__``, of ``cls`` or its hijax twin as the
-        ``hijax`` metadata asks (used by copies and rebuilds)."""
-        if bool(metadata.get("hijax")) != cls._hijax:
+        ``hijax`` metadata asks (used by copies and rebuilds); KeyError without it, as flax."""
+        if bool(metadata["hijax"]) != cls._hijax:
             cls = _hijax.twin(cls, not cls._hijax)  # type: ignore[assignment]
         return cls._make(raw_value, metadata)
 
@@ -177,7 +177,8 @@ class Variable(tp.Generic[A]):
 
     @classmethod
     def from_metadata(cls: type[V], value: tp.Any, attributes: dict[str, tp.Any]) -> V:
-        """A Variable of this type holding ``value`` with exactly the metadata ``attributes``."""
+        """A Variable of this type holding ``value`` with exactly the metadata ``attributes``,
+        which must name ``hijax`` (KeyError otherwise)."""
         return cls._new(value, attributes)
 
     def create_value(self, value: A) -> A:
@@ -348,11 +349,11 @@ class Variable(tp.Generic[A]):
 
     @property
     def hijax(self) -> bool:
-        return self._var_metadata.get("hijax", False)
+        return self._var_metadata["hijax"]
 
     @property
     def ref(self) -> bool:
-        return self._var_metadata.get("ref", False)
+        return self._var_metadata["ref"]
 
     def _hooks(self, name: str) -> tuple[tp.Callable[..., tp.Any], ...]:
         """The hooks kept under the metadata key ``name``: a tuple of them, or one alone."""

@@ -1,4 +1,5 @@
-"""Parity of Variables with flax.nnx: reprs, copy.copy, copies of ref Variables, pickling, has_metadata, metadata drawn over the
+"""Parity of Variables with flax.nnx: reprs, copy.copy, copies of ref Variables, pickling, has_metadata,
+``from_metadata`` given some of the required keys, metadata drawn over the
 documented Variable types, a Variable made with an ``out_sharding`` (and a ``mesh``), and what
 ``variable[index] = value`` stores (dtype, weak type, the array itself or a copy)."""
 
@@ -36,6 +37,27 @@ def test_copy_and_has_metadata_agree_with_flax(nnx: Any, flax_nnx: Any, recipe: 
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.result[1][2] == ("bool", False), "flax's copy.copy makes a new Variable"
+
+
+@pytest.mark.apis("Variable")
+@pytest.mark.documented(None)
+@given(
+    type_name=st.sampled_from(gs.VARIABLE_TYPES),
+    keys=st.lists(st.sampled_from(["hijax", "ref", "eager_sharding", "tag"]), unique=True),
+    read=st.sampled_from(["hijax", "ref", "eager_sharding", "tag"]),
+)
+def test_from_metadata_with_some_of_the_required_keys_acts_as_in_flax(
+    nnx: Any, flax_nnx: Any, type_name: str, keys: list[str], read: str
+) -> None:
+    """``from_metadata`` keeps exactly the metadata given; without ``hijax`` flax refuses it
+    (KeyError), and reading a property whose key is missing raises as flax's does."""
+    values = {"hijax": False, "ref": False, "eager_sharding": True, "tag": "t"}
+
+    def scenario(nnx: Any) -> Any:
+        variable = gs.variable_type(nnx, type_name).from_metadata(jnp.arange(2.0), {k: values[k] for k in keys})
+        return type(variable).__name__, sorted(variable.get_metadata()), variable[...], getattr(variable, read)
+
+    assert_same(flax_nnx, nnx, scenario)
 
 
 @pytest.mark.apis("Variable", "Linear")
