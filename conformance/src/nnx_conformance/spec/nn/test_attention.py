@@ -65,17 +65,19 @@ def test_attention_over_inputs_of_drawn_ranks_runs_or_refuses_them_as_flax(
 
 
 @pytest.mark.apis("dot_product_attention")
-@given(kv_heads=st.sampled_from([1, 2, 4]), seed=strategies.seeds)
+@given(kv_heads=st.sampled_from([1, 2, 4]), batch=st.lists(st.just(2), max_size=2).map(tuple),
+       dropout_rate=st.sampled_from([0.0, 0.5]), seed=strategies.seeds)
 def test_grouped_query_attention_shares_each_key_head_among_its_query_heads_as_flax(
-    nnx: Any, flax_nnx: Any, kv_heads: int, seed: int
+    nnx: Any, flax_nnx: Any, kv_heads: int, batch: tuple[int, ...], dropout_rate: float, seed: int
 ) -> None:
-    """Four query heads over one, two or four key and value heads: each key head serves
-    a group of consecutive query heads."""
-    query = strategies.layer_input((2, 3, 4, 5), seed)
-    key, value = (strategies.layer_input((2, 3, kv_heads, 5), seed + i) for i in (1, 2))
+    """Four query heads over one, two or four key and value heads, under any number of batch
+    axes, with dropout configured but off (deterministic) or none: each key head serves a
+    group of consecutive query heads."""
+    query = strategies.layer_input((*batch, 3, 4, 5), seed)
+    key, value = (strategies.layer_input((*batch, 3, kv_heads, 5), seed + i) for i in (1, 2))
 
     def scenario(nnx: Any) -> Any:
-        return nnx.dot_product_attention(query, key, value)
+        return nnx.dot_product_attention(query, key, value, dropout_rate=dropout_rate, deterministic=True)
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax attends with grouped heads: {outcome.error!r}"
