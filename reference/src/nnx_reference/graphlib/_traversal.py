@@ -170,7 +170,9 @@ def with_vars(
     def convert(path: PathParts, x: tp.Any) -> tp.Any:
         if not isinstance(x, Variable) or not predicate(path, x):
             return x
-        metadata = _with_mutability({**x.get_metadata(), **updates})
+        metadata = {**x.get_metadata(), **updates}
+        if not _changes_mode(x, hijax, ref):
+            metadata = _with_mutability(metadata)
         value = x.get_value()
         return type(x)._new(as_ref(value) if wants_ref(metadata) else value, metadata)
 
@@ -197,9 +199,16 @@ def vars_as(
     return with_vars(node, hijax=hijax, ref=ref, mutable=mutable, only=only, allow_duplicates=allow_duplicates)
 
 
+def _changes_mode(variable: Variable, hijax: bool | None, ref: bool | None) -> bool:
+    """Whether the conversion asks another ``hijax`` or ``ref`` than the Variable has: flax
+    then gives the new Variable ``mutable`` as asked, keeping its Ref."""
+    return (hijax is not None and hijax != variable.hijax) or (ref is not None and ref != variable.ref)
+
+
 def _with_mutability(metadata: dict[str, tp.Any]) -> dict[str, tp.Any]:
-    """Applies a ``mutable`` request: an immutable Variable drops its Ref and remembers it
-    (``had_ref``); a mutable one gets it back, and ``mutable=True`` is the default, so it is not kept."""
+    """Applies a ``mutable`` request to a Variable whose mode stays, as the hijax guide shows:
+    an immutable Variable drops its Ref and remembers it (``had_ref``); a mutable one gets it
+    back, and ``mutable=True`` is the default, so it is not kept."""
     if metadata.get("mutable") is False and metadata.get("ref"):
         metadata.update(ref=False, had_ref=True)
     elif metadata.get("mutable") is True:
