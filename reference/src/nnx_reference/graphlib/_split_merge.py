@@ -131,15 +131,20 @@ def unflatten(
     whose outer index is in ``outer_index_outer_ref`` is that object, updated in place.
     """
     if isinstance(state, list):
-        if len(state) != graphdef.num_leaves:
-            _raise_leaf_count(graphdef, len(state))
-        leaves = list(zip(sort_paths(leaf_paths(graphdef.root)), state))
+        leaves = _in_path_order(graphdef, state)
     elif isinstance(state, (FlatState, tp.Mapping)):
         leaves = collect_leaves([state])
     else:
         raise ValueError(f"Unsupported state type: {type(state)}")
     reuse = Reuse(outer_index_outer_ref, in_place=False)
     return unflatten_leaves(graphdef, leaves, index_ref, copy_variables, recreate_variables, reuse)
+
+
+def _in_path_order(graphdef: GraphDef[tp.Any], leaves: list[tp.Any]) -> list[tuple[PathParts, tp.Any]]:
+    """A list of leaves paired with the GraphDef's leaf paths, in sorted path order."""
+    if len(leaves) != graphdef.num_leaves:
+        _raise_leaf_count(graphdef, len(leaves))
+    return list(zip(sort_paths(leaf_paths(graphdef.root)), leaves))
 
 
 def _raise_leaf_count(graphdef: GraphDef[tp.Any], got: int) -> tp.NoReturn:
@@ -221,7 +226,17 @@ def merge(graphdef: GraphDef[A], /, *states: tp.Any, copy: bool = False, recreat
         graphdef, states = graphdef.graphdef, (graphdef, *states)
     if not isinstance(graphdef, GraphDef):
         raise TypeError(f"Expected a GraphDef or GraphState object, got: {graphdef!r}")
+    if any(isinstance(s, list) for s in states):
+        return unflatten_leaves(graphdef, _listed_leaves(graphdef, states), None, copy, recreate_variables)
     return unflatten_leaves(graphdef, collect_leaves(states), None, copy, recreate_variables)
+
+
+def _listed_leaves(graphdef: GraphDef[tp.Any], states: tuple[tp.Any, ...]) -> list[tuple[PathParts, tp.Any]]:
+    """A list given to :func:`merge` is the leaves in path order, and must be its only state
+    (ValueError otherwise, as flax's where the list comes first)."""
+    if len(states) > 1:
+        raise ValueError(f"Only one state can be passed as a list, got {len(states)} states.")
+    return _in_path_order(graphdef, states[0])
 
 
 class ApplyCaller:

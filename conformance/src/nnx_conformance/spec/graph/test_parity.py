@@ -248,3 +248,45 @@ def test_as_abstract_gives_flax_abstract_values(nnx: Any, flax_nnx: Any, recipe:
         return jax.tree.map(lambda x: (type(x).__name__, str(getattr(x, "aval", x))), nnx.state(abstract))
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("merge")
+@pytest.mark.documented(None)
+@given(
+    given_as=st.sampled_from(["a list of arrays", "a list of Variables", "a short list", "two lists",
+                              "a list then a State", "a tuple"]),
+    graph=st.booleans(),
+)
+def test_merge_takes_a_list_as_the_leaves_in_path_order_as_flax(nnx: Any, flax_nnx: Any, given_as: str, graph: bool) -> None:
+    """A list given to merge is the state's leaves in sorted path order (Variables or their
+    values); of another length, or before other states, merge refuses it as flax does. (After
+    a State, flax 0.12.12 takes it silently: see the error test below.)"""
+
+    def scenario(nnx: Any) -> Any:
+        model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        model.count = nnx.BatchStat(jnp.array(7.0))
+        graphdef, params, counts = nnx.split(model, nnx.Param, nnx.BatchStat, graph=graph)
+        bias, count, kernel = jnp.zeros(3), jnp.array(1.0), jnp.ones((2, 3))
+        states = {
+            "a list of arrays": ([bias, count, kernel],),
+            "a list of Variables": ([nnx.Param(bias), nnx.BatchStat(count), nnx.Param(kernel)],),
+            "a short list": ([bias, count],),
+            "two lists": ([bias], [count, kernel]),
+            "a list then a State": ([count], params),
+            "a tuple": ((bias, count, kernel),),
+        }[given_as]
+        return nnx.merge(graphdef, *states)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.kind("error")
+@pytest.mark.apis("merge")
+@pytest.mark.documented("docstring of flax.nnx.merge: the states are State objects")
+@pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
+def test_merge_refuses_a_list_of_leaves_after_a_state(nnx: Any, graph: bool) -> None:
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    model.count = nnx.BatchStat(jnp.array(7.0))
+    graphdef, params, _ = nnx.split(model, nnx.Param, nnx.BatchStat, graph=graph)
+    with pytest.raises(ValueError, match="list"):
+        nnx.merge(graphdef, params, [jnp.array(1.0)])
