@@ -56,8 +56,10 @@ def filter_rng_streams(row: CallInfo) -> bool:
 
 def _render(value: tp.Any) -> str:
     """A YAML-like rendering as rich markup (text is not escaped, as in flax): arrays as ``[dim]float32[/dim][1,32]`` (with the
-    dtype JAX would give them), classes as ``type[Param]``, sequences as ``- item`` lines,
-    mappings as ``key: value`` lines, anything else as its ``str``."""
+    dtype JAX would give them), NumPy scalars as their ``repr``, classes as ``type[Param]``,
+    sequences as ``- item`` lines, mappings as ``key: value`` lines, anything else as its ``str``."""
+    if isinstance(value, np.generic):
+        return repr(value)
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         dtype = jax.dtypes.canonicalize_dtype(value.dtype)
         return f"[dim]{np.dtype(dtype).name}[/dim][{','.join(str(d) for d in value.shape)}]"
@@ -182,12 +184,28 @@ def _recording(
 _INHERITED = object()
 
 
+def _is_object(x: tp.Any) -> bool:
+    return isinstance(x, Variable) or graphlib.is_graph_node(x)
+
+
+def _is_traced(leaf: tp.Any) -> bool:
+    """Whether an input of the call is traced: in graph mode arrays and graph objects only
+    (Python and NumPy scalars stay as given, as flax's), in tree mode every leaf."""
+    return not graphlib.resolve_graph(None) or _is_object(leaf) or isinstance(leaf, (jax.Array, np.ndarray))
+
+
 def _record_calls(
     obj: tp.Any, method: str, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]
 ) -> list[tuple[CallInfo, Call]]:
     calls: list[tuple[CallInfo, Call]] = []
+    leaves, treedef = jax.tree.flatten((args, kwargs), is_leaf=_is_object)
+    traced = [i for i, leaf in enumerate(leaves) if _is_traced(leaf)]
 
-    def run(node: tp.Any, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+    def run(node: tp.Any, traced_leaves: list[tp.Any]) -> tp.Any:
+        filled = list(leaves)
+        for i, leaf in zip(traced, traced_leaves):
+            filled[i] = leaf
+        args, kwargs = jax.tree.unflatten(treedef, filled)
         paths: dict[int, tuple[tp.Any, ...]] = {}
         classes: set[type] = set()
         for path, value in graphlib.iter_graph(node):
@@ -198,7 +216,7 @@ def _record_calls(
             getattr(node, method)(*args, **kwargs)
         return None
 
-    eval_shape(run, obj, *args, **kwargs)
+    eval_shape(run, obj, [leaves[i] for i in traced])
     calls = [c for c in calls if c is not None]
     for info, _ in calls:
         if info.call_order == 0:  # the top call: show the arguments as given, not traced

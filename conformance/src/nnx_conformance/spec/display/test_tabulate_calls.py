@@ -1,12 +1,14 @@
 """Differential tests of which calls ``nnx.tabulate`` records: a call on an object makes a
 row unless one of that object's calls with the same inputs returned before it (whatever
-the method), and rows keep the order in which the calls started."""
+the method), and rows keep the order in which the calls started; in graph mode the inputs
+that are Python or NumPy scalars reach the model as given (a Python branch may test them)."""
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -80,6 +82,14 @@ def _model(nnx: Any, program: Program) -> Any:
     return Model()
 
 
+def _assert_same_table(nnx: Any, flax_nnx: Any, tabulate: Any, case: Any) -> None:
+    expected, actual = Side(flax_nnx.nnx, flax_nnx.active).run(tabulate), Side(nnx).run(tabulate)
+    if isinstance(expected, Exception) or isinstance(actual, Exception):
+        assert type(expected) is type(actual), f"{case}: flax gives {expected!r}, the implementation {actual!r}"
+        return
+    assert actual == expected, f"the table of {case} differs from flax's:\n{_difference(expected, actual)}"
+
+
 # flax 0.12.12's tabulate raises in tree mode on some of these models and, when it does, leaves a
 # hook on RngStream that breaks every later Rngs call of its process: the tables are compared in graph mode
 @pytest.mark.graph_mode("graph")
@@ -89,8 +99,25 @@ def test_tabulate_records_the_calls_flax_records(nnx: Any, flax_nnx: Any, progra
     def tabulate(n: Any) -> str:
         return n.tabulate(_model(n, program), jnp.ones((1, 2)), console_kwargs={"width": 200})
 
-    expected, actual = Side(flax_nnx.nnx, flax_nnx.active).run(tabulate), Side(nnx).run(tabulate)
-    if isinstance(expected, Exception) or isinstance(actual, Exception):
-        assert type(expected) is type(actual), f"{program}: flax gives {expected!r}, the implementation {actual!r}"
-        return
-    assert actual == expected, f"the table of {program} differs from flax's:\n{_difference(expected, actual)}"
+    _assert_same_table(nnx, flax_nnx, tabulate, program)
+
+
+@pytest.mark.graph_mode("graph")
+@pytest.mark.apis("tabulate")
+@given(flag=st.sampled_from([True, False, np.bool_(True)]), n=st.sampled_from([2, 2.5, np.float32(2.0), np.int32(3)]),
+       n_by_keyword=st.booleans())
+def test_tabulate_passes_scalar_inputs_as_given_in_graph_mode_as_flax(
+    nnx: Any, flax_nnx: Any, flag: Any, n: Any, n_by_keyword: bool
+) -> None:
+    def tabulate(nnx: Any) -> str:
+        class Gated(nnx.Module):
+            def __init__(self) -> None:
+                self.linear = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+
+            def __call__(self, x: Any, flag: Any, n: Any = 1) -> Any:
+                return self.linear(x) * n if flag else x
+
+        inputs = ((jnp.ones((1, 2)), flag), {"n": n}) if n_by_keyword else ((jnp.ones((1, 2)), flag, n), {})
+        return nnx.tabulate(Gated(), *inputs[0], **inputs[1], console_kwargs={"width": 200})
+
+    _assert_same_table(nnx, flax_nnx, tabulate, (flag, n))
