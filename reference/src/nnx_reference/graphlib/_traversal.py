@@ -38,17 +38,25 @@ def iter_graph(node: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[tup
 
 
 def _iter_items(node: tp.Any) -> list[tuple[Key, tp.Any, bool]]:
-    """``(key, value, walk_into)``: a Pytree's attributes (static ones too) or a container's children."""
+    """``(key, value, walk_into)``: a Pytree's internals (not walked) and attributes, static
+    ones too, or a container's children."""
     if isinstance(node, Pytree):
         internals = [(NODES, HashableMapping(node._pytree__nodes), False), ("_pytree__state", PytreeState(), False)]
-        return sorted(
-            [*internals, *pytree_children(node)], key=lambda item: (isinstance(item[0], str), item[0])
-        )
-    return [(k, v, True) for k, v in children_of(node)]
+        attributes = [(key, value, True) for key, value, _ in pytree_children(node)]
+        return sorted([*internals, *attributes], key=lambda item: (isinstance(item[0], str), item[0]))
+    if _is_pytree_node(node):
+        return [(k, v, True) for k, v in one_level(node).children]
+    return []
+
+
+def _is_pytree_node(x: tp.Any) -> bool:
+    """A value graph mode walks through and visits once, as a graph node: a container (static
+    ones too) or None, JAX's empty pytree."""
+    return x is None or is_container(x)
 
 
 def _iter_graph(node: tp.Any, path: PathParts, seen: set[int]) -> tp.Iterator[tuple[PathParts, tp.Any]]:
-    if isinstance(node, (Pytree, Variable)):
+    if isinstance(node, (Pytree, Variable)) or _is_pytree_node(node):
         if id(node) in seen:
             return
         seen.add(id(node))

@@ -383,8 +383,8 @@ class MultiHeadAttention(Module):
             promote_dtype=ln_promote_dtype,
             rngs=rngs,
         )
-        self.query_ln = qk_norm(scale_metadata=query_ln_scale_metadata) if normalize_qk else None
-        self.key_ln = qk_norm(scale_metadata=key_ln_scale_metadata) if normalize_qk else None
+        self.query_ln = qk_norm(scale_metadata=query_ln_scale_metadata) if normalize_qk else data(None)
+        self.key_ln = qk_norm(scale_metadata=key_ln_scale_metadata) if normalize_qk else data(None)
 
         self.out = LinearGeneral(
             in_features=(num_heads, self.head_dim),

@@ -10,6 +10,7 @@ from jax import lax
 
 from .._frozen_dict import FrozenDict
 from ..module import Module
+from ..pytreelib import data
 from .aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
 from .axes import canonicalize_axes, flatten_batch, restore_batch
 from . import dtypes, initializers
@@ -79,7 +80,7 @@ class Linear(Module):
         self.bias = (
             Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata)
             if use_bias
-            else None
+            else data(None)
         )
         self.in_features = in_features
         self.out_features = out_features
@@ -168,7 +169,7 @@ class LinearGeneral(Module):
                 **bias_metadata,
             )
             if use_bias
-            else None
+            else data(None)
         )
 
     def __call__(self, inputs: Array, out_sharding=None) -> Array:
@@ -234,7 +235,7 @@ class Einsum(Module):
         self.bias = (
             Param(bias_init(rngs.params(), tuple(bias_shape), param_dtype), **bias_metadata)
             if bias_shape is not None
-            else None
+            else data(None)
         )
         self.einsum_str = einsum_str
         self.kernel_shape = tuple(kernel_shape)
@@ -371,7 +372,7 @@ class Conv(Module):
         self.bias = (
             Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata)
             if use_bias
-            else None
+            else data(None)
         )
         self.in_features = in_features
         self.out_features = out_features
@@ -493,7 +494,7 @@ class ConvTranspose(Module):
         self.bias = (
             Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata)
             if use_bias
-            else None
+            else data(None)
         )
 
     def __call__(self, inputs: Array) -> Array:

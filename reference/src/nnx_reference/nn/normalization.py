@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..module import Module
+from ..pytreelib import data
 from ..variablelib import BatchStat, Param
 from . import dtypes, initializers
 from .aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
@@ -118,17 +119,20 @@ def _scale_and_bias(
     rngs,
     scale_metadata: Metadata,
     bias_metadata: Metadata,
+    left_out_is_data: bool = True,
 ) -> None:
-    """Creates the optional ``scale`` then ``bias`` parameters of a norm layer."""
+    """Creates the optional ``scale`` then ``bias`` parameters of a norm layer; one left out
+    is None, a data attribute unless ``left_out_is_data`` is False (as flax's InstanceNorm)."""
+    left_out = data(None) if left_out_is_data else None
     module.scale = (
         Param(scale_init(rngs.params(), feature_shape, param_dtype), **scale_metadata)
         if use_scale
-        else None
+        else left_out
     )
     module.bias = (
         Param(bias_init(rngs.params(), feature_shape, param_dtype), **bias_metadata)
         if use_bias
-        else None
+        else left_out
     )
 
 
@@ -321,7 +325,7 @@ class RMSNorm(Module):
         self.scale = (
             Param(scale_init(rngs.params(), (num_features,), param_dtype), **scale_metadata)
             if use_scale
-            else None
+            else data(None)
         )
         self.num_features = num_features
         self.epsilon = epsilon
@@ -489,6 +493,7 @@ class InstanceNorm(Module):
             rngs=rngs,
             scale_metadata=scale_metadata,
             bias_metadata=bias_metadata,
+            left_out_is_data=False,
         )
         self.num_features = num_features
         self.epsilon = epsilon

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 from .. import filterlib, graphlib, rnglib
 from ..module import Module
+from ..pytreelib import data
 from .aliases import NO_METADATA, Array, Dtype, Metadata
 from . import dtypes, initializers
 from .initializers import Initializer
@@ -79,7 +80,7 @@ class _GatedCell(RNNCellBase):
         self.param_dtype = param_dtype
         self.promote_dtype = promote_dtype
         self.carry_init = carry_init
-        self.rngs = fork_stream(rngs, "carry") if keep_rngs else None
+        self.rngs = fork_stream(rngs, "carry") if keep_rngs else data(None)
 
     def _layers(self, width: int, *, input_bias: bool, kernel_init, recurrent_kernel_init, bias_init,
                 kernel_metadata: Metadata, recurrent_kernel_metadata: Metadata, bias_metadata: Metadata,

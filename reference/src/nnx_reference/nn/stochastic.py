@@ -10,6 +10,7 @@ from jax import lax
 
 from .. import rnglib
 from ..module import Module
+from ..pytreelib import data
 from .flags import first_from, missing_flag_message
 
 __all__ = ["Dropout"]
@@ -59,7 +60,7 @@ class Dropout(Module):
         self.broadcast_dims = tuple(broadcast_dims)
         self.deterministic = deterministic
         self.rng_collection = rng_collection
-        self.rngs = fork_stream(rngs, rng_collection, by_key=True)
+        self.rngs = data(fork_stream(rngs, rng_collection, by_key=True))  # data even when None, as flax
 
     def __call__(self, inputs, *, deterministic: bool | None = None, rngs=None) -> jax.Array:
         deterministic = first_from(

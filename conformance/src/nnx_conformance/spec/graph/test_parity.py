@@ -290,3 +290,36 @@ def test_merge_refuses_a_list_of_leaves_after_a_state(nnx: Any, graph: bool) -> 
     graphdef, params, _ = nnx.split(model, nnx.Param, nnx.BatchStat, graph=graph)
     with pytest.raises(ValueError, match="list"):
         nnx.merge(graphdef, params, [jnp.array(1.0)])
+
+
+STATIC_VALUES = ("5", "'x'", "None", "()", "(1, 2)", "the first tuple again", "data (1, None, array)", "Linear without bias")
+
+
+@pytest.mark.apis("iter_graph")
+@pytest.mark.documented(None)
+@given(values=st.lists(st.sampled_from(STATIC_VALUES), min_size=1, max_size=6), graph=st.booleans())
+def test_iter_graph_walks_static_containers_and_visits_each_once_as_flax(
+    nnx: Any, flax_nnx: Any, values: list[str], graph: bool
+) -> None:
+    """Graph mode walks into containers and None held by any attribute and visits each such
+    object once (a leaf at every place it is held); tree mode walks the data attributes."""
+
+    def scenario(nnx: Any) -> Any:
+        shared = (1, 2)
+
+        def make(value: str) -> Any:
+            return {
+                "5": 5, "'x'": "x", "None": None, "()": (), "(1, 2)": (1, 2), "the first tuple again": shared,
+                "data (1, None, array)": nnx.data((1, None, jnp.ones(1))),
+                "Linear without bias": nnx.Linear(1, 1, use_bias=False, rngs=nnx.Rngs(0)),
+            }[value]
+
+        class Holder(nnx.Module):
+            def __init__(self) -> None:
+                self.first = shared
+                for i, value in enumerate(values):
+                    setattr(self, f"a{i}", make(value))
+
+        return [(path, type(value).__name__) for path, value in nnx.iter_graph(Holder(), graph=graph) if _public(path)]
+
+    assert_same(flax_nnx, nnx, scenario)
