@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import typing as tp
 import warnings
 
@@ -228,50 +229,43 @@ def view(node: A, /, *, only: tp.Any = ..., raise_if_not_found: bool = True, gra
     return new
 
 
-def _arg_docs(doc: str | None) -> dict[str, list[str]]:
-    """``{name: description lines}`` from the ``Args:`` section of a docstring."""
+def _arg_docs(doc: str) -> dict[str, list[str]]:
+    """``{name: [first line, later lines...]}`` from the ``Args:`` section of a docstring, read
+    as flax reads it: the section runs to the next unindented line (the newline before that
+    line ends the last entry); an entry is a line indented by exactly two spaces, named by
+    what precedes its first colon; every other line of the section, blank ones too, goes as
+    it is to the entry before it."""
+    _, found, after = inspect.cleandoc(doc).partition("Args:")
+    if not found:
+        return {}
+    section = re.split(r"^(?=\S)", after, maxsplit=1, flags=re.MULTILINE)[0]
     docs: dict[str, list[str]] = {}
-    if not doc:
-        return docs
-    lines = inspect.cleandoc(doc).splitlines()
-    in_args, current, base = False, None, 0
-    for line in lines:
-        stripped = line.strip()
-        if stripped in ("Args:", "Arguments:"):
-            in_args, base = True, -1
-            continue
-        if not in_args:
-            continue
-        if not stripped:
-            continue
-        indent = len(line) - len(line.lstrip())
-        if base < 0:
-            base = indent
-        if indent < base:
-            break
-        if indent == base and ":" in stripped:
-            current, text = stripped.split(":", 1)
-            current = current.split(" ")[0]
-            docs[current] = [text.strip()] if text.strip() else []
+    current: list[str] | None = None
+    for line in section.split("\n"):
+        if line.startswith("  ") and not line.startswith("   ") and ":" in line:
+            name, _, text = line[2:].partition(":")
+            current = docs[name] = [f"    {text.strip()}"]
         elif current is not None:
-            docs[current].append(stripped)
+            current.append(line)
     return docs
 
 
 def view_info(node: Module, /, *, only: tp.Any = ..., graph: bool | None = None) -> str:
-    """The ``set_view`` arguments of each Module type in ``node``, with their documentation."""
+    """The ``set_view`` arguments of each Module type in ``node``, with their documentation
+    (KeyError for an argument its docstring leaves out, as flax); a ``set_view`` without a
+    docstring is shown by its signature."""
     classes = {type(m) for _, m in _matching_modules(node, (only,), graph) if hasattr(type(m), "set_view")}
     blocks = []
-    for cls in sorted(classes, key=lambda c: c.__name__):
-        docs = _arg_docs(cls.set_view.__doc__)  # type: ignore[attr-defined]
-        lines = [f"{cls.__name__}:"]
-        for p in _view_parameters(cls):
-            annotation = p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation)
-            default = "" if p.default is p.empty else f" = {p.default!r}"
-            lines.append(f"  {p.name}: {annotation}{default}" if p.annotation is not p.empty else f"  {p.name}{default}")
-            lines.extend(f"    {text}" for text in docs.get(p.name, []))
-        if not docs:
-            lines.append(f"  {cls.__name__}.set_view{inspect.signature(cls.set_view)}")  # type: ignore[attr-defined]
+    for cls in sorted(classes, key=lambda c: c.__qualname__):
+        set_view = cls.set_view  # type: ignore[attr-defined]
+        lines = [f"{cls.__qualname__}:"]
+        if set_view.__doc__ is None:
+            lines.append(f"  set_view{inspect.signature(set_view)}")
+        else:
+            docs = _arg_docs(set_view.__doc__)
+            for p in _view_parameters(cls):
+                lines.append(f"  {p.name}: {p.annotation} = {p.default}")
+                lines.extend(docs[p.name])
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
 
