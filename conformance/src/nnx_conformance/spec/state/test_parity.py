@@ -1,5 +1,5 @@
 """Parity of State with flax.nnx on drawn Module graphs: filter, split, merge,
-flat_state, from_flat_path, to_pure_dict, replace_by_pure_dict, map, map_state and the
+flat_state (and its repr), from_flat_path, to_pure_dict, replace_by_pure_dict, map, map_state and the
 mapping methods give flax's States, dicts and values, and leave the State as flax does."""
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def test_flat_state_map_and_mapping_methods_give_flax_values(
         mapped = nnx.map_state(_shifted, state)
         return (
             list(flat),
+            repr(flat),
             rebuilt,
             mapped,
             state.map(_shifted),
