@@ -274,10 +274,11 @@ class Rngs(Pytree):
         return self._derive(k, RngStream.broadcast, lambda stream: stream)
 
     def fork(self, /, *, split: tp.Mapping[filterlib.Filter, Shape] | Shape | None = None) -> Rngs:
-        """New Rngs whose streams are rooted at each stream's next key."""
+        """New Rngs whose streams are rooted at each stream's next key; ``split`` (deprecated)
+        warns once for the call and once for each stream it splits, as flax."""
         if split is not None:
             _warn_fork_split()
-        return self._derive(split, RngStream.split, RngStream.fork)
+        return self._derive(split, lambda stream, shape: stream.fork(split=shape), RngStream.fork)
 
 
 # -- functions over the streams of a graph

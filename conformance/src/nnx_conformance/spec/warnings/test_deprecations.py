@@ -61,6 +61,10 @@ def _state_methods(nnx: Any) -> Any:
     )
 
 
+def _fork_with_split(nnx: Any) -> Any:
+    return nnx.Rngs(a=0, b=1, c=2).fork(split={"a": 2, "b": (2, 3), ...: None})
+
+
 def _module_methods(nnx: Any) -> Any:
     m = nnx.Sequential(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
     return list(m.iter_modules()), list(m.iter_children())
@@ -70,6 +74,7 @@ DEPRECATED = {
     "Data": (_data_annotation, ("Data",)),
     "sow_and_perturb": (_sow_outside_capture, ("Module.sow()", "Module.perturb()")),
     "vars_as": (_vars_as, ("with_vars",)),
+    "Rngs.fork with split": (_fork_with_split, ("'split' argument of 'fork'",)),
     "Module methods": (_module_methods, ("'m.iter_modules()'", "'m.iter_children()'")),
     "Variable.value": (_value_access, ("'.value' access", "'.value' setter")),
     "State methods": (_state_methods, (
@@ -79,7 +84,7 @@ DEPRECATED = {
 }
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "iter_modules", "iter_children")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "iter_modules", "iter_children", "Rngs")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(DEPRECATED))
 def test_deprecated_uses_warn_as_in_flax(nnx: Any, flax_nnx: Any, use: str) -> None:
@@ -108,7 +113,7 @@ def _blamed(nnx: Any, use: str) -> list[tuple[str, str, str]]:
             for w in caught if issubclass(w.category, (DeprecationWarning, UserWarning))]
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "LSTMCell")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "LSTMCell", "Rngs")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(WARNED))
 def test_a_warning_points_where_flax_s_points(nnx: Any, flax_nnx: Any, use: str) -> None:
