@@ -315,7 +315,8 @@ def vjp(
     _refuse_reduce_axes("vjp", reduce_axes)
     if isinstance(f, trees.Missing) or not primals:
         return _given_later(vjp, f, has_aux, graph, graph_updates)
-    lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=expand_diff)
+    lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=expand_diff,
+                       roots=(".primals", ".kwargs"))
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
         entered = lift.enter(lifted.static, pure)
@@ -366,8 +367,8 @@ def jvp(
     mode = _without_graph_updates("jvp", graph, graph_updates)
     if isinstance(primals, trees.Missing) or isinstance(tangents, trees.Missing):
         return _given_later(jvp, f, has_aux, graph, graph_updates)
-    lifted = lift.lift("jvp", tuple(primals), None, mode, coalesce=True)
-    tangent = lift.lift("jvp", tuple(tangents), None, mode, coalesce=True)
+    lifted = lift.lift("jvp", tuple(primals), None, mode, coalesce=True, roots=(".primals",))
+    tangent = lift.lift("jvp", tuple(tangents), None, mode, coalesce=True, roots=(".tangents",))
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
         entered = lift.enter(lifted.static, pure)
@@ -412,14 +413,14 @@ def remat(
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            dynamic, _, statics = remove_statics(trees.positional(fun, args, kwargs), {}, nums, ())
+            dyn_args, dyn_kwargs, statics = remove_statics(args, kwargs, nums, ())
             mode = trees.resolve_mode(graph, graph_updates)
-            lifted = lift.lift("remat", dynamic, None, mode, coalesce=True)
+            lifted = lift.lift("remat", (dyn_args, dyn_kwargs), None, mode, coalesce=True)
 
             def pure_fn(pure: tp.Any) -> tp.Any:
                 entered = lift.enter(lifted.static, pure)
-                full, _ = insert_statics(entered.args, {}, statics)
-                return lift.exit("remat", lifted.static, entered, fun(*full))
+                full, full_kwargs = insert_statics(*entered.args, statics)
+                return lift.exit("remat", lifted.static, entered, fun(*full, **full_kwargs))
 
             checkpointed = jax.checkpoint(pure_fn, prevent_cse=prevent_cse, policy=policy)
             return lift.apply(lifted, checkpointed(lifted.pure))

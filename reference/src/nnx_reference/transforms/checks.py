@@ -107,15 +107,17 @@ def _duplicate_error(name: str, variable: tp.Any, paths: list[str]) -> ValueErro
     )
 
 
-def _named_parts(args: tp.Any) -> list[tuple[str, tp.Any]]:
-    """``(args, kwargs)`` pairs are reported as ``.args`` and ``.kwargs``."""
-    if type(args) is tuple and len(args) == 2 and type(args[0]) is tuple and type(args[1]) is dict:
-        return [(".args", args[0]), (".kwargs", args[1])]
-    return [(".args", args)]
+Roots = tuple[str, ...]
+"""How error paths name a transform's inputs: one root per part of the inputs, as flax names
+them (``.args`` and ``.kwargs`` of a call, jvp's ``.primals``, cond's ``.operands``, ...); a
+single root names the inputs as a whole."""
+
+CALL_ROOTS: Roots = (".args", ".kwargs")
 
 
-def _input_paths(args: tp.Any) -> tp.Iterator[tuple[str, variablelib.Variable]]:
-    for root, part in _named_parts(args):
+def _input_paths(args: tp.Any, roots: Roots) -> tp.Iterator[tuple[str, variablelib.Variable]]:
+    parts = [(roots[0], args)] if len(roots) == 1 else zip(roots, args)
+    for root, part in parts:
         yield from _variable_paths(part, root)
 
 
@@ -124,10 +126,10 @@ def has_shared_variables(args: tp.Any) -> bool:
     return len({id(v) for v in variables}) != len(variables)
 
 
-def check_no_sharing(name: str, args: tp.Any) -> None:
-    """Tree mode: a Variable may appear only once among the arguments."""
+def check_no_sharing(name: str, args: tp.Any, roots: Roots = CALL_ROOTS) -> None:
+    """Tree mode: a Variable may appear only once among the arguments (named by ``roots``)."""
     seen: dict[int, str] = {}
-    for path, var in _input_paths(args):
+    for path, var in _input_paths(args, roots):
         if id(var) in seen:
             raise _duplicate_error(name, var, [seen[id(var)], path])
         seen[id(var)] = path
@@ -140,6 +142,7 @@ def check_no_aliasing(
     objs: list,
     out: tp.Any,
     carry_arg: int | None = None,
+    roots: Roots = CALL_ROOTS,
 ) -> None:
     """Without graph updates, the output may not contain input Variables.
 
@@ -150,17 +153,18 @@ def check_no_aliasing(
     leaves: list = [None] * treedef.num_leaves
     for slot, obj in zip(obj_slots, objs):
         leaves[slot] = obj
-    check_outputs_are_new(name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg)
+    check_outputs_are_new(name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, roots=roots)
 
 
 def check_outputs_are_new(
-    name: str, args: tp.Any, out: tp.Any, carry_arg: int | None = None, shared_outputs: bool = False
+    name: str, args: tp.Any, out: tp.Any, carry_arg: int | None = None, shared_outputs: bool = False,
+    roots: Roots = CALL_ROOTS,
 ) -> None:
     """The output may hold neither a Variable of the arguments ``args`` nor, unless
     ``shared_outputs``, one Variable twice (``carry_arg`` as for :func:`check_no_aliasing`)."""
-    carry_root = f".args[{carry_arg}]"
+    carry_root = f"{roots[0]}[{carry_arg}]"
     inputs: dict[int, str] = {}
-    for path, var in _input_paths(args):
+    for path, var in _input_paths(args, roots):
         if carry_arg is not None and path.startswith(carry_root):
             path = ".carry" + path[len(carry_root):]
         inputs.setdefault(id(var), path)

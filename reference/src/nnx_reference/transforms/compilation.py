@@ -433,7 +433,7 @@ def shard_map(
             mode = trees.resolve_mode(graph, graph_updates)
             _reject_state_sharding(in_specs, out_specs, graph, graph_updates)
             specs = in_specs if type(in_specs) in (tuple, list) else tuple(in_specs for _ in args)
-            lifted = lift.lift("shard_map", args, tuple(specs), mode, expand=_expand_sharding)
+            lifted = lift.lift("shard_map", args, tuple(specs), mode, expand=_expand_sharding, roots=(".args",))
 
             def pure_fn(pure: tp.Any) -> tp.Any:
                 entered = lift.enter(lifted.static, pure)

@@ -43,7 +43,9 @@ class CustomVjp:
         """Set the forward (``fwd(*args) -> (out, residuals)``) and backward functions."""
         self.fwd, self.bwd = fwd, bwd
 
-    def __call__(self, *args: tp.Any) -> tp.Any:
+    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        """Calls the function; keyword arguments are moved to the positions they name, as flax's."""
+        args = trees.positional(self.fun, args, kwargs)
         mode = trees.resolve_mode(self.graph, self.graph_updates)
         checks.reject_prefix_objects("custom_vjp", self.nondiff_argnums, DiffState, mode, "nondiff_argnums")
         if mode != (True, True):
@@ -53,7 +55,7 @@ class CustomVjp:
     def _call_tree(self, args: tuple) -> tp.Any:
         """Without graph updates: ``jax.custom_vjp`` over the arguments as pytrees, the
         Variable updates an extra output whose cotangents ``bwd`` may take as ``updates_g``."""
-        checks.check_no_sharing("custom_vjp", args)
+        checks.check_no_sharing("custom_vjp", (args, {}))
         nums = tuple(a for a in self.nondiff_argnums if isinstance(a, int))
         fun, fwd, bwd = self.fun, self.fwd, self.bwd
         takes_updates_g = "updates_g" in inspect.signature(bwd).parameters

@@ -17,9 +17,11 @@ from .statics import insert_statics, remove_statics
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
 
 
-def _lift_call(name: str, args: tp.Any, graph: bool | None, graph_updates: bool | None) -> lift.Lifted:
+def _lift_call(
+    name: str, args: tp.Any, graph: bool | None, graph_updates: bool | None, roots: checks.Roots = checks.CALL_ROOTS
+) -> lift.Lifted:
     mode = trees.resolve_mode(graph, graph_updates)
-    return lift.lift(name, args, None, mode, coalesce=True)
+    return lift.lift(name, args, None, mode, coalesce=True, roots=roots)
 
 
 def _pure(name: str, lifted: lift.Lifted, fun: tp.Callable) -> tp.Callable:
@@ -46,7 +48,7 @@ def cond(
     graph_updates: bool | None = None,
 ) -> tp.Any:
     """Lifted ``jax.lax.cond``: operands may contain graph nodes; updates propagate."""
-    lifted = _lift_call("cond", (operands, {}), graph, graph_updates)
+    lifted = _lift_call("cond", (operands, {}), graph, graph_updates, (".operands", ".kwargs"))
     branches = [_pure("cond", lifted, f) for f in (true_fun, false_fun)]
     return lift.apply(lifted, jax.lax.cond(pred, *branches, lifted.pure))
 
@@ -59,7 +61,7 @@ def switch(
     graph_updates: bool | None = None,
 ) -> tp.Any:
     """Lifted ``jax.lax.switch``: operands may contain graph nodes; updates propagate."""
-    lifted = _lift_call("switch", (operands, {}), graph, graph_updates)
+    lifted = _lift_call("switch", (operands, {}), graph, graph_updates, (".operands", ".kwargs"))
     pure_branches = [_pure("switch", lifted, b) for b in branches]
     return lift.apply(lifted, jax.lax.switch(index, pure_branches, lifted.pure))
 

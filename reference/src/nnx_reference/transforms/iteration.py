@@ -409,7 +409,7 @@ def _loop_body(
                 raise ValueError(_STRUCTURE_CHANGED.format(name=name))
             raise ValueError(f"{name} Variable identity must be preserved across iterations.")
         mode = Mode(static.graph, static.graph_updates)
-        relifted = lift.lift(name, new_value, None, mode, coalesce=True)
+        relifted = lift.lift(name, new_value, None, mode, coalesce=True, roots=(".init_val",))
         if not _same_structure(relifted, static, pure):
             if lowering is not None:
                 raise TypeError(
@@ -465,7 +465,7 @@ def while_loop(
 ) -> tp.Any:
     """Lifted ``jax.lax.while_loop``: ``init_val`` may contain graph nodes."""
     mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.lift("while_loop", init_val, None, mode, coalesce=True)
+    lifted = lift.lift("while_loop", init_val, None, mode, coalesce=True, roots=(".init_val",))
 
     static = lifted.static
 
@@ -494,7 +494,7 @@ def fori_loop(
 ) -> tp.Any:
     """Lifted ``jax.lax.fori_loop``: ``init_val`` may contain graph nodes."""
     mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.lift("fori_loop", init_val, None, mode, coalesce=True)
+    lifted = lift.lift("fori_loop", init_val, None, mode, coalesce=True, roots=(".init_val",))
 
     static = lifted.static
 

@@ -32,6 +32,8 @@ from .checks import (
     check_consistent_aliasing,
     check_current_trace,
     check_current_trace_of_updated,
+    CALL_ROOTS,
+    Roots,
     check_no_aliasing,
     check_no_sharing,
     has_shared_variables,
@@ -130,6 +132,7 @@ class InStatic:
     graphdef: graphlib.GraphDef[tp.Any] | None = None  # graph mode: GraphDef of [objects, []]
     groups: tuple[Group, ...] = ()  # graph mode: one State per group
     obj_prefixes: tuple[tp.Any, ...] = ()  # the prefix entry of each object (when prefixes apply)
+    roots: Roots = CALL_ROOTS  # how error messages name the parts of the inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,10 +189,12 @@ def lift(
     *,
     expand: Expand = whole,
     coalesce: bool = False,
+    roots: Roots = CALL_ROOTS,
 ) -> Lifted:
     """Lifts a call's arguments; ``prefix`` is a tree prefix of ``args`` (axes, shardings, ...).
 
     ``coalesce``: the prefix does not apply to objects; pass all their state as one.
+    ``roots``: how error messages name the parts of ``args`` (an ``(args, kwargs)`` pair by default).
     """
     graph, graph_updates = mode
     if graph and not graph_updates and not has_shared_variables(args):
@@ -201,22 +206,22 @@ def lift(
     objs = [leaves[i] for i in slots]
     if not graph:
         if len({id(v) for v in objs}) != len(objs):
-            check_no_sharing(name, args)
+            check_no_sharing(name, args, roots)
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
-        static = InStatic(False, False, treedef, slots, obj_prefixes=obj_prefixes)
+        static = InStatic(False, False, treedef, slots, obj_prefixes=obj_prefixes, roots=roots)
         return Lifted(static, to_jax(Layout(leaves, [])), Layout(prefixes, []), objs)
     if graph_updates:
         check_current_trace(name, objs)
     slot_set = set(slots)
     arg_leaves = [None if i in slot_set else v for i, v in enumerate(leaves)]
     if coalesce:
-        return _lift_flat(graph_updates, arg_leaves, treedef, slots, objs)
+        return _lift_flat(graph_updates, arg_leaves, treedef, slots, objs, roots)
     obj_prefixes = tuple(prefixes[i] for i in slots)
     check_consistent_aliasing(reached(o, p) for o, p in zip(objs, obj_prefixes))
     groups = _groups_for(objs, obj_prefixes, expand)
     outer_index = graphlib.RefMap()
     graphdef, states = _split_groups(objs, [], groups, [], outer_index)
-    static = InStatic(True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes)
+    static = InStatic(True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes, roots)
     arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
     pure, prefix = to_jax(Layout(arg_leaves, states)), Layout(arg_prefixes, [g.prefix for g in groups])
     return Lifted(static, pure, prefix, objs, outer_index=outer_index)
@@ -228,11 +233,12 @@ def _lift_flat(
     treedef: jax.tree_util.PyTreeDef,
     slots: tuple[int, ...],
     objs: list[tp.Any],
+    roots: Roots,
 ) -> Lifted:
     """Graph mode, one group: the objects' Variables travel as a flat list of values."""
     outer_index = graphlib.RefMap()
     graphdef, variables = graphlib.flatten_into([objs, []], outer_index, with_paths=False)
-    static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,))
+    static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,), roots=roots)
     pure = Layout(arg_leaves, [_raw(v) for v in variables])
     prefix = Layout([None] * len(arg_leaves), [None] * len(variables))
     # leaves are Variables, or arrays held directly by a Pytree attribute
@@ -324,10 +330,10 @@ def _exit(
 ) -> Result:
     """The result of a traced call; graph objects keep the indices ``ref_index`` gives them."""
     if not static.graph:
-        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg)
+        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots)
         return Result(OutStatic(), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
-        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out)
+        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, roots=static.roots)
     if static.groups == (FLAT,):
         return _exit_flat(static, objs, ref_index, out)
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)

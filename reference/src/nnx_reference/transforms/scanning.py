@@ -88,7 +88,7 @@ def scan(
                 )
             reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
             arg_axes = per_arg(in_axes, args, "scan", mode.graph)
-            lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes)
+            lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes, roots=(".args",))
             carry_arg = next((i for i, p in enumerate(arg_axes) if p is Carry), None)
             options = _LoopOptions(length, reverse, unroll, _split_transpose)
             return _run_scan(fun, lifted, carry_arg, out_axes, transform_metadata, options)

@@ -1,0 +1,100 @@
+"""Differential tests of the paths tree mode's sharing error names: a Variable reached from
+two arguments, an argument and a keyword argument, two entries of one argument, a tuple and
+a dict argument, or one Module passed twice is refused with flax's ValueError naming both
+places as flax writes them: under the root flax gives the inputs of each transform
+(``.args`` and ``.kwargs`` of a call, jvp's and vjp's ``.primals``, cond's and switch's
+``.operands``; ``custom_vjp`` moves keywords to their positions first)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import pytest
+
+from nnx_conformance.assertions import assert_same
+
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms")]
+
+
+class Place(NamedTuple):
+    """Where the two Linears sharing a Param go: ``arguments(a, b)`` gives the positional and
+    keyword arguments; ``paths`` are the two places under the inputs' root, positional first."""
+
+    arguments: Callable[[Any, Any], tuple[tuple[Any, ...], dict[str, Any]]]
+    paths: tuple[str, str]
+
+
+PLACES = {
+    "two arguments": Place(lambda a, b: ((a, b), {}), ("[0].w", "[1].w")),
+    "an argument and a keyword": Place(lambda a, b: ((a,), {"other": b}), ("[0].w", "['other'].w")),
+    "two entries of one argument": Place(lambda a, b: (((a, b),), {}), ("[0][0].w", "[0][1].w")),
+    "a tuple and a dict": Place(lambda a, b: (((a,), {"k": b}), {}), ("[0][0].w", "[1]['k'].w")),
+    "one Module twice": Place(lambda a, b: ((a, a), {}), ("[0].bias", "[1].bias")),
+}
+
+
+def _f(x: Any, other: Any = None) -> Any:
+    return jnp.ones(())
+
+
+def _custom_vjp(nnx: Any) -> Any:
+    function = nnx.custom_vjp(_f, graph=False)
+    function.defvjp(lambda *args, **kwargs: (jnp.ones(()), None), lambda residuals, g: g)
+    return function
+
+
+TRANSFORMS: dict[str, tuple[str, Callable[..., Any]]] = {
+    "jit": (".args", lambda nnx, *args, **kwargs: nnx.jit(_f, graph=False)(*args, **kwargs)),
+    "eval_shape": (".args", lambda nnx, *args, **kwargs: nnx.eval_shape(_f, *args, graph=False, **kwargs)),
+    "vmap": (".args", lambda nnx, *args, **kwargs: nnx.vmap(_f, in_axes=None, graph=False)(*args, **kwargs)),
+    "grad": (".args", lambda nnx, *args, **kwargs: nnx.grad(_f, graph=False)(*args, **kwargs)),
+    "remat": (".args", lambda nnx, *args, **kwargs: nnx.remat(_f, graph=False)(*args, **kwargs)),
+    "checkify": (".args", lambda nnx, *args, **kwargs: nnx.checkify(_f, graph=False)(*args, **kwargs)),
+    "custom_vjp": (".args", lambda nnx, *args, **kwargs: _custom_vjp(nnx)(*args, **kwargs)),
+    "vjp": (".primals", lambda nnx, *args: nnx.vjp(_f, *args, graph=False)),
+    "jvp": (".primals", lambda nnx, *args: nnx.jvp(_f, args, args, graph=False)),
+    "cond": (".operands", lambda nnx, *args: nnx.cond(True, _f, _f, *args, graph=False)),
+    "switch": (".operands", lambda nnx, *args: nnx.switch(0, [_f, _f], *args, graph=False)),
+}
+"""Each transform: the root flax names its inputs by, and a call of it on ``_f``."""
+
+
+@pytest.mark.apis(*TRANSFORMS)
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", sorted(TRANSFORMS))
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_tree_mode_names_both_places_of_a_shared_variable_as_flax(
+    nnx: Any, flax_nnx: Any, place: str, transform: str
+) -> None:
+    root, call = TRANSFORMS[transform]
+    args, kwargs = PLACES[place].arguments("a", "b")
+    if kwargs and root != ".args":
+        pytest.skip(f"{transform} takes no keyword arguments")
+    if kwargs and transform == "checkify":
+        pytest.skip("flax 0.12.12's tree-mode checkify fails on every keyword argument before it looks for "
+                    "sharing (test_checkify_passes_keyword_arguments_in_tree_mode)")
+
+    def scenario(nnx: Any) -> Any:
+        shared = nnx.Param(jnp.ones(2))
+        a, b = nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+        a.w = b.w = shared
+        call_args, call_kwargs = PLACES[place].arguments(a, b)
+        return call(nnx, *call_args, **call_kwargs)
+
+    first, second = PLACES[place].paths
+    if kwargs and transform == "custom_vjp":  # the keyword is moved to its position, 1
+        second = "[1].w"
+    mentions = (root + first, (".kwargs" if kwargs and transform != "custom_vjp" else root) + second)
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=mentions)
+    assert outcome.error is not None, f"flax refuses a Variable shared by {place} in tree mode"
+
+
+@pytest.mark.kind("property")
+@pytest.mark.apis("checkify")
+@pytest.mark.documented("docstring of flax.nnx.checkify: a lifted jax.experimental.checkify.checkify, which passes keyword arguments")
+@pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
+def test_checkify_passes_keyword_arguments_in_either_mode(nnx: Any, graph: bool) -> None:
+    _, out = nnx.checkify(lambda x, scale=1.0: x * scale, graph=graph)(jnp.ones(1), scale=2.0)
+    assert float(out[0]) == 2.0, f"checkify(graph={graph}) with scale=2.0 gave {out}"
