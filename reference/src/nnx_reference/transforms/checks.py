@@ -143,8 +143,10 @@ def check_no_aliasing(
     out: tp.Any,
     carry_arg: int | None = None,
     roots: Roots = CALL_ROOTS,
+    shared_outputs: bool = False,
 ) -> None:
-    """Without graph updates, the output may not contain input Variables.
+    """Without graph updates, the output may not contain input Variables (nor, unless
+    ``shared_outputs``, one Variable twice).
 
     The inputs are the objects ``objs`` at ``obj_slots`` of the arguments' ``treedef``.
     ``carry_arg``: the position of scan's carry argument, reported as ``.carry``
@@ -153,7 +155,9 @@ def check_no_aliasing(
     leaves: list = [None] * treedef.num_leaves
     for slot, obj in zip(obj_slots, objs):
         leaves[slot] = obj
-    check_outputs_are_new(name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, roots=roots)
+    check_outputs_are_new(
+        name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, shared_outputs, roots
+    )
 
 
 def check_outputs_are_new(

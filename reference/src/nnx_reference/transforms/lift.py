@@ -133,6 +133,7 @@ class InStatic:
     groups: tuple[Group, ...] = ()  # graph mode: one State per group
     obj_prefixes: tuple[tp.Any, ...] = ()  # the prefix entry of each object (when prefixes apply)
     roots: Roots = CALL_ROOTS  # how error messages name the parts of the inputs
+    shared_outputs: bool = False  # graph mode asked for: the output may hold one Variable twice
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +198,7 @@ def lift(
     ``roots``: how error messages name the parts of ``args`` (an ``(args, kwargs)`` pair by default).
     """
     graph, graph_updates = mode
+    shared_outputs = graph
     if graph and not graph_updates and not has_shared_variables(args):
         graph = False  # without sharing, graph mode without updates is tree mode
     objects = is_node_leaf if graph else is_variable
@@ -208,7 +210,9 @@ def lift(
         if len({id(v) for v in objs}) != len(objs):
             check_no_sharing(name, args, roots)
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
-        static = InStatic(False, False, treedef, slots, obj_prefixes=obj_prefixes, roots=roots)
+        static = InStatic(
+            False, False, treedef, slots, obj_prefixes=obj_prefixes, roots=roots, shared_outputs=shared_outputs
+        )
         return Lifted(static, to_jax(Layout(leaves, [])), Layout(prefixes, []), objs)
     if graph_updates:
         check_current_trace(name, objs)
@@ -330,10 +334,10 @@ def _exit(
 ) -> Result:
     """The result of a traced call; graph objects keep the indices ``ref_index`` gives them."""
     if not static.graph:
-        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots)
+        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.shared_outputs)
         return Result(OutStatic(), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
-        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, roots=static.roots)
+        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, roots=static.roots, shared_outputs=True)
     if static.groups == (FLAT,):
         return _exit_flat(static, objs, ref_index, out)
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)
