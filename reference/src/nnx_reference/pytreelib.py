@@ -111,19 +111,31 @@ def has_data(value: tp.Any, /) -> list[tp.Any]:
 
 
 def check_pytree(pytree: tp.Any) -> None:
-    """Checks that ``pytree`` is a Pytree (``TypeError``) and that every Pytree in it keeps
-    data out of its static attributes (``ValueError``)."""
+    """Checks that ``pytree`` is a Pytree (``TypeError``) that keeps data out of its own static
+    attributes (``ValueError``); as flax's, the Pytrees it holds are not checked."""
     if not isinstance(pytree, Pytree):
         raise TypeError(f"Expected a Pytree, got {type(pytree)}.")
     for name, value in vars(pytree).items():
         if name == NODES or pytree._pytree__nodes.get(name, True):
             continue
-        found = has_data(value)
-        if found and type(pytree)._pytree__is_pytree:
-            raise ValueError(_static_with_data_message(pytree, name, value, found))
-    for node in jax.tree.leaves(pytree, is_leaf=lambda x: isinstance(x, Pytree) and x is not pytree):
-        if isinstance(node, Pytree) and node is not pytree:
-            check_pytree(node)
+        if has_data(value) and type(pytree)._pytree__is_pytree:
+            raise ValueError(_unexpected_data_message(pytree, name, value))
+
+
+def _unexpected_data_message(node: Pytree, name: str, value: tp.Any) -> str:
+    """check_pytree's message for data found in a static attribute (flax's words)."""
+    cls = type(node)
+    base = cls.__mro__[1].__name__
+    return (
+        f"Found unexpected data on value of type {type(value)} in static attribute '{name}' of Pytree type "
+        f"'{cls}'. This is an error starting from Flax version 0.12.0.\nConsider one of the following options:\n\n"
+        "1. If the attribute is meant to be static, either remove the data value or wrap it in a static container.\n"
+        f"2. Wrap the value with nnx.data on assignment:\n\n  _.{name} = nnx.data(...)\n\n"
+        f"3. Annotate the class attribute with nnx.data:\n\n  class {cls.__name__}({base}):\n"
+        f"    {name}: {type(value).__name__} = nnx.data()\n\n"
+        "4. If the container is a list or dict, try using nnx.List(...) or nnx.Dict(...) instead.\n"
+        f"5. Disable pytree for this class:\n\n  class {cls.__name__}({base}, pytree=False):\n\n"
+    )
 
 
 def _sort_key(key: tp.Any) -> tuple[bool, tp.Any]:

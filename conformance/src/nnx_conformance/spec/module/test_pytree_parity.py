@@ -104,3 +104,27 @@ def test_check_pytree_accepts_a_pytree(nnx: Any, flax_nnx: Any, kind: str) -> No
 def test_check_pytree_rejects_what_is_not_a_pytree_with_type_error(nnx: Any, flax_nnx: Any, kind: str) -> None:
     outcome = assert_same(flax_nnx, nnx, lambda nnx: nnx.check_pytree(NOT_PYTREES[kind](nnx)), mentions=("Pytree",))
     assert isinstance(outcome.error, TypeError), f"flax's check_pytree rejects a {kind} with TypeError"
+
+
+@pytest.mark.apis("check_pytree")
+@pytest.mark.documented("api object page: check_pytree checks that its argument is a valid Pytree")
+@pytest.mark.parametrize("held_by", ["nothing", "a Sequential", "two Sequentials", "a List"])
+def test_check_pytree_checks_its_argument_s_own_static_attributes_as_flax(nnx: Any, flax_nnx: Any, held_by: str) -> None:
+    """Data put in a static attribute behind the Module's back is refused (ValueError naming
+    the attribute) where the Module is the argument; flax does not look into the Pytrees an
+    argument holds."""
+
+    def scenario(nnx: Any) -> Any:
+        inner = nnx.Linear(1, 1, rngs=nnx.Rngs(0))
+        inner.scale = 1
+        object.__setattr__(inner, "scale", jnp.ones(2))
+        holder = {
+            "nothing": lambda: inner,
+            "a Sequential": lambda: nnx.Sequential(inner),
+            "two Sequentials": lambda: nnx.Sequential(nnx.Sequential(inner)),
+            "a List": lambda: nnx.List([inner]),
+        }[held_by]()
+        return nnx.check_pytree(holder)
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("'scale'",) if held_by == "nothing" else ())
+    assert (outcome.error is None) == (held_by != "nothing"), f"flax's check_pytree with the Module held by {held_by}"
