@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax.numpy as jnp
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -66,5 +67,25 @@ def test_filters_compare_equal_as_flax_filters_do(nnx: Any, flax_nnx: Any, first
             "compositions": (nnx.Any(a, b) == nnx.Any(again, b), nnx.All(a, b) == nnx.All(again, b), nnx.Not(a) == nnx.Not(again)),
             "PathIn": (path_in == nnx.filterlib.PathIn(("a", 0), ("b",)), path_in == nnx.filterlib.PathIn(("a", 0))),
         }
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("All", "Any", "Not", "WithTag")
+@pytest.mark.documented(None)
+@given(first=st.sampled_from(["Param", "BatchStat"]), second=st.sampled_from(["Param", "BatchStat"]))
+def test_combined_filters_compare_and_tags_match_as_in_flax(nnx: Any, flax_nnx: Any, first: str, second: str) -> None:
+    """All, Any and Not are equal when their filters are; a tag built at run time matches
+    the equal tag a Variable was given."""
+    tag = "".join(["al", "pha"])
+
+    def scenario(nnx: Any) -> Any:
+        a, b = getattr(nnx, first), getattr(nnx, second)
+        layer = nnx.Linear(1, 1, rngs=nnx.Rngs(0))
+        layer.extra = nnx.Param(jnp.ones(1), tag="alpha")
+        return (
+            [nnx.All(a) == nnx.All(b), nnx.Any(a, "x") == nnx.Any(b, "x"), nnx.Not(a) == nnx.Not(b)],
+            [path for path, _ in nnx.state(layer, nnx.WithTag(tag)).flat_state()],
+        )
 
     assert_same(flax_nnx, nnx, scenario)

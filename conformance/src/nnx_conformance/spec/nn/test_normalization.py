@@ -102,3 +102,15 @@ def test_weight_norm_holds_its_scales_as_flax_does(nnx: Any, flax_nnx: Any, use_
         return wrapped.scales, nnx.state(wrapped)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("GroupNorm")
+@given(features=st.sampled_from([4, 6, 8, 12]), group_size=st.sampled_from([2, 3, 4]))
+def test_group_norm_by_group_size_acts_as_in_flax(nnx: Any, flax_nnx: Any, features: int, group_size: int) -> None:
+    """``group_size`` instead of ``num_groups``: features not a multiple of it are refused."""
+
+    def scenario(nnx: Any) -> Any:
+        layer = nnx.GroupNorm(features, num_groups=None, group_size=group_size, rngs=nnx.Rngs(0))
+        return layer(jnp.arange(2.0 * features).reshape(2, features))
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -3,6 +3,7 @@ same carries and outputs within rounding, for one step and scanned by RNN."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -12,7 +13,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies
-from nnx_conformance.assertions import assert_agrees
+from nnx_conformance.assertions import assert_agrees, assert_same
 from nnx_conformance.differential import layer_case
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/recurrent")]
@@ -161,3 +162,14 @@ def test_an_rnn_broadcasts_the_streams_and_state_its_axes_name_as_flax_does(
     case = layer_case(cell, drawn, seed, x, build=build, calls=2, grad=False)
     case.name = f"RNN(state_axes={state_axes}, broadcast_rngs={broadcast_rngs}) over {case.name}, called with rngs={call_rngs}"
     assert_agrees(flax_nnx, nnx, case)
+
+
+@pytest.mark.apis("GRUCell", "LSTMCell", "OptimizedLSTMCell", "SimpleCell")
+@given(cell=st.sampled_from(["GRUCell", "LSTMCell", "OptimizedLSTMCell", "SimpleCell"]), batch=st.sampled_from([(2,), (2, 3)]))
+def test_a_cell_steps_over_any_number_of_batch_axes_as_flax(nnx: Any, flax_nnx: Any, cell: str, batch: tuple[int, ...]) -> None:
+    def scenario(nnx: Any) -> Any:
+        layer = getattr(nnx, cell)(4, 5, rngs=nnx.Rngs(0))
+        x = jnp.linspace(-1.0, 1.0, 4 * math.prod(batch)).reshape(*batch, 4)
+        return layer(layer.initialize_carry((*batch, 4), nnx.Rngs(1)), x)
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -82,3 +82,14 @@ def test_restore_rngs_puts_back_backups_with_or_without_a_count_as_flax(
         return drawn, stream.key[...], stream.count[...], rngs()
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Rngs")
+@pytest.mark.documented(None)
+@given(names=st.lists(st.sampled_from(["params", "dropout", "noise", "default"]), unique=True, max_size=4))
+def test_an_rngs_has_the_length_and_names_flax_gives_it(nnx: Any, flax_nnx: Any, names: list[str]) -> None:
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(**{name: i for i, name in enumerate(names)})
+        return len(rngs), sorted(rngs), [name in rngs for name in ("params", "other")]
+
+    assert_same(flax_nnx, nnx, scenario)

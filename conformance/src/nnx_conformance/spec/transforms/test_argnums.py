@@ -141,3 +141,15 @@ def test_an_int_static_argnums_beside_in_shardings_acts_as_its_one_tuple(
     result = nnx.jit(_sum_of_arrays, static_argnums=position, in_shardings=(replicated,) * (count - 1),
                      graph=graph)(*arguments)
     assert (result == expected).all(), expected_got(f"jit with static_argnums={position}", str(expected), str(result))
+
+
+@pytest.mark.apis("vmap")
+@pytest.mark.documented(None)
+@given(given_axes=st.integers(1, 3), passed=st.integers(1, 3), graph=st.booleans())
+def test_an_in_axes_tuple_of_another_length_than_the_arguments_acts_as_in_flax(
+    nnx: Any, flax_nnx: Any, given_axes: int, passed: int, graph: bool
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        return nnx.vmap(lambda *xs: sum(xs), in_axes=(0,) * given_axes, graph=graph)(*[jnp.ones((2, 3))] * passed)
+
+    assert_same(flax_nnx, nnx, scenario)
