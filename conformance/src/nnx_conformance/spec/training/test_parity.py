@@ -3,6 +3,7 @@ the metrics, EMA and TrainState give flax's results and leave flax's state, bit 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -182,3 +183,26 @@ def test_a_train_state_subclass_with_extra_fields_trains_as_flax(nnx: Any, flax_
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax failed to train the TrainState subclass: {outcome.error!r}"
+
+
+@pytest.mark.apis("TrainState")
+@pytest.mark.documented(None)
+@given(steps=st.integers(0, 2))
+def test_a_train_state_is_the_pytree_flax_makes_of_it(nnx: Any, flax_nnx: Any, steps: int) -> None:
+    """Its leaves are the step, the parameters, the optimizer state and a subclass's data
+    fields; apply_fn, tx and fields marked ``pytree_node=False`` (as ``flax.struct.field``
+    marks them) are its structure, so a jitted function takes it whole."""
+
+    def scenario(nnx: Any) -> Any:
+        class Tagged(nnx.TrainState):
+            note: Any = dataclasses.field(default=None)
+            label: str = dataclasses.field(default="run", metadata={"pytree_node": False})
+
+        state = Tagged.create(apply_fn=lambda params, x: x, params={"w": jnp.ones(2)}, tx=optax.sgd(0.1),
+                              note=jnp.zeros(1))
+        for _ in range(steps):
+            state = state.apply_gradients(grads={"w": jnp.ones(2)})
+        leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+        return [jax.tree_util.keystr(path) for path, _ in leaves], jax.jit(lambda s: s.step + 1)(state)
+
+    assert_same(flax_nnx, nnx, scenario)
