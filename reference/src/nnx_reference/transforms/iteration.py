@@ -408,7 +408,7 @@ def _loop_body(
             if static.graph_updates:
                 raise ValueError(_STRUCTURE_CHANGED.format(name=name))
             raise ValueError(f"{name} Variable identity must be preserved across iterations.")
-        mode = Mode(static.graph, static.graph_updates)
+        mode = Mode(static.asked_graph, static.graph_updates)
         relifted = lift.lift(name, new_value, None, mode, coalesce=True, roots=(".init_val",))
         if not _same_structure(relifted, static, pure):
             if lowering is not None:
