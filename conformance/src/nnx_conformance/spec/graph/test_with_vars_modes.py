@@ -58,3 +58,17 @@ def test_with_vars_gives_the_asked_modes_as_flax(nnx: Any, flax_nnx: Any, conver
         )
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.kind("property")
+@pytest.mark.apis("with_vars", "Variable")
+@pytest.mark.documented("guide:hijax (cell 9: a Variable made immutable refuses writes)")
+@pytest.mark.parametrize("hijax", [False, True], ids=["plain", "hijax"])
+def test_a_variable_made_immutable_refuses_writes(nnx: Any, hijax: bool) -> None:
+    immutable = nnx.with_vars(nnx.Variable(jnp.array(0), hijax=hijax), mutable=False)
+    assert not immutable.mutable, "with_vars(v, mutable=False) gives an immutable Variable"
+    with pytest.raises(Exception, match="immutable") as raised:
+        immutable[...] += 1
+    assert type(raised.value).__name__ == "ImmutableVariableError", (
+        f"a write to an immutable Variable raises ImmutableVariableError (the guide's), got {raised.value!r}"
+    )
