@@ -29,11 +29,11 @@ from .. import _hijax, filterlib, graphlib, statelib, variablelib
 from .._tracing import inside_transformation
 from . import refs
 from .checks import (
+    CALL_ROOTS,
+    Roots,
     check_consistent_aliasing,
     check_current_trace,
     check_current_trace_of_updated,
-    CALL_ROOTS,
-    Roots,
     check_no_aliasing,
     check_no_sharing,
     has_shared_variables,
@@ -133,7 +133,12 @@ class InStatic:
     groups: tuple[Group, ...] = ()  # graph mode: one State per group
     obj_prefixes: tuple[tp.Any, ...] = ()  # the prefix entry of each object (when prefixes apply)
     roots: Roots = CALL_ROOTS  # how error messages name the parts of the inputs
-    asked_graph: bool = False  # the graph mode asked for (graph mode may hold one Variable twice in its output)
+    downgraded: bool = False  # graph mode without updates asked for, run as tree mode (no sharing)
+
+    @property
+    def asked_graph(self) -> bool:
+        """Whether graph mode was asked for (its output may hold one Variable twice)."""
+        return self.graph or self.downgraded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,8 +203,8 @@ def lift(
     ``roots``: how error messages name the parts of ``args`` (an ``(args, kwargs)`` pair by default).
     """
     graph, graph_updates = mode
-    asked_graph = graph
-    if graph and not graph_updates and not has_shared_variables(args):
+    downgraded = graph and not graph_updates and not has_shared_variables(args)
+    if downgraded:
         graph = False  # without sharing, graph mode without updates is tree mode
     objects = is_node_leaf if graph else is_variable
     leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=objects)
@@ -211,7 +216,7 @@ def lift(
             check_no_sharing(name, args, roots)
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
         static = InStatic(
-            False, False, treedef, slots, obj_prefixes=obj_prefixes, roots=roots, asked_graph=asked_graph
+            False, False, treedef, slots, obj_prefixes=obj_prefixes, roots=roots, downgraded=downgraded
         )
         return Lifted(static, to_jax(Layout(leaves, [])), Layout(prefixes, []), objs)
     if graph_updates:
@@ -225,7 +230,7 @@ def lift(
     groups = _groups_for(objs, obj_prefixes, expand)
     outer_index = graphlib.RefMap()
     graphdef, states = _split_groups(objs, [], groups, [], outer_index)
-    static = InStatic(True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes, roots, asked_graph=True)
+    static = InStatic(True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes, roots)
     arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
     pure, prefix = to_jax(Layout(arg_leaves, states)), Layout(arg_prefixes, [g.prefix for g in groups])
     return Lifted(static, pure, prefix, objs, outer_index=outer_index)
@@ -242,7 +247,7 @@ def _lift_flat(
     """Graph mode, one group: the objects' Variables travel as a flat list of values."""
     outer_index = graphlib.RefMap()
     graphdef, variables = graphlib.flatten_into([objs, []], outer_index, with_paths=False)
-    static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,), roots=roots, asked_graph=True)
+    static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,), roots=roots)
     pure = Layout(arg_leaves, [_raw(v) for v in variables])
     prefix = Layout([None] * len(arg_leaves), [None] * len(variables))
     # leaves are Variables, or arrays held directly by a Pytree attribute
@@ -334,10 +339,14 @@ def _exit(
 ) -> Result:
     """The result of a traced call; graph objects keep the indices ``ref_index`` gives them."""
     if not static.graph:
-        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.asked_graph)
+        check_no_aliasing(
+            name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.downgraded
+        )
         return Result(OutStatic(), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
-        check_no_aliasing(name, static.treedef, static.obj_slots, objs, out, roots=static.roots, shared_outputs=True)
+        check_no_aliasing(
+            name, static.treedef, static.obj_slots, objs, out, roots=static.roots, shared_outputs=True
+        )
     if static.groups == (FLAT,):
         return _exit_flat(static, objs, ref_index, out)
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out, is_leaf=is_node_leaf)

@@ -64,7 +64,7 @@ def check_same_references(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any) -> No
         return
     in_leaves, in_def = jax.tree_util.tree_flatten_with_path(carry_in, is_leaf=_is_reference)
     out_leaves, out_def = jax.tree_util.tree_flatten(carry_out, is_leaf=_is_reference)
-    if in_def != jax.tree_util.tree_structure(carry_out, is_leaf=_is_reference):
+    if in_def != out_def:
         raise ValueError(
             "Carry references must be the same between iterations. Got a carry of structure "
             f"{out_def} for one of structure {in_def}"
