@@ -190,19 +190,22 @@ def test_a_train_state_subclass_with_extra_fields_trains_as_flax(nnx: Any, flax_
 @given(steps=st.integers(0, 2))
 def test_a_train_state_is_the_pytree_flax_makes_of_it(nnx: Any, flax_nnx: Any, steps: int) -> None:
     """Its leaves are the step, the parameters, the optimizer state and a subclass's data
-    fields; apply_fn, tx and fields marked ``pytree_node=False`` (as ``flax.struct.field``
-    marks them) are its structure, so a jitted function takes it whole."""
+    fields (unmarked, or marked ``pytree_node=True``); the graphdef, tx and fields marked
+    ``pytree_node=False`` (as ``flax.struct.field`` marks them) are its structure, so a
+    jitted function takes it whole."""
 
     def scenario(nnx: Any) -> Any:
         class Tagged(nnx.TrainState):
             note: Any = dataclasses.field(default=None)
+            score: Any = dataclasses.field(default=None, metadata={"pytree_node": True})
             label: str = dataclasses.field(default="run", metadata={"pytree_node": False})
 
-        state = Tagged.create(apply_fn=lambda params, x: x, params={"w": jnp.ones(2)}, tx=optax.sgd(0.1),
-                              note=jnp.zeros(1))
+        graphdef, params = nnx.split(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+        state = Tagged.create(graphdef, params=params, tx=optax.sgd(0.1), note=jnp.zeros(1), score=jnp.ones(1))
         for _ in range(steps):
-            state = state.apply_gradients(grads={"w": jnp.ones(2)})
+            state = state.apply_gradients(grads=jax.tree.map(jnp.ones_like, state.params))
         leaves = jax.tree_util.tree_flatten_with_path(state)[0]
         return [jax.tree_util.keystr(path) for path, _ in leaves], jax.jit(lambda s: s.step + 1)(state)
 
-    assert_same(flax_nnx, nnx, scenario)
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax failed to build or step the TrainState subclass: {outcome.error!r}"

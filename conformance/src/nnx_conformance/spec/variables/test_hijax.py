@@ -46,3 +46,35 @@ def test_a_jaxpr_takes_a_variable_as_flax_passes_it(nnx: Any, flax_nnx: Any, hij
         return [isinstance(var.aval, jax.core.ShapedArray) for var in jaxpr.jaxpr.invars]
 
     assert_same(flax_nnx, nnx, inputs)
+
+
+_TRACED_READS: dict[str, Any] = {
+    "its type": lambda v: v.type.__name__,
+    "its value": lambda v: v.get_value(),
+    "its value at an index": lambda v: v.get_value(index=1),
+    "its value over a slice": lambda v: v.get_value(index=slice(0, 2)),
+    "its metadata": lambda v: sorted(v.get_metadata().items()),
+    "one metadata entry": lambda v: v.get_metadata("tag"),
+    "a missing entry with a default": lambda v: v.get_metadata("missing", "default"),
+    "a missing entry without a default": lambda v: v.get_metadata("missing"),
+}
+
+
+@pytest.mark.apis("Variable", "Variable.get_value", "Variable.get_metadata", "Param")
+@pytest.mark.parametrize("read", list(_TRACED_READS), ids=list(_TRACED_READS))
+def test_a_hijax_variable_traced_by_jit_reads_as_flax_s(nnx: Any, flax_nnx: Any, read: str) -> None:
+    """Under ``jax.jit`` a hijax Variable is a tracer of its own type: its class, value (at
+    an index too) and metadata read as flax's, and a missing metadata entry is a KeyError."""
+
+    def traced(n: Any) -> Any:
+        seen: list[Any] = []
+
+        @jax.jit
+        def body(v: Any) -> Any:
+            seen.append(_TRACED_READS[read](v))
+            return v.get_value()
+
+        body(n.Param(jnp.arange(3.0), hijax=True, tag="t"))
+        return jax.tree.map(lambda x: x.shape if isinstance(x, jax.core.Tracer) else x, seen[0])
+
+    assert_same(flax_nnx, nnx, traced, mentions=("missing",) if "without" in read else ())
