@@ -18,21 +18,34 @@ from .iteration import Carry
 from .trees import is_variable
 
 
-def out_carry_index(out: tp.Any, out_axes: tp.Any) -> int | None:
-    """Where the output carry is: ``-1`` for the whole output, else its position."""
+class CarryOut(tp.NamedTuple):
+    """The carry a body returned: ``index`` is ``-1`` for the whole output, its position in a
+    tuple output, or ``None`` where flax reads the carry as ``None`` (another output)."""
+
+    index: int | None
+    value: tp.Any
+
+
+def carry_out(out: tp.Any, out_axes: tp.Any, same_length: bool) -> CarryOut | None:
+    """The carry ``out`` holds, found as flax finds it (``None`` where ``out_axes`` has no Carry):
+    the whole output where ``out_axes`` is Carry; where a tuple or list ``out_axes`` has Carry
+    at position ``i``, item ``i`` of a tuple output (``IndexError`` past its end), and ``None``
+    for any other output or a list ``out_axes``, so that the carry check fails on it. In graph
+    mode without graph updates (``same_length``) flax finds it only in an output of
+    ``out_axes``' type and length, and leaves any other to the ``out_axes`` prefix error."""
     if out_axes is Carry:
-        return -1
-    if type(out_axes) in (tuple, list) and type(out) in (tuple, list) and len(out) == len(out_axes):
-        return next((i for i, p in enumerate(out_axes) if p is Carry), None)
-    return None
-
-
-def _carry_out(out: tp.Any, out_axes: tp.Any) -> tuple[bool, tp.Any]:
-    """Whether the output holds a carry, and that carry."""
-    index = out_carry_index(out, out_axes)
+        return CarryOut(-1, out)
+    if type(out_axes) not in (tuple, list):
+        return None
+    index = next((i for i, p in enumerate(out_axes) if p is Carry), None)
     if index is None:
-        return False, None
-    return True, out if index == -1 else out[index]
+        return None
+    if same_length:
+        found = type(out) is type(out_axes) and len(out) == len(out_axes)
+        return CarryOut(index, out[index]) if found else None
+    if type(out_axes) is tuple and type(out) is tuple:
+        return CarryOut(index, out[index])
+    return CarryOut(None, None)
 
 
 def carry_snapshot(carry_in: tp.Any) -> tp.Any:
@@ -47,9 +60,9 @@ def check_carry_prefix(snapshot: tp.Any, out: tp.Any, out_axes: tp.Any) -> None:
     returned carry lacking the given one's structure (:func:`carry_snapshot`) as a prefix gets
     JAX's prefix ValueError (a deeper one reaches ``jax.lax.scan``, whose TypeError names both
     structures)."""
-    found, carry_out = _carry_out(out, out_axes)
-    if found:
-        jax.tree_util.tree_map(lambda *_: None, snapshot, carry_out, is_leaf=is_variable)
+    found = carry_out(out, out_axes, same_length=True)
+    if found is not None:
+        jax.tree_util.tree_map(lambda *_: None, snapshot, found.value, is_leaf=is_variable)
 
 
 def _is_reference(x: tp.Any) -> bool:
@@ -58,12 +71,14 @@ def _is_reference(x: tp.Any) -> bool:
 
 def check_same_references(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any) -> None:
     """With graph updates: the carry returned has the given carry's structure, and holds its
-    graph nodes and Variables themselves, else ValueError."""
-    found, carry_out = _carry_out(out, out_axes)
-    if not found:
+    graph nodes and Variables themselves, else ValueError (JAX's prefix error where the given
+    carry's structure is no prefix of the returned one's, as flax maps the one over the other)."""
+    found = carry_out(out, out_axes, same_length=False)
+    if found is None:
         return
+    jax.tree_util.tree_map(lambda *_: None, carry_in, found.value, is_leaf=_is_reference)
     in_leaves, in_def = jax.tree_util.tree_flatten_with_path(carry_in, is_leaf=_is_reference)
-    out_leaves, out_def = jax.tree_util.tree_flatten(carry_out, is_leaf=_is_reference)
+    out_leaves, out_def = jax.tree_util.tree_flatten(found.value, is_leaf=_is_reference)
     if in_def != out_def:
         raise ValueError(
             "Carry references must be the same between iterations. Got a carry of structure "

@@ -134,19 +134,21 @@ class _CarriedVariable:
 jax.tree_util.register_static(_CarriedVariable)
 
 
-def _mark_carried_variables(carry_in: tp.Any, out: tp.Any, out_axes: tp.Any, objs: list[tp.Any]) -> tp.Any:
+def _mark_carried_variables(
+    carry_in: tp.Any, out: tp.Any, out_axes: tp.Any, objs: list[tp.Any], same_length: bool
+) -> tp.Any:
     """Tree mode: the carry's Variables returned as the carry become :class:`_CarriedVariable`.
 
     They are the inputs' own Variables: scan carries their state and gives back
     the caller's Variables in their place (see :func:`_restore_carried_variables`).
     """
-    index = scan_carry.out_carry_index(out, out_axes)
-    if index is None:
+    found = scan_carry.carry_out(out, out_axes, same_length)
+    if found is None:
         return out
-    carry_out = out if index == -1 else out[index]
-    positions = checks.check_carry_identity(carry_in, carry_out)
+    positions = checks.check_carry_identity(carry_in, found.value)
     if not positions:
         return out
+    index, carry_out = found
     obj_index = {id(obj): i for i, obj in enumerate(objs)}
     leaves, treedef = jax.tree_util.tree_flatten(carry_out, is_leaf=trees.is_variable)
     for position in positions:
@@ -269,7 +271,9 @@ def _scan_body(
         if metadata:
             axis_metadata(metadata, in_objects + out_objects(out, out_axes), add=True)
         if tree_carry is not None:
-            marked = _mark_carried_variables(entered.args[tree_carry], out, out_axes, entered.objects)
+            marked = _mark_carried_variables(
+                entered.args[tree_carry], out, out_axes, entered.objects, same_length=static.asked_graph
+            )
             traced.restore = marked is not out
             out = marked
         result = lift.exit("scan", static, entered, out, out_axes, expand_axes, carry_arg=tree_carry)

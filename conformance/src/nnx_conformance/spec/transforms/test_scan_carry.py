@@ -1,6 +1,6 @@
 """Differential tests of ``nnx.scan``'s carry: a function whose whole input and output is
 the carry (``in_axes=Carry``, ``out_axes=Carry``), an array or a Module, in every mode; and
-what flax refuses: outputs with more or fewer entries than ``out_axes``, two carries, a carry
+what flax refuses: outputs with more or fewer entries than ``out_axes``, several carries, a carry
 returned with another structure, a carried Module that gains or loses a Variable or a submodule."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from nnx_conformance.assertions import assert_same
@@ -71,20 +71,20 @@ def test_a_scan_output_with_other_entries_than_out_axes_is_refused_as_by_flax(
 
 @pytest.mark.apis("scan", "Carry")
 @pytest.mark.documented(None)
-@given(side=st.sampled_from(["in_axes", "out_axes"]), mode=MODES)
-def test_a_scan_given_two_carries_is_refused_naming_them_as_by_flax(
-    nnx: Any, flax_nnx: Any, side: str, mode: tuple[bool, bool]
+@given(side=st.sampled_from(["in_axes", "out_axes"]), mode=MODES, count=st.integers(2, 3))
+def test_a_scan_given_several_carries_is_refused_naming_them_as_by_flax(
+    nnx: Any, flax_nnx: Any, side: str, mode: tuple[bool, bool], count: int
 ) -> None:
     graph, graph_updates = mode
 
     def scenario(nnx: Any) -> Any:
-        two = (nnx.Carry, nnx.Carry)
-        options = {"in_axes": two, "out_axes": (nnx.Carry, 0)} if side == "in_axes" else {
-            "in_axes": (nnx.Carry, 0), "out_axes": two}
+        several = (nnx.Carry,) * count
+        options = {"in_axes": several, "out_axes": (nnx.Carry, 0)} if side == "in_axes" else {
+            "in_axes": (nnx.Carry, 0), "out_axes": several}
         return nnx.scan(lambda c, x: (c, x), graph=graph, graph_updates=graph_updates, **options)
 
     outcome = assert_same(flax_nnx, nnx, scenario, mentions=("multiple Carry",))
-    assert isinstance(outcome.error, ValueError), f"flax refuses two carries: {outcome.error!r}"
+    assert isinstance(outcome.error, ValueError), f"flax refuses several carries: {outcome.error!r}"
 
 
 @pytest.mark.apis("scan", "Carry")
@@ -103,7 +103,11 @@ def test_a_scan_body_returning_another_carry_structure_is_refused_as_by_flax(
         return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
                         graph_updates=graph_updates)(start, jnp.arange(3.0))
 
-    outcome = assert_same(flax_nnx, nnx, scenario)
+    if not bigger:
+        words = "pytree structure error"  # the given carry is no prefix of the one returned
+    else:
+        words = "Carry references must be the same" if graph_updates else "must have the same pytree structure"
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(words,))
     assert outcome.error is not None, "flax refuses a carry of another structure"
 
 
@@ -158,3 +162,41 @@ def test_a_carried_module_whose_structure_the_body_changes_is_refused_as_by_flax
     named = "steps" if change == "deletes a Variable" else "extra"
     outcome = assert_same(flax_nnx, nnx, scenario, mentions=(named,) if graph_updates or not graph else ())
     assert outcome.error is not None, "flax refuses a carried Module whose structure changes"
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@given(
+    mode=MODES,
+    position=st.integers(0, 1),
+    returned=st.integers(1, 3),
+    wrapped=st.booleans(),
+    output=st.sampled_from(["tuple", "list", "the carry alone"]),
+    axes=st.sampled_from([tuple, list]),
+)
+def test_a_scan_output_unlike_its_out_axes_is_searched_for_the_carry_as_by_flax(
+    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool], position: int, returned: int, wrapped: bool, output: str,
+    axes: type,
+) -> None:
+    """flax reads the carry at Carry's position of ``out_axes`` in a tuple output of any
+    length (an ``IndexError`` past its end), and as ``None`` in any other output or beside a
+    list ``out_axes``, so that its carry check, not the ``out_axes`` prefix, refuses it; in
+    graph mode without graph updates only an output of ``out_axes``' length is searched."""
+    graph, graph_updates = mode
+    # flax 0.12.12 fails an internal assertion there (a crash, not a rule: see reference/README.md)
+    assume(not (graph and graph_updates and (output != "tuple" or axes is list)))
+
+    def scenario(nnx: Any) -> Any:
+        def step(carry: Any, x: Any) -> Any:
+            returned_carry = (carry, carry) if wrapped else carry
+            items = [x] * returned
+            items[min(position, returned - 1)] = returned_carry
+            if output == "the carry alone":
+                return returned_carry
+            return tuple(items) if output == "tuple" else items
+
+        out_axes = axes([nnx.Carry, 0] if position == 0 else [0, nnx.Carry])
+        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=out_axes, graph=graph,
+                        graph_updates=graph_updates)(jnp.zeros(()), jnp.arange(3.0))
+
+    assert_same(flax_nnx, nnx, scenario)
