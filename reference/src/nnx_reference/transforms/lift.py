@@ -264,9 +264,10 @@ class Entered(tp.NamedTuple):
     index_ref: dict[int, tp.Any]  # graph mode: each copy by the index its original has outside
 
 
-def enter(static: InStatic, pure: Layout) -> Entered:
-    """Inside a transform: rebuild the arguments and their objects."""
-    index_ref: dict[int, tp.Any] = {}
+def enter(static: InStatic, pure: Layout, index_ref: dict[int, tp.Any] | None = None) -> Entered:
+    """Inside a transform: rebuild the arguments and their objects (those in ``index_ref``,
+    by index, in place)."""
+    index_ref = {} if index_ref is None else index_ref
     if static.groups == (FLAT,):
         leaves = list(pure.leaves)
         objs, _ = graphlib.unflatten_into(static.graphdef, list(pure.states), index_ref)
@@ -423,7 +424,11 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
 
 
 def apply_same(lifted: Lifted, pure: Layout) -> tp.Any:
-    """Outside: the result has the inputs' own structure (loops); rebuild and write back."""
+    """Outside: the result has the inputs' own structure (loops); rebuild and write back.
+    Without graph updates the graph nodes come back new, holding the caller's Variables."""
+    if lifted.static.graph and not lifted.static.graph_updates and lifted.outer_index is not None:
+        variables = {i: obj for i, obj in _index_ref(lifted.outer_index).items() if is_variable(obj)}
+        return enter(lifted.static, pure, variables).args
     value, copies, _, _ = enter(lifted.static, pure)
     if not lifted.static.graph:
         for original, new in zip(lifted.originals, copies):
@@ -432,7 +437,7 @@ def apply_same(lifted: Lifted, pure: Layout) -> tp.Any:
         for slot, original in zip(lifted.static.obj_slots, lifted.originals):
             leaves[slot] = original
         return jax.tree_util.tree_unflatten(lifted.static.treedef, leaves)
-    mapping = _write_back(lifted.originals, copies, lifted.static.graph_updates)
+    mapping = _write_back(lifted.originals, copies, structural=True)
     leaves = jax.tree_util.tree_leaves(value, is_leaf=is_node_leaf)
     for slot in lifted.static.obj_slots:
         leaves[slot] = mapping.get(id(leaves[slot]), leaves[slot])

@@ -119,6 +119,45 @@ def test_grad_without_graph_updates_returns_the_module_type_with_the_shared_leaf
     assert_same(flax_nnx, nnx, scenario)
 
 
+def _bump_shared(nnx: Any, transform: str) -> Callable[[Any], Any]:
+    """A call of ``nnx.<transform>`` in graph mode without graph updates whose function
+    writes the Variable its Module holds twice and another one."""
+
+    def bump(m: Any) -> Any:
+        m.a[...] = m.a[...] * 2 + 1
+        m.z[...] += 1
+        return m
+
+    options = {"graph": True, "graph_updates": False}
+    if transform == "jit":
+        return nnx.jit(lambda m: bump(m).a[...].sum(), **options)
+    if transform == "remat":
+        return nnx.remat(lambda m: bump(m).a[...].sum(), **options)
+    if transform == "grad":
+        return nnx.grad(lambda m: bump(m).a[...].sum(), **options)
+    if transform == "fori_loop":
+        return lambda m: nnx.fori_loop(0, 3, lambda i, m: bump(m), m, **options)
+    if transform == "while_loop":
+        return lambda m: nnx.while_loop(lambda m: m.z[...] < 2, bump, m, **options)
+    raise AssertionError(f"unknown transform {transform!r}")
+
+
+@pytest.mark.apis("jit", "remat", "grad", "fori_loop", "while_loop")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", ["jit", "remat", "grad", "fori_loop", "while_loop"])
+def test_without_graph_updates_writes_to_a_variable_held_twice_are_kept_as_by_flax(
+    nnx: Any, flax_nnx: Any, transform: str
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        p = nnx.Param(jnp.ones(2))
+        m = gs.classes(nnx).node(a=p, b=p, z=nnx.BatchStat(jnp.zeros(())))
+        result = _bump_shared(nnx, transform)(m)
+        return result, m, m.a is m.b
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax runs {transform} over a Module holding a Variable twice: {outcome.error!r}"
+
+
 @pytest.mark.apis("vmap", "split_rngs")
 @pytest.mark.documented("guide:transforms (vmap over __init__ with split_rngs creates a stack of Modules)")
 def test_vmapped_init_with_split_rngs_makes_stacked_submodules(nnx: Any, flax_nnx: Any) -> None:
