@@ -465,7 +465,7 @@ def while_loop(
 ) -> tp.Any:
     """Lifted ``jax.lax.while_loop``: ``init_val`` may contain graph nodes."""
     mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.lift("while_loop", init_val, None, mode, coalesce=True, roots=(".init_val",))
+    lifted = lift.lift("while_loop", init_val, None, mode, coalesce=True, roots=(".init_val",), tree_sharing=True)
 
     static = lifted.static
 
@@ -494,7 +494,7 @@ def fori_loop(
 ) -> tp.Any:
     """Lifted ``jax.lax.fori_loop``: ``init_val`` may contain graph nodes."""
     mode = trees.resolve_mode(graph, graph_updates)
-    lifted = lift.lift("fori_loop", init_val, None, mode, coalesce=True, roots=(".init_val",))
+    lifted = lift.lift("fori_loop", init_val, None, mode, coalesce=True, roots=(".init_val",), tree_sharing=True)
 
     static = lifted.static
 

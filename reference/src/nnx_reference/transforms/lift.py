@@ -196,11 +196,14 @@ def lift(
     expand: Expand = whole,
     coalesce: bool = False,
     roots: Roots = CALL_ROOTS,
+    tree_sharing: bool = False,
 ) -> Lifted:
     """Lifts a call's arguments; ``prefix`` is a tree prefix of ``args`` (axes, shardings, ...).
 
     ``coalesce``: the prefix does not apply to objects; pass all their state as one.
     ``roots``: how error messages name the parts of ``args`` (an ``(args, kwargs)`` pair by default).
+    ``tree_sharing``: tree mode takes a Variable held twice as two (flax's loops do), rather
+    than refusing it.
     """
     graph, graph_updates = mode
     downgraded = graph and not graph_updates and not has_shared_variables(args)
@@ -212,7 +215,7 @@ def lift(
     slots = tuple(i for i, leaf in enumerate(leaves) if objects(leaf))
     objs = [leaves[i] for i in slots]
     if not graph:
-        if len({id(v) for v in objs}) != len(objs):
+        if not tree_sharing and len({id(v) for v in objs}) != len(objs):
             check_no_sharing(name, args, roots)
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
         static = InStatic(

@@ -158,6 +158,35 @@ def test_without_graph_updates_writes_to_a_variable_held_twice_are_kept_as_by_fl
     assert outcome.error is None, f"flax runs {transform} over a Module holding a Variable twice: {outcome.error!r}"
 
 
+@pytest.mark.apis("fori_loop", "while_loop")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("loop", ["fori_loop", "while_loop"])
+@pytest.mark.parametrize("written", ["a", "b"])
+def test_a_tree_mode_loop_takes_a_variable_held_twice_as_two_as_flax_does(
+    nnx: Any, flax_nnx: Any, loop: str, written: str
+) -> None:
+    """Where other tree-mode transforms refuse a shared Variable, flax's loops carry each
+    place on its own and write the places back in order, so a write through the first is lost."""
+
+    def scenario(nnx: Any) -> Any:
+        p = nnx.Param(jnp.ones(2))
+        m = gs.classes(nnx).node(a=p, b=p, z=nnx.BatchStat(jnp.zeros(())))
+
+        def bump(m: Any) -> Any:
+            getattr(m, written)[...] += 1
+            m.z[...] += 1
+            return m
+
+        if loop == "fori_loop":
+            result = nnx.fori_loop(0, 3, lambda i, m: bump(m), m, graph=False)
+        else:
+            result = nnx.while_loop(lambda m: m.z[...] < 2, bump, m, graph=False)
+        return result, m, result is m, result.a is p, result.b is p
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax runs {transform} over a Module holding a Variable twice: {outcome.error!r}"
+
+
 @pytest.mark.apis("vmap", "split_rngs")
 @pytest.mark.documented("guide:transforms (vmap over __init__ with split_rngs creates a stack of Modules)")
 def test_vmapped_init_with_split_rngs_makes_stacked_submodules(nnx: Any, flax_nnx: Any) -> None:
