@@ -116,7 +116,7 @@ def check_pytree(pytree: tp.Any) -> None:
     if not isinstance(pytree, Pytree):
         raise TypeError(f"Expected a Pytree, got {type(pytree)}.")
     for name, value in vars(pytree).items():
-        if name == NODES or pytree._pytree__nodes.get(name, True):
+        if name == NODES or pytree._pytree__nodes.get(name, False):
             continue
         if has_data(value) and type(pytree)._pytree__is_pytree:
             raise ValueError(_unexpected_data_message(pytree, name, value))

@@ -109,14 +109,18 @@ def test_check_pytree_rejects_what_is_not_a_pytree_with_type_error(nnx: Any, fla
 @pytest.mark.apis("check_pytree")
 @pytest.mark.documented("api object page: check_pytree checks that its argument is a valid Pytree")
 @pytest.mark.parametrize("held_by", ["nothing", "a Sequential", "two Sequentials", "a List"])
-def test_check_pytree_checks_its_argument_s_own_static_attributes_as_flax(nnx: Any, flax_nnx: Any, held_by: str) -> None:
-    """Data put in a static attribute behind the Module's back is refused (ValueError naming
-    the attribute) where the Module is the argument; flax does not look into the Pytrees an
-    argument holds."""
+@pytest.mark.parametrize("attribute", ["static", "never assigned"])
+def test_check_pytree_checks_its_argument_s_own_static_attributes_as_flax(
+    nnx: Any, flax_nnx: Any, held_by: str, attribute: str
+) -> None:
+    """Data put behind the Module's back in a static attribute, or in one never assigned
+    through it, is refused (ValueError naming the attribute) where the Module is the
+    argument; flax does not look into the Pytrees an argument holds."""
 
     def scenario(nnx: Any) -> Any:
         inner = nnx.Linear(1, 1, rngs=nnx.Rngs(0))
-        inner.scale = 1
+        if attribute == "static":
+            inner.scale = 1
         object.__setattr__(inner, "scale", jnp.ones(2))
         holder = {
             "nothing": lambda: inner,
