@@ -263,7 +263,13 @@ class Variable(tp.Generic[A]):
         return value if index is MISSING else value[index]
 
     def set_value(self, value: A, *, index: tp.Any = MISSING) -> None:
-        """Sets the value (after set hooks), or ``value[index] = value`` when ``index`` is given."""
+        """Sets the value (after set hooks), or ``value[index] = value`` when ``index`` is given
+        (not a NumPy array of several elements, which flax's writes refuse)."""
+        if isinstance(index, np.ndarray) and index.size > 1:
+            raise ValueError(
+                f"Cannot write {type(self).__name__} at a NumPy array index of {index.size} elements: "
+                "its truth value is ambiguous to flax.nnx, which refuses it; index with a jax.Array instead."
+            )
         raw = self._raw_value
         self._check_can_update(raw)
         value = _unwrap(value)

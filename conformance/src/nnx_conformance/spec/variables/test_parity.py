@@ -164,6 +164,9 @@ SETS = {
     "slice_index": (lambda: jnp.ones(2), lambda: jnp.zeros(2), slice(None)),
     "numpy_value": (lambda: jnp.ones(2), lambda: np.zeros(2, np.float32), ...),
     "numpy_variable": (lambda: np.ones(2), lambda: jnp.zeros(2), ...),
+    "jax_array_index": (lambda: jnp.ones(3), lambda: jnp.zeros(2), jnp.array([0, 2])),
+    "numpy_scalar_index": (lambda: jnp.ones(3), lambda: 0.0, np.int64(1)),
+    "numpy_array_index": (lambda: jnp.ones(3), lambda: jnp.zeros(2), np.array([0, 2])),
 }
 
 
