@@ -168,7 +168,7 @@ def out_prefix_for_jax(prefix: tp.Any, expand: Expand = whole) -> tp.Any:
     def convert(p: tp.Any) -> tp.Any:
         groups = expand(p, None)
         if len(groups) == 1 and groups[0][0] is ...:
-            return p
+            return groups[0][1]
         return ObjectStates(tuple(value for _, value in groups))
 
     return jax.tree_util.tree_map(convert, prefix, is_leaf=lambda x: type(x) not in (list, tuple, dict))

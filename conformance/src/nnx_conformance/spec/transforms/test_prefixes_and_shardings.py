@@ -155,3 +155,43 @@ def test_prefix_objects_compare_and_hash_as_flax(nnx: Any, flax_nnx: Any, recipe
         }
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+OUT_STATE_AXES = {
+    "everything broadcast": lambda nnx: nnx.StateAxes({...: None}),
+    "everything mapped": lambda nnx: nnx.StateAxes({...: 0}),
+    "params mapped, the rest broadcast": lambda nnx: nnx.StateAxes({nnx.Param: 0, ...: None}),
+    "a plain axis": lambda nnx: 0,
+}
+
+
+@pytest.mark.apis("vmap", "StateAxes")
+@pytest.mark.documented(None)
+@given(
+    out=st.sampled_from(sorted(OUT_STATE_AXES)),
+    in_state_axes=st.booleans(),
+    adds_a_cache=st.booleans(),
+)
+def test_a_module_vmap_returns_under_state_axes_is_stacked_as_by_flax(
+    nnx: Any, flax_nnx: Any, out: str, in_state_axes: bool, adds_a_cache: bool
+) -> None:
+    """A Module made inside ``vmap`` comes out stacked or broadcast by the StateAxes of
+    ``out_axes``; a Variable the body adds to an input Module that its ``in_axes``
+    StateAxes does not cover is a ValueError naming its path."""
+
+    def scenario(nnx: Any) -> Any:
+        model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+        def body(model: Any, x: Any) -> Any:
+            if adds_a_cache:
+                model.cache = nnx.Cache(jnp.zeros(2))
+            return nnx.Linear(2, 2, rngs=nnx.Rngs(1)), model(x)
+
+        in_axes = (nnx.StateAxes({nnx.Param: None}) if in_state_axes else None, 0)
+        made, y = nnx.vmap(body, in_axes=in_axes, out_axes=(OUT_STATE_AXES[out](nnx), 0))(model, jnp.ones((3, 2)))
+        return made, y, model
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("cache",) if in_state_axes and adds_a_cache else ())
+    assert (outcome.error is None) == (not (in_state_axes and adds_a_cache)), (
+        f"flax's vmap with out_axes {out}: {outcome.error!r}"
+    )
