@@ -160,12 +160,13 @@ def _grad_call(
         inner_args, inner_kwargs = entered.args
         out = fun(*inner_args, **inner_kwargs)
         value, aux = out if has_aux else (out, None)
-        return value, lift.exit(name, lifted.static, entered, aux)
+        # the output checked and passed out is (value, aux), where flax's errors name its paths
+        return value, lift.exit(name, lifted.static, entered, (value, aux))
 
     (value, result), grads = jax.value_and_grad(
         pure_fn, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
     )(diff, rest)
-    aux = lift.apply(lifted, result)
+    _, aux = lift.apply(lifted, result)
     per_arg = _per_arg_grads(lifted, lift.from_jax(grads), nums)
     return ((value, aux) if has_aux else value), (per_arg[0] if single else per_arg)
 

@@ -151,6 +151,15 @@ class OutStatic:
     unchanged: bool = False  # flat layout only: no output objects, input structure kept
     holes: bool = False  # the result holds ``refs.Hole``s for input Refs
     updated: tuple[int, ...] = ()  # tree mode: the input Variables the call gave new values
+    aliases: tuple[Alias, ...] = ()  # graph mode downgraded to tree mode: a Variable returned twice
+
+
+class Alias(tp.NamedTuple):
+    """Two places of an output (positions among its leaves, Variables as leaves) that hold
+    one Variable: the later place gets the object built for the first."""
+
+    place: int
+    first: int
 
 
 jax.tree_util.register_static(OutStatic)
@@ -346,7 +355,8 @@ def _exit(
         check_no_aliasing(
             name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.downgraded
         )
-        return Result(OutStatic(), [v.get_raw_value() for v in objs], out)
+        aliases = _aliases(out) if static.downgraded else ()
+        return Result(OutStatic(aliases=aliases), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
         check_no_aliasing(
             name, static.treedef, static.obj_slots, objs, out, roots=static.roots, shared_outputs=True
@@ -372,6 +382,24 @@ def _exit(
         out_leaves[slot] = ObjectStates(tuple(obj_states))
     out_static = OutStatic(graphdef, tuple(out_groups))
     return Result(out_static, states[:n_in], jax.tree_util.tree_unflatten(out_treedef, out_leaves))
+
+
+def _aliases(out: tp.Any) -> tuple[Alias, ...]:
+    """The places of ``out`` that repeat a Variable held at an earlier place."""
+    first: dict[int, int] = {}
+    aliases = []
+    for place, leaf in enumerate(jax.tree_util.tree_leaves(out, is_leaf=is_variable)):
+        if is_variable(leaf) and first.setdefault(id(leaf), place) != place:
+            aliases.append(Alias(place, first[id(leaf)]))
+    return tuple(aliases)
+
+
+def _relink(out: tp.Any, aliases: tp.Sequence[Alias]) -> tp.Any:
+    """``out`` with each alias's place holding the object at its first place."""
+    leaves, treedef = jax.tree_util.tree_flatten(out, is_leaf=is_variable)
+    for alias in aliases:
+        leaves[alias.place] = leaves[alias.first]
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 def _exit_flat(static: InStatic, objs: list[tp.Any], ref_index: graphlib.RefMap, out: tp.Any) -> Result:
@@ -400,7 +428,7 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
             check_current_trace_of_updated([lifted.originals[i] for i in out_static.updated])
         for original, new in zip(lifted.originals, in_part):
             _assign(original, new)
-        return out_tree
+        return _relink(out_tree, out_static.aliases) if out_static.aliases else out_tree
     if out_static.unchanged and lifted.variables is not None:
         for variable, value in zip(lifted.variables, in_part):
             variable.set_raw_value(value)

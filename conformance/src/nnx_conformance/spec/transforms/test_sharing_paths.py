@@ -100,11 +100,32 @@ def test_checkify_passes_keyword_arguments_in_either_mode(nnx: Any, graph: bool)
     assert float(out[0]) == 2.0, f"checkify(graph={graph}) with scale=2.0 gave {out}"
 
 
-OUTPUT_TRANSFORMS: dict[str, Callable[..., Any]] = {
-    "jit": lambda nnx, f, graph: nnx.jit(f, graph=graph, graph_updates=False)(jnp.ones(1)),
-    "eval_shape": lambda nnx, f, graph: nnx.eval_shape(f, jnp.ones(1), graph=graph, graph_updates=False),
-    "remat": lambda nnx, f, graph: nnx.remat(f, graph=graph, graph_updates=False)(jnp.ones(1)),
-    "cond": lambda nnx, f, graph: nnx.cond(True, f, f, jnp.ones(1), graph=graph, graph_updates=False),
+class Returning(NamedTuple):
+    """A transform of ``f`` (``graph`` given) called on a small input, giving ``f``'s output;
+    ``paths``: where tree mode names the output's two places."""
+
+    call: Callable[[Any, Callable[..., Any], bool], Any]
+    paths: tuple[str, str] = (".out[0]", ".out[1]")
+
+
+OUTPUT_TRANSFORMS: dict[str, Returning] = {
+    "jit": Returning(lambda nnx, f, graph: nnx.jit(f, graph=graph, graph_updates=False)(jnp.ones(1))),
+    "eval_shape": Returning(lambda nnx, f, graph: nnx.eval_shape(f, jnp.ones(1), graph=graph, graph_updates=False)),
+    "remat": Returning(lambda nnx, f, graph: nnx.remat(f, graph=graph, graph_updates=False)(jnp.ones(1))),
+    "cond": Returning(lambda nnx, f, graph: nnx.cond(True, f, f, jnp.ones(1), graph=graph, graph_updates=False)),
+    "vmap": Returning(lambda nnx, f, graph: nnx.vmap(f, graph=graph, graph_updates=False)(jnp.ones((2, 1)))),
+    "scan": Returning(
+        lambda nnx, f, graph: nnx.scan(
+            lambda c, x: (c, f(x)), in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph, graph_updates=False
+        )(jnp.ones(()), jnp.ones((2, 1)))[1],
+        (".out[1][0]", ".out[1][1]"),
+    ),
+    "grad": Returning(
+        lambda nnx, f, graph: nnx.grad(
+            lambda x: (x.sum(), f(x)), has_aux=True, graph=graph, graph_updates=False
+        )(jnp.ones(1))[1],
+        (".out[1][0]", ".out[1][1]"),
+    ),
 }
 
 
@@ -115,17 +136,17 @@ OUTPUT_TRANSFORMS: dict[str, Callable[..., Any]] = {
 def test_a_new_variable_returned_twice_is_refused_in_tree_mode_only_as_by_flax(
     nnx: Any, flax_nnx: Any, transform: str, graph: bool
 ) -> None:
-    """Without graph updates, graph mode returns one new Variable at two places of the output;
-    tree mode refuses it, naming both (``.out[0]``, ``.out[1]``). (Whether graph mode gives
-    the two places one object is not compared: see the reference's open departures.)"""
+    """Without graph updates, graph mode returns one new Variable at two places of the output,
+    the same object at both; tree mode refuses it, naming both (``.out[0]``, ``.out[1]``
+    where the output is the function's)."""
 
     def scenario(nnx: Any) -> Any:
         def f(x: Any) -> Any:
             param = nnx.Param(x)
             return param, param
 
-        first, second = OUTPUT_TRANSFORMS[transform](nnx, f, graph)
-        return first.shape, second.shape
+        first, second = OUTPUT_TRANSFORMS[transform].call(nnx, f, graph)
+        return first.shape, second.shape, first is second
 
-    outcome = assert_same(flax_nnx, nnx, scenario, mentions=() if graph else (".out[0]", ".out[1]"))
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=() if graph else OUTPUT_TRANSFORMS[transform].paths)
     assert (outcome.error is None) == graph, f"flax refuses a Variable returned twice in tree mode only (graph={graph})"
