@@ -1,7 +1,7 @@
 """Hijax Variables: Variables that JAX takes as one value of a type of their own.
 
 A Variable built with ``hijax=True`` is an instance of its class's hijax twin, a
-subclass that is no pytree but a ``jax.experimental.hijax`` type: ``jax.tree`` takes
+subclass named ``HijaxVariable`` (as flax names its hijax Variables) that is no pytree but a ``jax.experimental.hijax`` type: ``jax.tree`` takes
 it as one leaf, and a JAX transformation takes it as one input of type
 :class:`VariableType`, read by the :class:`GetVariable` primitive and built by the
 :class:`NewVariable` primitive. Under a trace the function gets a tracer of that type,
@@ -56,7 +56,7 @@ def twin(cls: type, hijax_: bool) -> type:
 def _make_twin(plain: type) -> None:
     namespace = {
         "__module__": plain.__module__,
-        "__qualname__": plain.__qualname__,
+        "__qualname__": "HijaxVariable",
         "_hijax": True,
         "type": property(lambda self: plain, doc="The type of the variable."),
         "var_type": property(lambda self: plain, doc="The type of the variable."),
@@ -66,7 +66,7 @@ def _make_twin(plain: type) -> None:
         "__ne__": object.__ne__,
         "__hash__": object.__hash__,
     }
-    cls = type(plain.__name__, (plain,), namespace, hijax=True)
+    cls = type("HijaxVariable", (plain,), namespace, hijax=True)
     _TWINS[plain], _TWINS[cls] = cls, plain
     hijax.register_hitype(cls, _type_of)
 

@@ -380,7 +380,7 @@ def _hidden(key: tp.Any) -> bool:
 
 def _variable_group(variable: Variable[tp.Any]) -> str:
     """The name a Variable is totalled under in reprs: ``__nnx_repr_group__`` or its type's name."""
-    return getattr(type(variable), "__nnx_repr_group__", None) or type(variable).__name__
+    return getattr(variable.type, "__nnx_repr_group__", None) or variable.type.__name__
 
 
 def _variables_comment(node: Pytree) -> str:

@@ -272,7 +272,7 @@ def _vjp_flops(node: tp.Any, call: Call) -> int:
 
 
 def _type_name(variable: tp.Any) -> str:
-    return "RngState" if isinstance(variable, RngState) else type(variable).__name__
+    return "RngState" if isinstance(variable, RngState) else variable.type.__name__
 
 
 def _variables(node: tp.Any) -> list[tuple[tuple[tp.Any, ...], tp.Any]]:

@@ -267,7 +267,7 @@ class Variable(tp.Generic[A]):
         (not a NumPy array of several elements, which flax's writes refuse)."""
         if isinstance(index, np.ndarray) and index.size > 1:
             raise ValueError(
-                f"Cannot write {type(self).__name__} at a NumPy array index of {index.size} elements: "
+                f"Cannot write {self.type.__name__} at a NumPy array index of {index.size} elements: "
                 "its truth value is ambiguous to flax.nnx, which refuses it; index with a jax.Array instead."
             )
         raw = self._raw_value
@@ -293,15 +293,15 @@ class Variable(tp.Generic[A]):
         """Raises unless this Variable may be set here: a Ref may be written from any trace;
         a plain value only from the trace that made it, and a hijax one only outside transformations."""
         if self._var_metadata.get("mutable", True) is False:
-            raise ImmutableVariableError(f"Cannot mutate {type(self).__name__} as it is marked as immutable.")
+            raise ImmutableVariableError(f"Cannot mutate {self.type.__name__} as it is marked as immutable.")
         if reprlib.is_ref(raw):
             return
         if self._var_metadata.get("hijax") and inside_transformation():
             raise ImmutableVariableError(
-                f"Cannot update a non-ref hijax {type(self).__name__} inside JAX transformations. To mutate "
+                f"Cannot update a non-ref hijax {self.type.__name__} inside JAX transformations. To mutate "
                 "variables within jit, grad, scan, or other JAX transforms, use ref=True."
             )
-        check_same_trace(self.__dict__.get("_trace_state"), f"{type(self).__name__} from a different trace")
+        check_same_trace(self.__dict__.get("_trace_state"), f"{self.type.__name__} from a different trace")
 
     def __getitem__(self, index: tp.Any) -> tp.Any:
         return self.get_value(index=index)
@@ -336,7 +336,7 @@ class Variable(tp.Generic[A]):
             self._var_metadata.update(kwargs)
         else:
             raise TypeError(
-                f"set_metadata of {type(self).__name__} takes a dict, a (name, value) pair or keyword "
+                f"set_metadata of {self.type.__name__} takes a dict, a (name, value) pair or keyword "
                 f"arguments, got args={args!r} and kwargs={kwargs!r}"
             )
 
@@ -470,7 +470,7 @@ class Variable(tp.Generic[A]):
             if key in _REQUIRED_DEFAULTS and item is _REQUIRED_DEFAULTS[key]:
                 continue
             attributes.append((key, reprlib.value_repr(item, summarize)))
-        return reprlib.object_repr(type(self).__name__, comment, attributes)
+        return reprlib.object_repr(self.type.__name__, comment, attributes)
 
     def __repr__(self) -> str:
         return self.__nnx_repr__()

@@ -78,3 +78,20 @@ def test_a_hijax_variable_traced_by_jit_reads_as_flax_s(nnx: Any, flax_nnx: Any,
         return jax.tree.map(lambda x: x.shape if isinstance(x, jax.core.Tracer) else x, seen[0])
 
     assert_same(flax_nnx, nnx, traced, mentions=("missing",) if "without" in read else ())
+
+
+@pytest.mark.apis("Variable", "Param", "Module")
+@pytest.mark.parametrize("variable_type", ["Param", "BatchStat"])
+def test_a_hijax_variable_is_of_a_class_named_as_flax_s(nnx: Any, flax_nnx: Any, variable_type: str) -> None:
+    """flax gives every hijax Variable one class, ``HijaxVariable``, that is an instance of
+    the Variable type asked for and answers it as ``.type``; a Module totals it under that type."""
+
+    def named(n: Any) -> Any:
+        cls = getattr(n, variable_type)
+        variable = cls(jnp.arange(3.0), hijax=True)
+        holder = n.Linear(2, 3, rngs=n.Rngs(0))
+        holder.extra = variable
+        summary = repr(holder).splitlines()[0]
+        return type(variable).__name__, variable.type.__name__, isinstance(variable, cls), summary
+
+    assert_same(flax_nnx, nnx, named)
