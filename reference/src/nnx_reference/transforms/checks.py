@@ -84,10 +84,22 @@ def check_consistent_aliasing(occurrences: tp.Iterable[list[Reached]]) -> None:
             raise ValueError(f"Inconsistent aliasing detected. The following nodes have different prefixes:\n{nodes}")
 
 
-def _variable_paths(tree: tp.Any, root: str) -> tp.Iterator[tuple[str, variablelib.Variable]]:
-    for keypath, leaf in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_variable)[0]:
-        if is_variable(leaf):
-            yield root + jax.tree_util.keystr(keypath), leaf
+def _variable_paths(tree: tp.Any, root: str, graph_paths: bool = False) -> tp.Iterator[tuple[str, variablelib.Variable]]:
+    """Each Variable of ``tree`` with its path under ``root``: a ``jax.tree`` key path, or with
+    ``graph_paths`` as flax writes graph mode's (a graph node's ``.__state__`` then its graph
+    path, ``.args[0].__state__['lin']['kernel']``), each Variable once per node."""
+    if not graph_paths:
+        for keypath, leaf in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_variable)[0]:
+            if is_variable(leaf):
+                yield root + jax.tree_util.keystr(keypath), leaf
+        return
+    for keypath, node in jax.tree_util.tree_flatten_with_path(tree, is_leaf=graphlib.is_graph_node)[0]:
+        if not graphlib.is_graph_node(node):
+            continue
+        base = root + jax.tree_util.keystr(keypath) + ".__state__"
+        for path, value in graphlib.iter_graph(node, graph=True):
+            if is_variable(value):
+                yield base + "".join(f"[{key!r}]" for key in path), value
 
 
 def _duplicate_error(name: str, variable: tp.Any, paths: list[str]) -> ValueError:
@@ -115,10 +127,10 @@ single root names the inputs as a whole."""
 CALL_ROOTS: Roots = (".args", ".kwargs")
 
 
-def _input_paths(args: tp.Any, roots: Roots) -> tp.Iterator[tuple[str, variablelib.Variable]]:
+def _input_paths(args: tp.Any, roots: Roots, graph_paths: bool = False) -> tp.Iterator[tuple[str, variablelib.Variable]]:
     parts = [(roots[0], args)] if len(roots) == 1 else zip(roots, args)
     for root, part in parts:
-        yield from _variable_paths(part, root)
+        yield from _variable_paths(part, root, graph_paths)
 
 
 def has_shared_variables(args: tp.Any) -> bool:
@@ -143,10 +155,10 @@ def check_no_aliasing(
     out: tp.Any,
     carry_arg: int | None = None,
     roots: Roots = CALL_ROOTS,
-    shared_outputs: bool = False,
+    graph_mode: bool = False,
 ) -> None:
-    """Without graph updates, the output may not contain input Variables (nor, unless
-    ``shared_outputs``, one Variable twice).
+    """Without graph updates, the output may not contain input Variables (nor, in tree mode,
+    one Variable twice; ``graph_mode`` also writes the paths as flax's graph mode does).
 
     The inputs are the objects ``objs`` at ``obj_slots`` of the arguments' ``treedef``.
     ``carry_arg``: the position of scan's carry argument, reported as ``.carry``
@@ -156,24 +168,29 @@ def check_no_aliasing(
     for slot, obj in zip(obj_slots, objs):
         leaves[slot] = obj
     check_outputs_are_new(
-        name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, shared_outputs, roots
+        name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, graph_mode, roots, graph_mode
     )
+
+
+TREE_INPUT_PATHS = frozenset({"eval_shape"})
+"""Transforms whose graph-mode errors name the inputs by attribute all the same (flax's)."""
 
 
 def check_outputs_are_new(
     name: str, args: tp.Any, out: tp.Any, carry_arg: int | None = None, shared_outputs: bool = False,
-    roots: Roots = CALL_ROOTS,
+    roots: Roots = CALL_ROOTS, graph_paths: bool = False,
 ) -> None:
     """The output may hold neither a Variable of the arguments ``args`` nor, unless
-    ``shared_outputs``, one Variable twice (``carry_arg`` as for :func:`check_no_aliasing`)."""
+    ``shared_outputs``, one Variable twice (``carry_arg`` as for :func:`check_no_aliasing`,
+    ``graph_paths`` as for :func:`_variable_paths`)."""
     carry_root = f"{roots[0]}[{carry_arg}]"
     inputs: dict[int, str] = {}
-    for path, var in _input_paths(args, roots):
+    for path, var in _input_paths(args, roots, graph_paths and name not in TREE_INPUT_PATHS):
         if carry_arg is not None and path.startswith(carry_root):
             path = ".carry" + path[len(carry_root):]
         inputs.setdefault(id(var), path)
     seen: dict[int, str] = {}
-    for path, var in _variable_paths(out, ".out"):
+    for path, var in _variable_paths(out, ".out", graph_paths):
         first = inputs.get(id(var)) or seen.get(id(var))
         if first is not None:
             raise _duplicate_error(name, var, [first, path])

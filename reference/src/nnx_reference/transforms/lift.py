@@ -359,7 +359,7 @@ def _exit(
         return Result(OutStatic(aliases=aliases), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
         check_no_aliasing(
-            name, static.treedef, static.obj_slots, objs, out, roots=static.roots, shared_outputs=True
+            name, static.treedef, static.obj_slots, objs, out, roots=static.roots, graph_mode=True
         )
     if static.groups == (FLAT,):
         return _exit_flat(static, objs, ref_index, out)

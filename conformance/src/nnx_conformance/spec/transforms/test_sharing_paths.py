@@ -100,7 +100,7 @@ def test_checkify_passes_keyword_arguments_in_either_mode(nnx: Any, graph: bool)
     assert float(out[0]) == 2.0, f"checkify(graph={graph}) with scale=2.0 gave {out}"
 
 
-class Returning(NamedTuple):
+class ReturningNew(NamedTuple):
     """A transform of ``f`` (``graph`` given) called on a small input, giving ``f``'s output;
     ``paths``: where tree mode names the output's two places."""
 
@@ -108,19 +108,19 @@ class Returning(NamedTuple):
     paths: tuple[str, str] = (".out[0]", ".out[1]")
 
 
-OUTPUT_TRANSFORMS: dict[str, Returning] = {
-    "jit": Returning(lambda nnx, f, graph: nnx.jit(f, graph=graph, graph_updates=False)(jnp.ones(1))),
-    "eval_shape": Returning(lambda nnx, f, graph: nnx.eval_shape(f, jnp.ones(1), graph=graph, graph_updates=False)),
-    "remat": Returning(lambda nnx, f, graph: nnx.remat(f, graph=graph, graph_updates=False)(jnp.ones(1))),
-    "cond": Returning(lambda nnx, f, graph: nnx.cond(True, f, f, jnp.ones(1), graph=graph, graph_updates=False)),
-    "vmap": Returning(lambda nnx, f, graph: nnx.vmap(f, graph=graph, graph_updates=False)(jnp.ones((2, 1)))),
-    "scan": Returning(
+OUTPUT_TRANSFORMS: dict[str, ReturningNew] = {
+    "jit": ReturningNew(lambda nnx, f, graph: nnx.jit(f, graph=graph, graph_updates=False)(jnp.ones(1))),
+    "eval_shape": ReturningNew(lambda nnx, f, graph: nnx.eval_shape(f, jnp.ones(1), graph=graph, graph_updates=False)),
+    "remat": ReturningNew(lambda nnx, f, graph: nnx.remat(f, graph=graph, graph_updates=False)(jnp.ones(1))),
+    "cond": ReturningNew(lambda nnx, f, graph: nnx.cond(True, f, f, jnp.ones(1), graph=graph, graph_updates=False)),
+    "vmap": ReturningNew(lambda nnx, f, graph: nnx.vmap(f, graph=graph, graph_updates=False)(jnp.ones((2, 1)))),
+    "scan": ReturningNew(
         lambda nnx, f, graph: nnx.scan(
             lambda c, x: (c, f(x)), in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph, graph_updates=False
         )(jnp.ones(()), jnp.ones((2, 1)))[1],
         (".out[1][0]", ".out[1][1]"),
     ),
-    "grad": Returning(
+    "grad": ReturningNew(
         lambda nnx, f, graph: nnx.grad(
             lambda x: (x.sum(), f(x)), has_aux=True, graph=graph, graph_updates=False
         )(jnp.ones(1))[1],
@@ -150,3 +150,64 @@ def test_a_new_variable_returned_twice_is_refused_in_tree_mode_only_as_by_flax(
 
     outcome = assert_same(flax_nnx, nnx, scenario, mentions=() if graph else OUTPUT_TRANSFORMS[transform].paths)
     assert (outcome.error is None) == graph, f"flax refuses a Variable returned twice in tree mode only (graph={graph})"
+
+
+RETURNED = {
+    "a submodule's attribute": (lambda m: m.lin.kernel, ("lin", "kernel")),
+    "an item of an nnx.List": (lambda m: m.layers[0].bias, ("layers", 0, "bias")),
+    "an entry of an nnx.Dict": (lambda m: m.table["k"], ("table", "k")),
+}
+"""Where the input Variable returned sits in the Module given, and its path there."""
+
+class ReturningInput(NamedTuple):
+    """A transform's call returning ``f(m)``, the root flax names its inputs by, and whether its
+    graph mode names them by the node's state (flax's eval_shape names them by attribute)."""
+
+    call: Callable[..., Any]
+    root: str = ".args"
+    graph_input_paths: bool = True
+
+
+RETURNING_CALLS: dict[str, ReturningInput] = {
+    "jit": ReturningInput(lambda nnx, f, m, graph: nnx.jit(f, graph=graph, graph_updates=False)(m)),
+    "eval_shape": ReturningInput(
+        lambda nnx, f, m, graph: nnx.eval_shape(f, m, graph=graph, graph_updates=False), graph_input_paths=False
+    ),
+    "remat": ReturningInput(lambda nnx, f, m, graph: nnx.remat(f, graph=graph, graph_updates=False)(m)),
+    "cond": ReturningInput(
+        lambda nnx, f, m, graph: nnx.cond(True, f, f, m, graph=graph, graph_updates=False), ".operands"
+    ),
+}
+
+
+@pytest.mark.apis(*RETURNING_CALLS, "List", "Dict")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
+@pytest.mark.parametrize("transform", sorted(RETURNING_CALLS))
+@pytest.mark.parametrize("where", sorted(RETURNED))
+def test_an_input_variable_returned_without_graph_updates_is_refused_naming_its_paths_as_flax(
+    nnx: Any, flax_nnx: Any, where: str, transform: str, graph: bool
+) -> None:
+    """Tree mode names the places by attribute (``.args[0].lin.kernel``, ``.out``); graph mode
+    without graph updates by the node's state (``.args[0].__state__['lin']['kernel']``,
+    ``.out.__state__``)."""
+    pick, path = RETURNED[where]
+    returning = RETURNING_CALLS[transform]
+
+    def scenario(nnx: Any) -> Any:
+        class Holder(nnx.Module):
+            def __init__(self) -> None:
+                self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                self.layers = nnx.List([nnx.Linear(2, 2, rngs=nnx.Rngs(1))])
+                self.table = nnx.Dict(k=nnx.Param(jnp.ones(1)))
+
+        return returning.call(nnx, pick, Holder(), graph)
+
+    by_attribute = returning.root + "[0]" + "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in path)
+    by_state = returning.root + "[0].__state__" + "".join(f"[{key!r}]" for key in path)
+    if graph:
+        mentions = (by_state if returning.graph_input_paths else by_attribute, ".out.__state__")
+    else:
+        mentions = (by_attribute,)
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=mentions)
+    assert outcome.error is not None, f"flax refuses an input Variable returned by {transform}"
