@@ -114,15 +114,24 @@ def _get(value: tp.Any) -> tp.Any:
 
 def _refuse(tracer: tp.Any, *args: tp.Any, **kwargs: tp.Any) -> tp.NoReturn:
     ty = jax.typeof(tracer)
+    name = ty.var_type.__name__
+    if dict(ty.metadata).get("ref"):
+        # JAX cannot give a hi primitive's Ref output an effect of its caller's (flax 0.12.12
+        # fails there with JAX's own ValueError about a JaxprInputEffect)
+        raise ValueError(
+            f"Cannot update a hijax {name} with ref=True inside a JAX transformation: JAX cannot write "
+            "the Ref it holds from there. Update it outside, or pass it through an NNX transform."
+        )
     raise ImmutableVariableError(
-        f"Cannot update a non-ref hijax {ty.var_type.__name__} inside JAX transformations. To mutate "
+        f"Cannot update a non-ref hijax {name} inside JAX transformations. To mutate "
         "variables within jit, grad, scan, or other JAX transforms, use ref=True."
     )
 
 
 def _get_value(tracer: tp.Any, *, index: tp.Any = Ellipsis) -> tp.Any:
+    """The value (read out of its Ref, where it holds one), or ``value[index]``."""
     value = _get(tracer)
-    return value if index is Ellipsis else value[index]
+    return value if index is Ellipsis and not isinstance(value, jax.Ref) else value[index]
 
 
 def _get_metadata(tracer: tp.Any, name: str | None = None, default: tp.Any = KeyError, **_: tp.Any) -> tp.Any:

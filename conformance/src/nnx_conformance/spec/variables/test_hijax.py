@@ -95,3 +95,29 @@ def test_a_hijax_variable_is_of_a_class_named_as_flax_s(nnx: Any, flax_nnx: Any,
         return type(variable).__name__, variable.type.__name__, isinstance(variable, cls), summary
 
     assert_same(flax_nnx, nnx, named)
+
+
+@pytest.mark.apis("Variable", "Param")
+@pytest.mark.parametrize("ref", [True, False], ids=["ref", "value"])
+@pytest.mark.parametrize("how", ["v[...] = x", "v[0] = x", "set_value"])
+def test_a_hijax_variable_traced_by_jit_refuses_writes_as_flax_s(nnx: Any, flax_nnx: Any, ref: bool, how: str) -> None:
+    """Under ``jax.jit`` a hijax Variable's tracer takes no write: without a Ref flax raises
+    its ImmutableVariableError; with one, JAX cannot write the Ref (a ValueError)."""
+
+    def written(n: Any) -> Any:
+        variable = n.Param(jnp.arange(3.0), hijax=True, ref=ref)
+
+        @jax.jit
+        def body(v: Any) -> Any:
+            if how == "set_value":
+                v.set_value(v.get_value() + 1)
+            elif how == "v[0] = x":
+                v[0] = 5.0
+            else:
+                v[...] = v[...] * 2
+            return v.get_value()
+
+        return body(variable), variable[...]
+
+    outcome = assert_same(flax_nnx, nnx, written)
+    assert outcome.error is not None, f"flax refuses a write ({how}) to a traced hijax Variable (ref={ref})"
