@@ -42,8 +42,10 @@ class Site:
 class Mutant:
     """A site applied to its module's source: the mutated text, its diff and its fingerprint.
 
-    The fingerprint hashes the module, the operator and the changed lines (not their
-    numbers), so an entry of the equivalents file outlives edits elsewhere in the module.
+    The fingerprint hashes the module, the operator and the diff's lines, changed and the
+    two unchanged neighbours on either side (not their numbers): an entry of the
+    equivalents file outlives edits elsewhere in the module, and two mutants making the
+    same change (a decorator removed, a default flipped) in two places get two fingerprints.
     """
 
     site: Site
@@ -122,9 +124,9 @@ def sample(sites: Sequence[Site], size: int | None, seed: int) -> list[Site]:
     return [site for index, site in enumerate(sites) if index in chosen]
 
 
-def _fingerprint(site: Site, removed: Iterable[str], added: Iterable[str]) -> str:
-    text = "\n".join([site.module, site.operator, *("-" + r.strip() for r in removed),
-                      *("+" + a.strip() for a in added)])
+def _fingerprint(site: Site, hunk: Iterable[str]) -> str:
+    """``hunk``: the diff's lines after its headers, each with its ``-``, ``+`` or `` `` mark."""
+    text = "\n".join([site.module, site.operator, *(line[:1] + line[1:].strip() for line in hunk)])
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
@@ -137,10 +139,8 @@ def make_mutant(site: Site, source: str) -> Mutant | None:
     old, new = source.splitlines(), mutated.splitlines()
     name = site.module.replace(".", "/") + ".py"
     diff = "\n".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}", n=1, lineterm=""))
-    changes = [line for line in diff.splitlines()[2:] if line[:1] in "+-"]
-    removed = [line[1:] for line in changes if line.startswith("-")]
-    added = [line[1:] for line in changes if line.startswith("+")]
-    return Mutant(site, source, mutated, diff, _fingerprint(site, removed, added))
+    hunk = [line for line in list(difflib.unified_diff(old, new, n=2, lineterm=""))[2:] if not line.startswith("@@")]
+    return Mutant(site, source, mutated, diff, _fingerprint(site, hunk))
 
 
 def read_equivalents(path: Path) -> dict[str, str]:

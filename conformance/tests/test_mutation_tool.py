@@ -69,6 +69,17 @@ def test_a_mutant_changes_its_site_and_its_fingerprint_ignores_line_numbers(tmp_
         "expected the fingerprint to survive lines added above the mutated one"
 
 
+def test_the_same_change_in_two_places_gets_two_fingerprints(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    module = package / "m.py"
+    module.write_text("def f(a, b):\n    return a * b\n\n\ndef g(a, b):\n    return a * b\n")
+    sites = [s for s in mutation_sites.find_sites(package, [module], tmp_path / "db.sqlite")
+             if s.operator.endswith("ReplaceBinaryOperator_Mul_Add")]
+    prints = {mutation_sites.make_mutant(site, module.read_text()).fingerprint for site in sites}  # type: ignore[union-attr]
+    assert len(sites) == 2 and len(prints) == 2, f"expected two fingerprints for '* -> +' in f and g, got {prints}"
+
+
 def test_a_rejudging_run_finds_the_former_survivors_after_edits_above_them(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     package.mkdir()
