@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from nnx_conformance.coverage import Collected, Recorder, Exercised
+from nnx_conformance.coverage import Collected, Exercised, Recorder, documented_parameters, spec_names
 from nnx_conformance.coverage_summary import markdown_lines, summarize, text_lines
 from nnx_conformance.items import ItemInfo
+from nnx_conformance.surface import UNSHOWN_CONSTRUCTORS
 from specbuilder import ApiPage, write_spec
 from suiteruns import importable, run_suite
 
@@ -172,3 +173,14 @@ def test_the_report_credits_the_names_a_doc_example_calls(
 def test_no_api_coverage_leaves_the_section_out(pytester: pytest.Pytester, fake_impl: str, split_spec) -> None:
     run = run_suite(pytester, fake_impl, split_spec, "--no-api-coverage")
     assert "coverage" not in run.report
+
+
+def test_a_constructor_the_documentation_never_shows_counts_no_parameters() -> None:
+    names = spec_names()
+    for name in UNSHOWN_CONSTRUCTORS:
+        assert names[name]["kind"] == "class" and names[name].get("init"), f"expected flax's {name} to take parameters"
+        assert documented_parameters(name, names[name]) == [], f"expected {name}'s constructor parameters not counted"
+    assert documented_parameters("Linear", names["Linear"]), "expected Linear's constructor parameters counted"
+    report = {"coverage": summarize(Collected({}, set(), {}), {})}
+    assert any("`GraphDef`: made by nnx.split" in line for line in markdown_lines(report)), \
+        "expected the Markdown report to name the constructors it does not count, with the reason"

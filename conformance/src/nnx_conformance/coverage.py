@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from .items import in_suite
-from .surface import EXCLUDED, LITERAL_TYPES
+from .surface import EXCLUDED, LITERAL_TYPES, UNSHOWN_CONSTRUCTORS
 
 TOOL_NAME = "nnx-conformance"
 RECORD_ATTRIBUTE = "nnx_conformance_coverage"
@@ -62,8 +62,11 @@ def spec_names() -> dict[str, dict[str, Any]]:
             if entry["kind"] in ("function", "class") and name not in EXCLUDED}
 
 
-def documented_parameters(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    """A function's parameters or a class's ``__init__`` parameters, underscore-named options aside."""
+def documented_parameters(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """A function's parameters or a class's ``__init__`` parameters, underscore-named options
+    aside (none for a class in :data:`~nnx_conformance.surface.UNSHOWN_CONSTRUCTORS`)."""
+    if name in UNSHOWN_CONSTRUCTORS:
+        return []
     found = entry.get("parameters") if entry["kind"] == "function" else entry.get("init")
     return [p for p in found or [] if not p["name"].startswith("_")]
 
@@ -175,14 +178,14 @@ def targets(module: types.ModuleType, names: dict[str, dict[str, Any]]) -> dict[
         if entry["kind"] == "function" or not inspect.isclass(obj):
             function = _code_of(obj, package)
             if function is not None:
-                add(function, Owner(name, None, _bind(documented_parameters(entry), function, False)))
+                add(function, Owner(name, None, _bind(documented_parameters(name, entry), function, False)))
             continue
         for member in (*WATCHED_DUNDERS, *entry.get("members", {})):
             static = next((vars(cls)[member] for cls in obj.__mro__ if member in vars(cls)), None)
             function = _code_of(static, package)
             if function is None:
                 continue
-            parameters = _bind(documented_parameters(entry), function, True) if member == "__init__" else ()
+            parameters = _bind(documented_parameters(name, entry), function, True) if member == "__init__" else ()
             add(function, Owner(name, obj, parameters))
     return found
 

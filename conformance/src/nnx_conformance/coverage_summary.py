@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .coverage import Collected, documented_parameters
 from .items import ItemInfo
+from .surface import UNSHOWN_CONSTRUCTORS
 
 STRUCTURAL_KINDS = frozenset({"signature"})
 """Test kinds that check the API's shape, not its behaviour."""
@@ -53,7 +54,7 @@ def summarize(collected: Collected, tests: Mapping[str, TestOutcome]) -> dict[st
             for name, parameters in record.varied.items():
                 for parameter in parameters if name in varied else ():
                     varied[name].setdefault(parameter, []).append(test.info.id)
-    entries = {name: _entry(entry, name in watched, exercised[name], varied[name]) for name, entry in names.items()}
+    entries = {name: _entry(name, entry, name in watched, exercised[name], varied[name]) for name, entry in names.items()}
     return {
         "watched": sorted(watched & names.keys()),
         "names": entries,
@@ -65,12 +66,12 @@ def summarize(collected: Collected, tests: Mapping[str, TestOutcome]) -> dict[st
     }
 
 
-def _entry(spec: dict[str, Any], watched: bool, tests: list[TestOutcome], varied: dict[str, list[str]]) -> dict[str, Any]:
+def _entry(name: str, spec: dict[str, Any], watched: bool, tests: list[TestOutcome], varied: dict[str, list[str]]) -> dict[str, Any]:
     by_kind: dict[str, list[str]] = {}
     for test in sorted(tests, key=lambda t: t.info.id):
         by_kind.setdefault(test.info.kind, []).append(test.info.id)
     parameters = {}
-    for parameter in documented_parameters(spec):
+    for parameter in documented_parameters(name, spec):
         found = sorted(varied.get(parameter["name"], ()))
         count = len(found) if watched else None  # None: the name's calls cannot be watched
         parameters[parameter["name"]] = {"varied_by": count, "example": found[0] if found else None}
@@ -133,4 +134,7 @@ def markdown_lines(report: dict[str, Any]) -> list[str]:
     lines += ["", "### Documented parameters never varied", ""]
     lines += [f"- `{name}`: {', '.join(f'`{p}`' for p in found)}"
               for name, found in section["never_varied"].items()] or ["None."]
+    lines += ["", "Constructors whose parameters are not counted, as the documentation never builds "
+              "these classes nor documents their constructor:", ""]
+    lines += [f"- `{name}`: {reason}" for name, reason in UNSHOWN_CONSTRUCTORS.items()]
     return lines
