@@ -54,7 +54,8 @@ def summarize(collected: Collected, tests: Mapping[str, TestOutcome]) -> dict[st
             for name, parameters in record.varied.items():
                 for parameter in parameters if name in varied else ():
                     varied[name].setdefault(parameter, []).append(test.info.id)
-    entries = {name: _entry(name, entry, name in watched, exercised[name], varied[name]) for name, entry in names.items()}
+    entries = {name: _entry(name, entry, name in watched, exercised[name], varied[name])
+               for name, entry in names.items()}
     return {
         "watched": sorted(watched & names.keys()),
         "names": entries,
@@ -66,7 +67,9 @@ def summarize(collected: Collected, tests: Mapping[str, TestOutcome]) -> dict[st
     }
 
 
-def _entry(name: str, spec: dict[str, Any], watched: bool, tests: list[TestOutcome], varied: dict[str, list[str]]) -> dict[str, Any]:
+def _entry(
+    name: str, spec: dict[str, Any], watched: bool, tests: list[TestOutcome], varied: dict[str, list[str]]
+) -> dict[str, Any]:
     by_kind: dict[str, list[str]] = {}
     for test in sorted(tests, key=lambda t: t.info.id):
         by_kind.setdefault(test.info.kind, []).append(test.info.id)

@@ -1,8 +1,9 @@
 """Hijax Variables: Variables that JAX takes as one value of a type of their own.
 
 A Variable built with ``hijax=True`` is an instance of its class's hijax twin, a
-subclass named ``HijaxVariable`` (as flax names its hijax Variables) that is no pytree but a ``jax.experimental.hijax`` type: ``jax.tree`` takes
-it as one leaf, and a JAX transformation takes it as one input of type
+subclass named ``HijaxVariable`` (as flax names its hijax Variables) that is no pytree
+but a ``jax.experimental.hijax`` type: ``jax.tree`` takes it as one leaf, and a JAX
+transformation takes it as one input of type
 :class:`VariableType`, read by the :class:`GetVariable` primitive and built by the
 :class:`NewVariable` primitive. Under a trace the function gets a tracer of that type,
 which reads like the Variable (``v[...]``, arithmetic, metadata) and refuses writes.

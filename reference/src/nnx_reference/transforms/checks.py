@@ -84,7 +84,9 @@ def check_consistent_aliasing(occurrences: tp.Iterable[list[Reached]]) -> None:
             raise ValueError(f"Inconsistent aliasing detected. The following nodes have different prefixes:\n{nodes}")
 
 
-def _variable_paths(tree: tp.Any, root: str, graph_paths: bool = False) -> tp.Iterator[tuple[str, variablelib.Variable]]:
+def _variable_paths(
+    tree: tp.Any, root: str, graph_paths: bool = False
+) -> tp.Iterator[tuple[str, variablelib.Variable]]:
     """Each Variable of ``tree`` with its path under ``root``: a ``jax.tree`` key path, or with
     ``graph_paths`` as flax writes graph mode's (a graph node's ``.__state__`` then its graph
     path, ``.args[0].__state__['lin']['kernel']``), each Variable once per node."""
@@ -127,7 +129,9 @@ single root names the inputs as a whole."""
 CALL_ROOTS: Roots = (".args", ".kwargs")
 
 
-def _input_paths(args: tp.Any, roots: Roots, graph_paths: bool = False) -> tp.Iterator[tuple[str, variablelib.Variable]]:
+def _input_paths(
+    args: tp.Any, roots: Roots, graph_paths: bool = False
+) -> tp.Iterator[tuple[str, variablelib.Variable]]:
     parts = [(roots[0], args)] if len(roots) == 1 else zip(roots, args)
     for root, part in parts:
         yield from _variable_paths(part, root, graph_paths)
