@@ -43,9 +43,10 @@ class Mutant:
     """A site applied to its module's source: the mutated text, its diff and its fingerprint.
 
     The fingerprint hashes the module, the operator and the diff's lines, changed and the
-    two unchanged neighbours on either side (not their numbers): an entry of the
-    equivalents file outlives edits elsewhere in the module, and two mutants making the
-    same change (a decorator removed, a default flipped) in two places get two fingerprints.
+    two unchanged neighbours on either side, blank ones left out (not their numbers): an
+    entry of the equivalents file outlives edits elsewhere in the module, and two mutants
+    making the same change (a decorator removed, a default flipped) in two places get two
+    fingerprints.
     """
 
     site: Site
@@ -139,7 +140,8 @@ def make_mutant(site: Site, source: str) -> Mutant | None:
     old, new = source.splitlines(), mutated.splitlines()
     name = site.module.replace(".", "/") + ".py"
     diff = "\n".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}", n=1, lineterm=""))
-    hunk = [line for line in list(difflib.unified_diff(old, new, n=2, lineterm=""))[2:] if not line.startswith("@@")]
+    hunk = [line for line in list(difflib.unified_diff(old, new, n=2, lineterm=""))[2:]
+            if not line.startswith("@@") and line[1:].strip()]
     return Mutant(site, source, mutated, diff, _fingerprint(site, hunk))
 
 
