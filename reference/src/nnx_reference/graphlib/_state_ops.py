@@ -34,7 +34,7 @@ def _group(states: list[State], filters: tp.Sequence[tp.Any]) -> tp.Any:
 
 def state(node: tp.Any, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
     """The State of ``node``'s Variables (and arrays); one State per filter when filters are given."""
-    _, flat = flatten_for(node, graph, "state")
+    _, flat = flatten_for(node, graph, "split")  # flax's tree-mode errors name split here
     if not filters:
         return from_flat_state(flat)
     groups = split_flat(flat, filters, exhaustive=False)
@@ -46,7 +46,7 @@ variables = state
 
 def graphdef(node: tp.Any, /, *, graph: bool | None = None) -> GraphDef[tp.Any]:
     """The GraphDef of ``node``."""
-    return flatten_for(node, graph, "graphdef")[0]
+    return flatten_for(node, graph, "split")[0]  # flax's tree-mode errors name split here
 
 
 def update(node: tp.Any, state: tp.Any, /, *states: tp.Any) -> None:

@@ -69,11 +69,8 @@ def _not_a_pytree_message(x: tp.Any, here: _Reached) -> str:
 
 
 def _duplicate_message(x: tp.Any, reached: tuple[_Reached, _Reached], api: str, style: PathStyle) -> str:
-    kind = "Variable" if isinstance(x, Variable) else "Ref"
-    first, second = (r.keystr for r in reached)
     return (
         f"Duplicate {x!r}\nfound at paths:\n\n{_listing(reached, style)}\n\n"
-        f"{kind} at {second} was already seen at {first}. "
         f"Tree mode (graph=False) does not support shared references. {_options(api)}"
     )
 

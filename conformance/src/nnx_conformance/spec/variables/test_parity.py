@@ -184,3 +184,28 @@ def test_setting_a_variable_by_index_stores_what_flax_stores(nnx: Any, flax_nnx:
         return type(stored).__name__, stored, getattr(stored, "weak_type", None), stored is new, stored is before
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+GET_METADATA_DEFAULTS = {
+    "None": lambda: None,
+    "an int": lambda: 0,
+    "a NumPy array": lambda: np.zeros(2),
+    "a jax array": lambda: jnp.ones(2),
+    "a list": lambda: [1, 2],
+}
+
+
+@pytest.mark.apis("Variable.get_metadata")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("default", sorted(GET_METADATA_DEFAULTS))
+@pytest.mark.parametrize("present", [True, False], ids=["present", "missing"])
+def test_get_metadata_gives_the_default_of_a_missing_entry_as_flax(
+    nnx: Any, flax_nnx: Any, default: str, present: bool
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        variable = nnx.Param(jnp.ones(1), tag="t")
+        given = GET_METADATA_DEFAULTS[default]()
+        found = variable.get_metadata("tag" if present else "missing", given)
+        return found, found is given
+
+    assert_same(flax_nnx, nnx, scenario)
