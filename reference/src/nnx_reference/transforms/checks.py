@@ -176,7 +176,7 @@ def check_no_aliasing(
     )
 
 
-TREE_INPUT_PATHS = frozenset({"eval_shape"})
+TREE_INPUT_PATHS = frozenset({"eval_shape", "make_jaxpr"})
 """Transforms whose graph-mode errors name the inputs by attribute all the same (flax's)."""
 
 

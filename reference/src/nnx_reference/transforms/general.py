@@ -151,6 +151,7 @@ def make_jaxpr(
                 full, _ = insert_statics(dyn, {}, statics)
                 return fun(*full, **kw)
 
+            checks.check_no_sharing("make_jaxpr", (dynamic, kwargs))
             lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, False)
             pure_fn = _pure("make_jaxpr", lifted, call)
             return jax.make_jaxpr(lambda pure: pure_fn(pure).out_tree)(lifted.pure)

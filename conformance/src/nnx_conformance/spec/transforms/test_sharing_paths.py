@@ -161,7 +161,8 @@ RETURNED = {
 
 class ReturningInput(NamedTuple):
     """A transform's call returning ``f(m)``, the root flax names its inputs by, and whether its
-    graph mode names them by the node's state (flax's eval_shape names them by attribute)."""
+    graph mode names them by the node's state (flax's eval_shape and make_jaxpr name them by
+    attribute)."""
 
     call: Callable[..., Any]
     root: str = ".args"
@@ -174,6 +175,9 @@ RETURNING_CALLS: dict[str, ReturningInput] = {
         lambda nnx, f, m, graph: nnx.eval_shape(f, m, graph=graph, graph_updates=False), graph_input_paths=False
     ),
     "remat": ReturningInput(lambda nnx, f, m, graph: nnx.remat(f, graph=graph, graph_updates=False)(m)),
+    "make_jaxpr": ReturningInput(
+        lambda nnx, f, m, graph: nnx.make_jaxpr(f, graph=graph, graph_updates=False)(m), graph_input_paths=False
+    ),
     "cond": ReturningInput(
         lambda nnx, f, m, graph: nnx.cond(True, f, f, m, graph=graph, graph_updates=False), ".operands"
     ),
@@ -211,3 +215,31 @@ def test_an_input_variable_returned_without_graph_updates_is_refused_naming_its_
         mentions = (by_attribute,)
     outcome = assert_same(flax_nnx, nnx, scenario, mentions=mentions)
     assert outcome.error is not None, f"flax refuses an input Variable returned by {transform}"
+
+
+@pytest.mark.apis("eval_shape", "make_jaxpr", "jit")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", ["eval_shape", "make_jaxpr", "jit"])
+def test_without_graph_updates_a_variable_shared_among_the_inputs_is_refused_as_by_flax(
+    nnx: Any, flax_nnx: Any, transform: str
+) -> None:
+    """flax's eval_shape and make_jaxpr refuse one Variable at two places of their inputs in
+    graph mode without graph updates, naming both by attribute; jit takes it."""
+
+    def scenario(nnx: Any) -> Any:
+        model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        model.other = model.kernel
+
+        def f(m: Any) -> Any:
+            return m(jnp.ones(2))
+
+        options = {"graph": True, "graph_updates": False}
+        if transform == "eval_shape":
+            return nnx.eval_shape(f, model, **options)
+        if transform == "make_jaxpr":
+            return str(nnx.make_jaxpr(f, **options)(model))
+        return nnx.jit(f, **options)(model)
+
+    refused = transform != "jit"
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=(".args[0].kernel", ".args[0].other") if refused else ())
+    assert (outcome.error is not None) == refused, f"flax's {transform} on a Module holding a Variable twice"
