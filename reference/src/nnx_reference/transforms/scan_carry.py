@@ -32,7 +32,8 @@ def carry_out(out: tp.Any, out_axes: tp.Any, same_length: bool) -> CarryOut | No
     at position ``i``, item ``i`` of a tuple output (``IndexError`` past its end), and ``None``
     for any other output or a list ``out_axes``, so that the carry check fails on it. In graph
     mode without graph updates (``same_length``) flax finds it only in an output of
-    ``out_axes``' type and length, and leaves any other to the ``out_axes`` prefix error."""
+    ``out_axes``' type and length (an ``IndexError`` past its end all the same), refuses a
+    list ``out_axes``, and leaves any other output to the ``out_axes`` prefix error."""
     if out_axes is Carry:
         return CarryOut(-1, out)
     if type(out_axes) not in (tuple, list):
@@ -41,8 +42,12 @@ def carry_out(out: tp.Any, out_axes: tp.Any, same_length: bool) -> CarryOut | No
     if index is None:
         return None
     if same_length:
-        found = type(out) is type(out_axes) and len(out) == len(out_axes)
-        return CarryOut(index, out[index]) if found else None
+        if type(out_axes) is list:  # flax maps it over a carry it finds none of: JAX's prefix error
+            jax.tree_util.tree_map(lambda *_: None, out_axes, None)
+        if type(out) is not type(out_axes):
+            return None
+        carry = out[index]  # past the output's end an IndexError, as flax's
+        return CarryOut(index, carry) if len(out) == len(out_axes) else None
     if type(out_axes) is tuple and type(out) is tuple:
         return CarryOut(index, out[index])
     return CarryOut(None, None)
@@ -55,12 +60,12 @@ def carry_snapshot(carry_in: tp.Any) -> tp.Any:
     return jax.tree_util.tree_unflatten(treedef, [0] * len(leaves))
 
 
-def check_carry_prefix(snapshot: tp.Any, out: tp.Any, out_axes: tp.Any) -> None:
+def check_carry_prefix(snapshot: tp.Any, out: tp.Any, out_axes: tp.Any, same_length: bool) -> None:
     """Without graph updates flax maps the carry it gave over the carry returned first, so a
     returned carry lacking the given one's structure (:func:`carry_snapshot`) as a prefix gets
     JAX's prefix ValueError (a deeper one reaches ``jax.lax.scan``, whose TypeError names both
     structures)."""
-    found = carry_out(out, out_axes, same_length=True)
+    found = carry_out(out, out_axes, same_length)
     if found is not None:
         jax.tree_util.tree_map(lambda *_: None, snapshot, found.value, is_leaf=is_variable)
 

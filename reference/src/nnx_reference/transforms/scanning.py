@@ -265,7 +265,7 @@ def _scan_body(
         snapshot = scan_carry.carry_snapshot(given) if checks_prefix else None
         out = fun(*entered.args)
         if checks_prefix:
-            scan_carry.check_carry_prefix(snapshot, out, out_axes)
+            scan_carry.check_carry_prefix(snapshot, out, out_axes, same_length=static.asked_graph)
         elif carry_arg is not None:
             scan_carry.check_same_references(given, out, out_axes)
         if metadata:
