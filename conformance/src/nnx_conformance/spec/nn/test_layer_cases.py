@@ -137,6 +137,9 @@ def cases() -> list[Case]:
                    {"seq_lengths": jnp.array([3, 5]), "reverse": True, "return_carry": True}]:
             out.append(Case(f"RNN({cell}) {kw}", lambda n, r, c=cell: n.RNN(getattr(n, c)(3, 4, rngs=r)), x3,
                             call=lambda n, m, x, kw=kw: m(x, **kw), calls=2))
+        out.append(Case(f"RNN({cell}) time-major, reversed to seq_lengths",
+                        lambda n, r, c=cell: n.RNN(getattr(n, c)(3, 4, rngs=r)), x3.swapaxes(0, 1),
+                        call=lambda n, m, x: m(x, time_major=True, reverse=True, seq_lengths=jnp.array([3, 5]))))
     out += [
         Case("RNN keeping Rngs, random carry", lambda n, r: n.RNN(n.SimpleCell(3, 4, carry_init=normal, rngs=r), rngs=r), x3, calls=2),
         Case("RNN cell keeping rngs", lambda n, r: n.RNN(n.SimpleCell(3, 4, keep_rngs=True, rngs=r)), x3),
