@@ -39,6 +39,28 @@ def test_filter_split_and_merge_of_a_state_give_flax_states(
     assert_same(flax_nnx, nnx, scenario)
 
 
+@pytest.mark.apis("FlatState")
+@pytest.mark.documented(None)
+@given(recipe=gs.graph_recipes(), first=gs.filter_recipes, second=gs.filter_recipes, graph=st.booleans())
+def test_filter_split_and_merge_of_a_flat_state_give_flax_flat_states(
+    nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, first: gs.FilterRecipe, second: gs.FilterRecipe, graph: bool
+) -> None:
+    """A FlatState's filter keeps what its filters select (the rest is dropped), split asks
+    them to cover every leaf, and merge joins FlatStates back, as flax's do."""
+
+    def scenario(nnx: Any) -> Any:
+        flat = nnx.state(gs.build(nnx, recipe).root, graph=graph).flat_state()
+        f, g = gs.build_filter(nnx, first), gs.build_filter(nnx, second)
+        parts = flat.split(f, g, ...)
+        merged = type(flat).merge(*parts)
+        # a FlatState is compared by its (path, value) pairs
+        return list(flat.filter(f)), [list(p) for p in flat.filter(f, g)], [list(p) for p in parts], list(merged)
+
+    assert_same(flax_nnx, nnx, scenario)
+    assert_same(flax_nnx, nnx, lambda nnx: [list(p) for p in nnx.state(gs.build(nnx, recipe).root, graph=graph)
+                                             .flat_state().split(gs.build_filter(nnx, first), gs.build_filter(nnx, second))])
+
+
 @pytest.mark.apis("State", "map_state")
 @pytest.mark.documented(STATE_PAGE)
 @given(recipe=gs.graph_recipes(), graph=st.booleans())
