@@ -73,7 +73,7 @@ def rename_sharding_keys(metadata: dict[str, tp.Any]) -> None:
     """Renames the deprecated sharding keys of a new Variable's ``metadata`` in place, warning."""
     for key in DEPRECATED_SHARDING_KEYS:
         if key in metadata:
-            warnings.warn(f"{key!r} is deprecated, use 'out_sharding' instead.", DeprecationWarning, stacklevel=3)
+            warnings.warn(f"{key!r} is deprecated, use 'out_sharding' instead.", DeprecationWarning, stacklevel=2)
             metadata["out_sharding"] = metadata.pop(key)
 
 

@@ -38,10 +38,7 @@ def array_summary(value: tp.Any) -> str:
 
 
 def _is_key(value: tp.Any) -> bool:
-    try:
-        return jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key)
-    except Exception:
-        return False
+    return bool(jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key))
 
 
 def size_and_bytes(values: tp.Iterable[tp.Any]) -> tuple[int, int]:

@@ -50,8 +50,8 @@ from ._contexts import (
     update_context,
 )
 from ._mode import set_graph_mode, set_graph_updates
-from ._split_merge import GraphDef, GraphState, cached_partial, call, flatten, merge, split, unflatten
-from ._state_ops import PureState, as_pure, clone, graphdef, map, pop, pure, state, unpack, update, variables
+from ._split_merge import GraphDef, GraphState, call, flatten, merge, split, unflatten
+from ._state_ops import PureState, as_pure, cached_partial, clone, graphdef, map, pop, pure, state, unpack, update, variables
 from ._traversal import (
     find_duplicates,
     iter_children,

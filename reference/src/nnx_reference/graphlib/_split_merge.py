@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import typing as tp
 
 import jax
@@ -19,7 +18,7 @@ from ._defs import (
     leaf_paths,
 )
 from ._flatten import flatten_node
-from ._mode import resolve_graph, resolve_mode
+from ._mode import resolve_graph
 from ._nodes import Key, PathParts
 from ._unflatten import Reuse, collect_leaves, from_leaves, from_values
 
@@ -281,13 +280,3 @@ def call(graphdef_state: tuple[GraphDef[A], State], /) -> ApplyCaller:
     graphdef, state = graphdef_state
     return ApplyCaller(graphdef, (state,))
 
-
-def cached_partial(
-    f: tp.Callable[..., tp.Any], *cached_args: tp.Any, graph: bool | None = None, graph_updates: bool | None = None
-) -> tp.Callable[..., tp.Any]:
-    """``functools.partial(f, *cached_args)``; the graph structure of the arguments is computed once.
-
-    Graph mode with graph updates only: the cached arguments are updated in place."""
-    if not resolve_mode(graph, graph_updates).graph_updates:  # false outside graph mode
-        raise ValueError("cached_partial is a graph-mode-only API and requires graph_updates=True.")
-    return functools.partial(f, *cached_args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import typing as tp
 import warnings
 from collections.abc import MutableSequence
@@ -12,6 +13,7 @@ from .. import reprlib
 from ..pytreelib import Pytree
 from ..statelib import State, from_flat_state, split_flat
 from ..variablelib import Variable
+from ._mode import resolve_mode
 from ._nodes import PathParts, child
 from ._split_merge import (
     GraphDef,
@@ -153,3 +155,44 @@ def pure(tree: A) -> A:
     """Deprecated spelling of :func:`as_pure`."""
     warnings.warn("This function is deprecated. Use as_pure instead.", DeprecationWarning, stacklevel=2)
     return as_pure(tree)
+
+
+def cached_partial(
+    f: tp.Callable[..., tp.Any], *cached_args: tp.Any, graph: bool | None = None, graph_updates: bool | None = None
+) -> tp.Callable[..., tp.Any]:
+    """``f`` with ``cached_args`` bound first, as clones that share their Variables (so ``f``'s
+    updates reach the originals' Variables); a call that changes a clone's graph structure
+    raises. Graph mode with graph updates only."""
+    if not resolve_mode(graph, graph_updates).graph_updates:  # false outside graph mode
+        raise ValueError("cached_partial is a graph-mode-only API and requires graph_updates=True.")
+    clones = tuple(clone(arg, variables=False, graph=True) for arg in cached_args)
+    structures = [_structure(c) for c in clones]
+
+    @functools.wraps(f)
+    def call(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        out = f(*clones, *args, **kwargs)
+        for node, expected in zip(clones, structures):
+            found = _structure(node)
+            if found != expected:
+                raise ValueError(
+                    "The graph structure of a node added to cached_partial was mutated inside the "
+                    f"transformation, this is not allowed.\nNode: {node}\nOutput graphdef: "
+                    f"{found.graphdef}\nExpected graphdef: {expected.graphdef}"
+                )
+        return out
+
+    return call
+
+
+class _Structure(tp.NamedTuple):
+    """What a call must leave unchanged in a node bound by :func:`cached_partial`: its
+    GraphDef and which Variables it holds (one replaced by another of its type keeps
+    the GraphDef)."""
+
+    graphdef: GraphDef[tp.Any]
+    variable_ids: tuple[int | None, ...]
+
+
+def _structure(node: tp.Any) -> _Structure:
+    gdef, flat = flatten_for(node, True, "cached_partial")
+    return _Structure(gdef, tuple(id(leaf) if isinstance(leaf, Variable) else None for _, leaf in flat))

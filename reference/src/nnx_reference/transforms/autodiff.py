@@ -160,8 +160,9 @@ def _grad_call(
         inner_args, inner_kwargs = entered.args
         out = fun(*inner_args, **inner_kwargs)
         value, aux = out if has_aux else (out, None)
-        # the output checked and passed out is (value, aux), where flax's errors name its paths
-        return value, lift.exit(name, lifted.static, entered, (value, aux))
+        # the output checked and passed out is (value, aux), where flax's errors name its paths;
+        # an input returned in it takes no differentiation prefix (outputs have none)
+        return value, lift.exit(name, lifted.static, entered, (value, aux), same_prefixes=False)
 
     (value, result), grads = jax.value_and_grad(
         pure_fn, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
@@ -208,6 +209,7 @@ def grad(
     (or of the ``DiffState`` filter); in tree mode they have the argument's type."""
     _refuse_reduce_axes("grad", reduce_axes)
     trees.reject_bound_method("grad", f)
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
     _check_tree_mode_argnums("grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates))
 
     def make(fun: tp.Callable) -> tp.Callable:
@@ -241,6 +243,7 @@ def value_and_grad(
     """Like :func:`grad`, returning ``(value, grads)`` (``((value, aux), grads)`` with aux)."""
     _refuse_reduce_axes("value_and_grad", reduce_axes)
     trees.reject_bound_method("value_and_grad", f)
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
     _check_tree_mode_argnums(
         "value_and_grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates)
     )
@@ -409,6 +412,7 @@ def remat(
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.checkpoint``: recompute ``f``'s intermediates in the backward pass."""
     trees.reject_bound_method("remat", f)
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     def make(fun: tp.Callable) -> tp.Callable:

@@ -172,7 +172,7 @@ def check_no_aliasing(
     for slot, obj in zip(obj_slots, objs):
         leaves[slot] = obj
     check_outputs_are_new(
-        name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, graph_mode, roots, graph_mode
+        name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, graph_mode, roots, graph_paths=graph_mode
     )
 
 
@@ -181,8 +181,14 @@ TREE_INPUT_PATHS = frozenset({"eval_shape", "make_jaxpr"})
 
 
 def check_outputs_are_new(
-    name: str, args: tp.Any, out: tp.Any, carry_arg: int | None = None, shared_outputs: bool = False,
-    roots: Roots = CALL_ROOTS, graph_paths: bool = False,
+    name: str,
+    args: tp.Any,
+    out: tp.Any,
+    carry_arg: int | None = None,
+    shared_outputs: bool = False,
+    roots: Roots = CALL_ROOTS,
+    *,
+    graph_paths: bool,
 ) -> None:
     """The output may hold neither a Variable of the arguments ``args`` nor, unless
     ``shared_outputs``, one Variable twice (``carry_arg`` as for :func:`check_no_aliasing`,

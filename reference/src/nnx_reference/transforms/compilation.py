@@ -328,6 +328,7 @@ def jit(
 ) -> JitWrapped | tp.Callable[[trees.Fn], JitWrapped]:
     """Lifted ``jax.jit``: Modules and Variables as arguments, their updates propagated."""
     trees.reject_bound_method("jit", fun)
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
     checks.reject_variable_prefixes("jit", "in_shardings", in_shardings)
     checks.reject_variable_prefixes("jit", "out_shardings", out_shardings)
     return trees.decorator_or_call(
@@ -425,6 +426,7 @@ def shard_map(
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.shard_map``: specs may be ``StateSharding`` for graph nodes."""
     trees.reject_bound_method("shard_map", f)
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
     _reject_state_sharding(in_specs, out_specs, graph, graph_updates)
 
     def make(fun: tp.Callable) -> tp.Callable:

@@ -48,6 +48,9 @@ class CustomVjp:
         args = trees.positional(self.fun, args, kwargs)
         mode = trees.resolve_mode(self.graph, self.graph_updates)
         checks.reject_prefix_objects("custom_vjp", self.nondiff_argnums, DiffState, mode, "nondiff_argnums")
+        if self.fwd is None:  # flax's classes: jax's AttributeError, except with graph updates
+            error = ValueError if mode.graph_updates else AttributeError
+            raise error(f"No VJP defined for custom_vjp function {self.__name__} using defvjp.")
         if mode != (True, True):
             return self._call_tree(args)
         return self._call_graph(args)
@@ -234,6 +237,7 @@ def custom_vjp(
 ) -> CustomVjp | tp.Callable[[trees.Fn], CustomVjp]:
     """Lifted ``jax.custom_vjp``: Modules as arguments; define the rule with ``defvjp``."""
     trees.reject_bound_method("custom_vjp", fun)
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
     checks.reject_prefix_objects(
         "custom_vjp", nondiff_argnums, DiffState, trees.resolve_mode(graph, graph_updates),
         "nondiff_argnums",

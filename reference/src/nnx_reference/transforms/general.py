@@ -107,6 +107,7 @@ def checkify(
 ) -> tp.Callable[..., tuple[tp.Any, tp.Any]]:
     """Lifted ``jax.experimental.checkify.checkify``: returns ``(error, output)``."""
     trees.reject_bound_method("checkify", f)
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
 
     @functools.wraps(f)
     def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tuple[tp.Any, tp.Any]:

@@ -222,6 +222,7 @@ def vmap(
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.vmap``: ``in_axes``/``out_axes`` may hold ``StateAxes`` for graph nodes."""
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
 
     def jax_map(fn: tp.Callable, *, in_axes: tp.Any, out_axes: tp.Any) -> tp.Callable:
         return jax.vmap(
@@ -276,6 +277,7 @@ def pmap(
     ``static_broadcasted_argnums`` and ``donate_argnums`` are accepted for
     signature compatibility and not applied.
     """
+    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
 
     def jax_map(fn: tp.Callable, *, in_axes: tp.Any, out_axes: tp.Any) -> tp.Callable:
         return jax.pmap(
@@ -329,7 +331,9 @@ def transform_metadata(
                 _Copied(original, copy, *_variable_state(copy)) for original, copy in _variable_pairs(args, copies)
             ]
             out = fun(*copies)
-            checks.check_outputs_are_new("transform_metadata", (copies, {}), out, shared_outputs=in_graph)
+            checks.check_outputs_are_new(
+                "transform_metadata", (copies, {}), out, shared_outputs=in_graph, graph_paths=in_graph
+            )
             axis_metadata(metadata, in_objects, add=True, every_path=True)
             axis_metadata(metadata, out_objects(out, out_axes), add=True)
             for copied in entered:

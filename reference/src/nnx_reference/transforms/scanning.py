@@ -75,9 +75,10 @@ def scan(
     _check_axes_pair(in_axes, out_axes)
 
     def make(fun: tp.Callable) -> tp.Callable:
+        mode = trees.resolve_mode(graph, graph_updates)  # fixed when applied, as flax's
+
         @functools.wraps(fun)
         def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            mode = trees.resolve_mode(graph, graph_updates)
             if kwargs and not mode.graph_updates:  # only graph updates map keywords to positions
                 name = next(iter(kwargs))
                 raise TypeError(f"{wrapper.__qualname__}() got an unexpected keyword argument '{name}'")
@@ -86,7 +87,7 @@ def scan(
                 raise ValueError(
                     f"When in_axes=Carry, the function must take exactly one argument, got {len(args)} arguments."
                 )
-            reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
+            reject_state_axes("scan", in_axes, out_axes, *mode)
             arg_axes = per_arg(in_axes, args, "scan", mode.graph)
             lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes, roots=(".args",))
             carry_arg = next((i for i, p in enumerate(arg_axes) if p is Carry), None)

@@ -100,6 +100,46 @@ def test_custom_vjp_bwd_gets_the_nondiff_arguments_first(nnx: Any, flax_nnx: Any
     assert_same(flax_nnx, nnx, scenario)
 
 
+@pytest.mark.apis("custom_vjp", "grad")
+@pytest.mark.documented(CUSTOM_VJP_DOC)
+@pytest.mark.parametrize("order", ["array, module, array", "module, array, array", "array, array, module"])
+def test_custom_vjp_tangents_from_bwd_are_the_gradients_of_each_argument(nnx: Any, flax_nnx: Any, order: str) -> None:
+    """With graph updates, bwd's tangents (a State for the Module, arrays for the arrays)
+    are what grad returns for each argument, whatever their order."""
+    names = order.split(", ")
+    module_at = names.index("module")
+
+    def scenario(nnx: Any) -> Any:
+        @nnx.custom_vjp(graph_updates=True)
+        def f(*args: Any) -> Any:
+            m = args[module_at]
+            arrays = [a for i, a in enumerate(args) if i != module_at]
+            return jnp.sin(m.x) * m.y * arrays[0] + arrays[1] ** 2
+
+        def fwd(*args: Any) -> Any:
+            return f(*args), args
+
+        def bwd(res: Any, g: Any) -> Any:
+            (input_updates_g, out_g) = g
+            tangents = []
+            for i, arg in enumerate(res):
+                if i == module_at:
+                    m_g = jax.tree.map(lambda x: x, input_updates_g[i])
+                    m_g["x"][...] = jnp.cos(arg.x[...]) * out_g * 3.0
+                    m_g["y"][...] = out_g * 5.0
+                    m_g["z"][...] = out_g * 7.0
+                    tangents.append(m_g)
+                else:
+                    tangents.append(out_g * (i + 11.0) * jnp.ones_like(arg))
+            return tuple(tangents)
+
+        f.defvjp(fwd, bwd)
+        args = [_bar(nnx) if name == "module" else jnp.array(0.5 + i) for i, name in enumerate(names)]
+        return nnx.grad(f, argnums=(0, 1, 2))(*args)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @pytest.mark.apis("eval_shape", "Variable")
 @pytest.mark.documented(None)
 def test_eval_shape_returns_a_ref_variable_created_inside_it(nnx: Any, flax_nnx: Any) -> None:
@@ -298,6 +338,61 @@ def test_cached_partial_updates_the_cached_module(nnx: Any, flax_nnx: Any) -> No
         return [f(jnp.ones((1, 2))) for _ in range(2)], m
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("cached_partial", "jit")
+@pytest.mark.documented("api graph page: cached_partial (clones holding the same Variables)")
+def test_cached_partial_binds_clones_that_share_the_variables(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        m, other = nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+        f = nnx.cached_partial(nnx.jit(lambda m, d: (m, d)), m, {"layer": other, "k": 3})
+        first, second = f(), f()
+        clone, layer = first[0], first[1]["layer"]
+        return first, clone is m, clone is second[0], clone.kernel is m.kernel, layer is other, layer.bias is other.bias
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("cached_partial", "jit")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("change", ["a new attribute", "a replaced Param"])
+def test_cached_partial_refuses_a_call_that_changes_the_bound_structure(nnx: Any, flax_nnx: Any, change: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+        def step(m: Any) -> Any:
+            if change == "a new attribute":
+                m.count = 1
+            else:
+                m.kernel = nnx.Param(jnp.zeros((2, 2)))
+            return m(jnp.ones(2))
+
+        nnx.cached_partial(nnx.jit(step), m)()
+
+    assert_same(flax_nnx, nnx, scenario, mentions=["cached_partial"])
+
+
+@pytest.mark.apis("value_and_grad", "grad")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad"])
+def test_an_input_module_returned_as_aux_is_the_module_itself(nnx: Any, flax_nnx: Any, transform: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        out = getattr(nnx, transform)(lambda m: (m(jnp.ones(2)).sum(), m), has_aux=True)(m)
+        aux = out[1] if transform == "grad" else out[0][1]
+        return out, aux is m
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("custom_vjp")
+@pytest.mark.documented(CUSTOM_VJP_DOC)
+@pytest.mark.parametrize("mode", [(True, True), (True, False), (False, False)], ids=["graph updates", "graph mode without updates", "tree mode"])
+def test_a_custom_vjp_called_before_defvjp_raises(nnx: Any, flax_nnx: Any, mode: tuple[bool, bool]) -> None:
+    graph, graph_updates = mode
+    assert_same(
+        flax_nnx, nnx, lambda nnx: nnx.custom_vjp(lambda x: x, graph=graph, graph_updates=graph_updates)(1.0)
+    )
 
 
 MODES = [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)]

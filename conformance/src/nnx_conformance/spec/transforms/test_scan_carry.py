@@ -205,3 +205,29 @@ def test_a_scan_output_unlike_its_out_axes_is_searched_for_the_carry_as_by_flax(
                         graph_updates=graph_updates)(jnp.zeros(()), jnp.arange(3.0))
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("mode", [(True, True), (True, False)], ids=["graph updates", "graph mode without updates"])
+def test_a_carried_module_holding_one_param_twice_comes_back_sharing_it(
+    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool]
+) -> None:
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        class Tied(nnx.Module):
+            def __init__(self) -> None:
+                self.a = nnx.Param(jnp.arange(2.0))
+                self.b = self.a
+
+        def step(m: Any, x: Any) -> Any:
+            m.a[...] += x
+            return m, x
+
+        model = Tied()
+        scan = nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph, graph_updates=graph_updates)
+        carried, ys = scan(model, jnp.ones((3, 2)))
+        return carried, ys, model, carried is model, carried.a is carried.b
+
+    assert_same(flax_nnx, nnx, scenario)
