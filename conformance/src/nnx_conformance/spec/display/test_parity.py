@@ -166,7 +166,7 @@ def _displayed(nnx: Any) -> str:
     linear = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        nnx.display(jnp.arange(3.0), "text", linear, nnx.state(linear), nnx.List([linear]), {"a": jnp.ones(2)})
+        nnx.display(jnp.arange(3.0), "text", linear, nnx.state(linear), nnx.List([linear, 3]), {"a": jnp.ones(2)})
     return printed.getvalue()
 
 

@@ -199,7 +199,13 @@ def _merge_under_a_tag_without_inner(nnx: Any) -> Any:
         return ctx.merge(*split)
 
 
+def _split_with_filters_that_leave_a_remainder(nnx: Any) -> Any:
+    with nnx.split_context() as ctx:
+        return ctx.split(nnx.BatchNorm(2, rngs=nnx.Rngs(0)), nnx.Param)
+
+
 MISUSES = {
+    "a split whose filters leave Variables out": (_split_with_filters_that_leave_a_remainder, "Non-exhaustive"),
     "a node merged twice in one merge_context": (_split_twice_merged_once, "already used"),
     "split_context under a tag without its update_context": (_split_under_a_tag_without_its_context, "no-such-tag"),
     "merge_context under a tag without its update_context": (_merge_under_a_tag_without_its_context, "no-such-tag"),

@@ -46,6 +46,8 @@ def cases() -> list[Case]:
         Case("Embed", lambda n, r: n.Embed(5, 3, rngs=r), jnp.array([[0, 1, 4], [-1, 2, 3]])),
         Case("Embed single row", lambda n, r: n.Embed(1, 3, rngs=r), jnp.array([[0, 0]])),
         Case("Embed float ids", lambda n, r: n.Embed(5, 3, rngs=r), jnp.ones((2,))),
+        Case("Embed int table", lambda n, r: n.Embed(5, 3, param_dtype=jnp.int32, embedding_init=n.initializers.ones, rngs=r),
+             jnp.array([[0, 1, 4]])),
         Case("PReLU", lambda n, r: n.PReLU(0.1), x3),
         Case("PReLU int inputs", lambda n, r: n.PReLU(0.1), jnp.array([-2, 3])),
         Case("Linear bf16 computation", lambda n, r: n.Linear(3, 4, dtype=jnp.bfloat16, rngs=r), x3),

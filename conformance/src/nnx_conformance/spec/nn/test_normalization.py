@@ -114,3 +114,20 @@ def test_group_norm_by_group_size_acts_as_in_flax(nnx: Any, flax_nnx: Any, featu
         return layer(jnp.arange(2.0 * features).reshape(2, features))
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis(*NORMS)
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("layer", NORMS)
+@given(seed=strategies.seeds)
+def test_a_normalization_of_complex_inputs_equals_flax(nnx: Any, flax_nnx: Any, layer: str, seed: int) -> None:
+    """The statistics of complex inputs use the squared modulus; outputs are complex."""
+    real = strategies.layer_input((2, 3, 4), seed)
+    x = jnp.asarray(real - 1j * real[::-1], jnp.complex64)
+
+    def scenario(nnx: Any) -> Any:
+        options = {"num_groups": 2} if layer == "GroupNorm" else {}
+        norm = getattr(nnx, layer)(4, dtype=jnp.complex64, rngs=nnx.Rngs(0), **options)
+        return norm(x), norm
+
+    assert_same(flax_nnx, nnx, scenario)

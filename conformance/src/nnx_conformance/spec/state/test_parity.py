@@ -112,3 +112,16 @@ def test_replace_by_pure_dict_rejects_a_path_the_state_lacks(nnx: Any, flax_nnx:
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is not None, "flax rejects a pure dict with a key the State does not have"
+
+
+@pytest.mark.apis("State", "unpack")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("source", ["state", "unpack"])
+def test_a_write_into_a_sub_state_reaches_the_state_it_came_from(nnx: Any, flax_nnx: Any, source: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        holder = nnx.Dict(lin=nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+        state = getattr(nnx, source)(holder)
+        state["lin"]["bias"] = nnx.Param(jax.numpy.full(2, 7.0))
+        return nnx.state(state["lin"]), state["lin"]["bias"]
+
+    assert_same(flax_nnx, nnx, scenario)

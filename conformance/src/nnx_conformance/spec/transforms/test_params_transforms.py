@@ -43,10 +43,12 @@ def test_jit_static_donated_and_unused_arguments_act_as_in_flax(
             model.bias[...] += offset
             return model(x) * scale
 
-        compiled = nnx.jit(step, static_argnums=3, static_argnames="offset", donate_argnums=2,
+        compiled = nnx.jit(step, static_argnums=3, static_argnames="offset", donate_argnums=(1, 2),
                            keep_unused=keep_unused, inline=inline)
-        outputs = [compiled(model, x, jnp.zeros(2), scale, offset=0.5) for _ in range(2)]
-        return outputs, model
+        donated = [(jnp.array(x), jnp.zeros(2)) for _ in range(2)]
+        outputs = [compiled(model, *arrays, scale, offset=0.5) for arrays in donated]
+        deleted = [[array.is_deleted() for array in arrays] for arrays in donated]
+        return outputs, deleted, model
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
 

@@ -186,6 +186,24 @@ def test_setting_a_variable_by_index_stores_what_flax_stores(nnx: Any, flax_nnx:
     assert_same(flax_nnx, nnx, scenario)
 
 
+READS = {
+    "ellipsis": ...,
+    "int": 1,
+    "slice": slice(1, None),
+    "jax_array_index": jnp.array([0, 2]),
+    "numpy_array_index": np.array([0, 2]),
+    "numpy_scalar_index": np.int64(1),
+    "empty_tuple_index": (),
+}
+
+
+@pytest.mark.apis("Variable")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("case", sorted(READS))
+def test_reading_a_variable_by_index_gives_what_flax_gives(nnx: Any, flax_nnx: Any, case: str) -> None:
+    assert_same(flax_nnx, nnx, lambda nnx: nnx.Param(jnp.arange(3.0))[READS[case]])
+
+
 GET_METADATA_DEFAULTS = {
     "None": lambda: None,
     "an int": lambda: 0,

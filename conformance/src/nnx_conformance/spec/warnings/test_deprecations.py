@@ -70,7 +70,23 @@ def _module_methods(nnx: Any) -> Any:
     return list(m.iter_modules()), list(m.iter_children())
 
 
+def _abstract_with_sharding(nnx: Any) -> Any:
+    return nnx.abstract_with_sharding(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+
+
+def _pure(nnx: Any) -> Any:
+    return nnx.pure(nnx.state(nnx.Linear(1, 1, rngs=nnx.Rngs(0))))
+
+
+def _sharding_names(nnx: Any) -> Any:
+    variable = nnx.Param(jnp.ones(2), sharding_names=(None,), eager_sharding=False)
+    return variable.sharding_names, variable
+
+
 DEPRECATED = {
+    "abstract_with_sharding": (_abstract_with_sharding, ("as_abstract",)),
+    "pure": (_pure, ("as_pure",)),
+    "sharding_names": (_sharding_names, ("'sharding_names'",)),
     "Data": (_data_annotation, ("Data",)),
     "sow_and_perturb": (_sow_outside_capture, ("Module.sow()", "Module.perturb()")),
     "vars_as": (_vars_as, ("with_vars",)),
@@ -84,7 +100,8 @@ DEPRECATED = {
 }
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "iter_modules", "iter_children", "Rngs")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "iter_modules", "iter_children", "Rngs",
+                  "abstract_with_sharding", "pure")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(DEPRECATED))
 def test_deprecated_uses_warn_as_in_flax(nnx: Any, flax_nnx: Any, use: str) -> None:
@@ -113,7 +130,7 @@ def _blamed(nnx: Any, use: str) -> list[tuple[str, str, str]]:
             for w in caught if issubclass(w.category, (DeprecationWarning, UserWarning))]
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "LSTMCell", "Rngs")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "LSTMCell", "Rngs", "abstract_with_sharding", "pure")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(WARNED))
 def test_a_warning_points_where_flax_s_points(nnx: Any, flax_nnx: Any, use: str) -> None:
