@@ -160,9 +160,11 @@ def check_no_aliasing(
     carry_arg: int | None = None,
     roots: Roots = CALL_ROOTS,
     graph_mode: bool = False,
+    input_graph_paths: bool = True,
 ) -> None:
     """Without graph updates, the output may not contain input Variables (nor, in tree mode,
-    one Variable twice; ``graph_mode`` also writes the paths as flax's graph mode does).
+    one Variable twice; ``graph_mode`` also writes the paths as flax's graph mode does, the
+    inputs' only with ``input_graph_paths``).
 
     The inputs are the objects ``objs`` at ``obj_slots`` of the arguments' ``treedef``.
     ``carry_arg``: the position of scan's carry argument, reported as ``.carry``
@@ -172,12 +174,9 @@ def check_no_aliasing(
     for slot, obj in zip(obj_slots, objs):
         leaves[slot] = obj
     check_outputs_are_new(
-        name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, graph_mode, roots, graph_paths=graph_mode
+        name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, graph_mode, roots,
+        graph_paths=graph_mode, input_graph_paths=graph_mode and input_graph_paths,
     )
-
-
-TREE_INPUT_PATHS = frozenset({"eval_shape", "make_jaxpr"})
-"""Transforms whose graph-mode errors name the inputs by attribute all the same (flax's)."""
 
 
 def check_outputs_are_new(
@@ -189,13 +188,14 @@ def check_outputs_are_new(
     roots: Roots = CALL_ROOTS,
     *,
     graph_paths: bool,
+    input_graph_paths: bool,
 ) -> None:
     """The output may hold neither a Variable of the arguments ``args`` nor, unless
     ``shared_outputs``, one Variable twice (``carry_arg`` as for :func:`check_no_aliasing`,
-    ``graph_paths`` as for :func:`_variable_paths`)."""
+    ``graph_paths`` and, for the inputs, ``input_graph_paths`` as for :func:`_variable_paths`)."""
     carry_root = f"{roots[0]}[{carry_arg}]"
     inputs: dict[int, str] = {}
-    for path, var in _input_paths(args, roots, graph_paths and name not in TREE_INPUT_PATHS):
+    for path, var in _input_paths(args, roots, input_graph_paths):
         if carry_arg is not None and path.startswith(carry_root):
             path = ".carry" + path[len(carry_root):]
         inputs.setdefault(id(var), path)

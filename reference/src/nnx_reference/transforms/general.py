@@ -18,10 +18,15 @@ __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]
 
 
 def _lift_call(
-    name: str, args: tp.Any, graph: bool | None, graph_updates: bool | None, roots: checks.Roots = checks.CALL_ROOTS
+    name: str,
+    args: tp.Any,
+    graph: bool | None,
+    graph_updates: bool | None,
+    roots: checks.Roots = checks.CALL_ROOTS,
+    tree_input_paths: bool = False,
 ) -> lift.Lifted:
     mode = trees.resolve_mode(graph, graph_updates)
-    return lift.lift(name, args, None, mode, coalesce=True, roots=roots)
+    return lift.lift(name, args, None, mode, coalesce=True, roots=roots, tree_input_paths=tree_input_paths)
 
 
 def _pure(name: str, lifted: lift.Lifted, fun: tp.Callable) -> tp.Callable:
@@ -80,7 +85,8 @@ def eval_shape(
     updates = trees.resolve_mode(graph, graph_updates).graph_updates
     if not updates:
         checks.check_no_sharing("eval_shape", (args, kwargs))
-    lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates)
+    # flax's eval_shape names input Variables by key path even in graph mode
+    lifted = _lift_call("eval_shape", (args, kwargs), graph, graph_updates, tree_input_paths=True)
     pure_fn = _pure("eval_shape", lifted, f)
 
     @functools.wraps(f)  # jax's errors name ``f``
@@ -153,7 +159,7 @@ def make_jaxpr(
                 return fun(*full, **kw)
 
             checks.check_no_sharing("make_jaxpr", (dynamic, kwargs))
-            lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, False)
+            lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, False, tree_input_paths=True)  # as eval_shape
             pure_fn = _pure("make_jaxpr", lifted, call)
             return jax.make_jaxpr(lambda pure: pure_fn(pure).out_tree)(lifted.pure)
 

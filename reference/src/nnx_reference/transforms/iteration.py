@@ -332,7 +332,8 @@ def transform_metadata(
             ]
             out = fun(*copies)
             checks.check_outputs_are_new(
-                "transform_metadata", (copies, {}), out, shared_outputs=in_graph, graph_paths=in_graph
+                "transform_metadata", (copies, {}), out, shared_outputs=in_graph,
+                graph_paths=in_graph, input_graph_paths=in_graph,
             )
             axis_metadata(metadata, in_objects, add=True, every_path=True)
             axis_metadata(metadata, out_objects(out, out_axes), add=True)

@@ -134,6 +134,7 @@ class InStatic:
     obj_prefixes: tuple[tp.Any, ...] = ()  # the prefix entry of each object (when prefixes apply)
     roots: Roots = CALL_ROOTS  # how error messages name the parts of the inputs
     downgraded: bool = False  # graph mode without updates asked for, run as tree mode (no sharing)
+    tree_input_paths: bool = False  # graph-mode errors name the inputs by jax key path all the same
 
     @property
     def asked_graph(self) -> bool:
@@ -206,13 +207,15 @@ def lift(
     coalesce: bool = False,
     roots: Roots = CALL_ROOTS,
     tree_sharing: bool = False,
+    tree_input_paths: bool = False,
 ) -> Lifted:
     """Lifts a call's arguments; ``prefix`` is a tree prefix of ``args`` (axes, shardings, ...).
 
     ``coalesce``: the prefix does not apply to objects; pass all their state as one.
     ``roots``: how error messages name the parts of ``args`` (an ``(args, kwargs)`` pair by default).
     ``tree_sharing``: tree mode takes a Variable held twice as two (flax's loops do), rather
-    than refusing it.
+    than refusing it. ``tree_input_paths``: graph-mode errors name input Variables by their
+    jax key paths, as flax's ``eval_shape`` and ``make_jaxpr`` do.
     """
     graph, graph_updates = mode
     downgraded = graph and not graph_updates and not has_shared_variables(args)
@@ -228,7 +231,8 @@ def lift(
             check_no_sharing(name, args, roots)
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
         static = InStatic(
-            False, False, treedef, slots, obj_prefixes=obj_prefixes, roots=roots, downgraded=downgraded
+            False, False, treedef, slots, obj_prefixes=obj_prefixes, roots=roots, downgraded=downgraded,
+            tree_input_paths=tree_input_paths,
         )
         return Lifted(static, to_jax(Layout(leaves, [])), Layout(prefixes, []), objs)
     if graph_updates:
@@ -236,13 +240,16 @@ def lift(
     slot_set = set(slots)
     arg_leaves = [None if i in slot_set else v for i, v in enumerate(leaves)]
     if coalesce:
-        return _lift_flat(graph_updates, arg_leaves, treedef, slots, objs, roots)
+        return _lift_flat(graph_updates, arg_leaves, treedef, slots, objs, roots, tree_input_paths)
     obj_prefixes = tuple(prefixes[i] for i in slots)
     check_consistent_aliasing(reached(o, p) for o, p in zip(objs, obj_prefixes))
     groups = _groups_for(objs, obj_prefixes, expand)
     outer_index = graphlib.RefMap()
     graphdef, states = _split_groups(objs, [], groups, [], outer_index)
-    static = InStatic(True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes, roots)
+    static = InStatic(
+        True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes, roots,
+        tree_input_paths=tree_input_paths,
+    )
     arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
     pure, prefix = to_jax(Layout(arg_leaves, states)), Layout(arg_prefixes, [g.prefix for g in groups])
     return Lifted(static, pure, prefix, objs, outer_index=outer_index)
@@ -255,11 +262,14 @@ def _lift_flat(
     slots: tuple[int, ...],
     objs: list[tp.Any],
     roots: Roots,
+    tree_input_paths: bool,
 ) -> Lifted:
     """Graph mode, one group: the objects' Variables travel as a flat list of values."""
     outer_index = graphlib.RefMap()
     graphdef, variables = graphlib.flatten_into([objs, []], outer_index, with_paths=False)
-    static = InStatic(True, graph_updates, treedef, slots, graphdef, (FLAT,), roots=roots)
+    static = InStatic(
+        True, graph_updates, treedef, slots, graphdef, (FLAT,), roots=roots, tree_input_paths=tree_input_paths
+    )
     pure = Layout(arg_leaves, [_raw(v) for v in variables])
     prefix = Layout([None] * len(arg_leaves), [None] * len(variables))
     # leaves are Variables, or arrays held directly by a Pytree attribute
@@ -353,13 +363,15 @@ def _exit(
     """The result of a traced call; graph objects keep the indices ``ref_index`` gives them."""
     if not static.graph:
         check_no_aliasing(
-            name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.downgraded
+            name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.downgraded,
+            input_graph_paths=not static.tree_input_paths,
         )
         aliases = _aliases(out) if static.downgraded else ()
         return Result(OutStatic(aliases=aliases), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
         check_no_aliasing(
-            name, static.treedef, static.obj_slots, objs, out, roots=static.roots, graph_mode=True
+            name, static.treedef, static.obj_slots, objs, out, roots=static.roots, graph_mode=True,
+            input_graph_paths=not static.tree_input_paths,
         )
     if static.groups == (FLAT,):
         return _exit_flat(static, objs, ref_index, out)
