@@ -25,29 +25,38 @@ from ._unflatten import Reuse, collect_leaves, from_leaves, from_values
 A = tp.TypeVar("A")
 
 
-class GraphState(State):
-    """A State bundled with the GraphDef it belongs to (what :func:`unpack` returns)."""
+class GraphState(tp.MutableMapping[Key, tp.Any]):
+    """A node's State bundled with its GraphDef (what :func:`unpack` returns), ready for
+    ``merge``: a mapping over the State, not a State itself, as flax's."""
 
     def __init__(self, mapping: tp.Any = (), /, *, _copy: bool = True, graphdef: GraphDef[tp.Any] | None = None) -> None:
-        super().__init__(mapping, _copy=_copy)
-        object.__setattr__(self, "_graphdef", graphdef)
-
-    @property
-    def graphdef(self) -> GraphDef[tp.Any] | None:
-        return self._graphdef
+        self._state = State(mapping, _copy=_copy)
+        self._graphdef = graphdef
 
     def __getitem__(self, key: Key) -> tp.Any:
-        value = self._mapping[key]
-        return State(value, _copy=False) if type(value) is dict else value
+        return self._state[key]
+
+    def __setitem__(self, key: Key, value: tp.Any) -> None:
+        self._state[key] = value
+
+    def __delitem__(self, key: Key) -> None:
+        del self._state[key]
+
+    def __iter__(self) -> tp.Iterator[Key]:
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
 
     def __repr__(self) -> str:
-        state = reprlib.indent_tail(State.__repr__(self), "  ")
+        state = reprlib.indent_tail(repr(self._state), "  ")
         return f"GraphState(\n  _graphdef={self._graphdef!r},\n  _state={state}\n)"
 
 
 def _graph_state_flatten(gs: GraphState) -> tuple[list[tuple[tp.Any, tp.Any]], tp.Any]:
-    keys = sorted(gs._mapping, key=lambda k: (isinstance(k, str), k))
-    return [(jax.tree_util.DictKey(k), gs._mapping[k]) for k in keys], (tuple(keys), gs._graphdef)
+    mapping = gs._state.raw_mapping
+    keys = sorted(mapping, key=lambda k: (isinstance(k, str), k))
+    return [(jax.tree_util.DictKey(k), mapping[k]) for k in keys], (tuple(keys), gs._graphdef)
 
 
 jax.tree_util.register_pytree_with_keys(
@@ -221,8 +230,9 @@ def flatten_for(
 
 def merge(graphdef: GraphDef[A], /, *states: tp.Any, copy: bool = False, recreate_variables: bool = True) -> A:
     """Rebuilds the object described by ``graphdef`` from one or more States."""
-    if isinstance(graphdef, GraphState) and graphdef.graphdef is not None:
-        graphdef, states = graphdef.graphdef, (graphdef, *states)
+    if isinstance(graphdef, GraphState) and graphdef._graphdef is not None:
+        graphdef, states = graphdef._graphdef, (graphdef._state, *states)
+    states = tuple(s._state if isinstance(s, GraphState) else s for s in states)
     if not isinstance(graphdef, GraphDef):
         raise TypeError(f"Expected a GraphDef or GraphState object, got: {graphdef!r}")
     if any(isinstance(s, list) for s in states):

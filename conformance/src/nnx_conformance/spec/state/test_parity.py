@@ -4,6 +4,7 @@ mapping methods give flax's States, dicts and values, and leave the State as fla
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -123,5 +124,21 @@ def test_a_write_into_a_sub_state_reaches_the_state_it_came_from(nnx: Any, flax_
         state = getattr(nnx, source)(holder)
         state["lin"]["bias"] = nnx.Param(jax.numpy.full(2, 7.0))
         return nnx.state(state["lin"]), state["lin"]["bias"]
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("unpack", "GraphState", "merge")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("filters", ["none", "Param and the rest"])
+def test_unpack_gives_graph_states_that_are_mappings_not_states_as_flax(nnx: Any, flax_nnx: Any, filters: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        model = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+        unpacked = nnx.unpack(model, *(() if filters == "none" else (nnx.Param, ...)))
+        graph_states = unpacked if isinstance(unpacked, tuple) else (unpacked,)
+        kinds = [
+            (isinstance(g, nnx.State), isinstance(g, Mapping), sorted(g), len(jax.tree.leaves(g))) for g in graph_states
+        ]
+        return kinds, nnx.merge(*graph_states)
 
     assert_same(flax_nnx, nnx, scenario)
