@@ -165,55 +165,58 @@ def _updates_g(args: tuple, cotangents: Updates) -> tuple[tp.Any, ...]:
     return tuple(per_arg(arg, values) for arg, values in zip(args, cotangents))
 
 
+def _argument_slots(static: lift.InStatic) -> list[range]:
+    """The leaf positions (objects as leaves) of each positional argument."""
+    slots, start = [], 0
+    for treedef in static.treedef.children()[0].children():
+        slots.append(range(start, start + treedef.num_leaves))
+        start += treedef.num_leaves
+    return slots
+
+
 def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any:
     """Put the user's per-argument tangents into the pure layout of ``diff``.
 
-    A graph node's tangent is a State; each differentiable Variable takes the
-    tangent at its path (extra entries, e.g. non-differentiable ones, are ignored).
+    Each tangent has its argument's structure, a State where the argument holds a graph
+    node: each differentiable Variable takes the tangent at its path (extra entries, e.g.
+    non-differentiable ones, are ignored); the other leaves take theirs in place.
     """
     leaves, states = diff
     static = lifted.static
     arg_treedefs = static.treedef.children()[0].children()
-    starts = [0]
-    for t in arg_treedefs:
-        starts.append(starts[-1] + t.num_leaves)
     obj_at = {slot: k for k, slot in enumerate(static.obj_slots)}
     new_leaves, new_states = list(leaves), list(states)
-    for i, tangent in enumerate(tangents[: len(arg_treedefs)]):
+    for slots, treedef, tangent in zip(_argument_slots(static), arg_treedefs, tangents):
         if tangent is None:
             continue
-        slots = range(starts[i], starts[i + 1])
-        objs = {obj_at[j] for j in slots if j in obj_at}
-        if objs:
-            by_path = {tuple(p): v for p, v in to_flat_state(tangent)}
-            for gi, group in enumerate(static.groups):
-                if group.obj in objs and states[gi] is not None:
-                    values = [by_path[tuple(p)[2:]] for p, _ in to_flat_state(states[gi])]
-                    new_states[gi] = jax.tree.unflatten(
-                        jax.tree.structure(states[gi]), jax.tree.leaves(values)
-                    )
-        else:
-            for j, leaf in zip(slots, jax.tree.leaves(tangent)):
+        for j, part in zip(slots, treedef.flatten_up_to(tangent)):
+            if j not in obj_at:
                 if new_leaves[j] is not None:
-                    new_leaves[j] = leaf
+                    new_leaves[j] = part
+                continue
+            if part is None:
+                continue
+            by_path = {tuple(p): v for p, v in to_flat_state(part)}
+            for gi, group in enumerate(static.groups):
+                if group.obj == obj_at[j] and states[gi] is not None:
+                    values = [by_path[tuple(p)[2:]] for p, _ in to_flat_state(states[gi])]
+                    new_states[gi] = jax.tree.unflatten(jax.tree.structure(states[gi]), jax.tree.leaves(values))
     return trees.Layout(new_leaves, new_states)
 
 
 def _node_updates(lifted: lift.Lifted, in_part: list, n_args: int) -> tuple:
-    """The cotangents of the input updates: a State per graph-node argument, else None."""
+    """The cotangents of the input updates, one per argument with its structure: a State
+    where it holds a graph node, None elsewhere."""
     static = lifted.static
-    arg_treedefs = static.treedef.children()[0].children()
-    starts = [0]
-    for t in arg_treedefs:
-        starts.append(starts[-1] + t.num_leaves)
     per_obj: dict[int, list] = {}
     for group, state in zip(static.groups, in_part):
         per_obj.setdefault(group.obj, []).append(substate(state, (0, group.obj)))
-    out = []
-    for i in range(n_args):
-        objs = [k for k, slot in enumerate(static.obj_slots) if starts[i] <= slot < starts[i + 1]]
-        out.append(merge_state(*per_obj[objs[0]]) if objs else None)
-    return tuple(out)
+    obj_at = {slot: k for k, slot in enumerate(static.obj_slots)}
+    arg_treedefs = static.treedef.children()[0].children()
+    return tuple(
+        treedef.unflatten([merge_state(*per_obj[obj_at[j]]) if j in obj_at else None for j in slots])
+        for slots, treedef in list(zip(_argument_slots(static), arg_treedefs))[:n_args]
+    )
 
 
 class CustomVjpOptions(tp.TypedDict, total=False):

@@ -65,8 +65,21 @@ def expand_axes(prefix: tp.Any, obj: tp.Any = None) -> list[tuple[trees.Filter, 
 
 def per_arg(axes: tp.Any, args: tuple, name: str, graph: bool) -> tuple:
     """``in_axes`` as a tuple with one entry per argument (an int/None applies to all);
-    a tuple of another length raises, as flax's transform ``name`` does in that mode."""
-    if type(axes) in (tuple, list):
+    a tuple of another length, a list, or (vmap, pmap) a StateAxes not in a tuple raises,
+    as flax's transform ``name`` does in that mode."""
+    if type(axes) is list:
+        raise ValueError(
+            "pytree structure error: different types at key path\n    in_axes\nAt that key path, the "
+            "prefix pytree in_axes has a subtree of type\n    <class 'list'>\nbut at the same key path "
+            "the full pytree has a subtree of different type\n    <class 'tuple'>."
+        )
+    if isinstance(axes, StateAxes) and name in ("vmap", "pmap"):
+        # flax hands it to JAX as the whole in_axes, which JAX refuses (vmap by type)
+        raise (TypeError if name == "vmap" else ValueError)(
+            f"{name} in_axes must be an int, None, or a tuple of entries corresponding to the "
+            f"positional arguments passed to the function, but got {axes!r}."
+        )
+    if type(axes) is tuple:
         if len(axes) != len(args):
             if not graph and name in ("vmap", "pmap"):
                 raise ValueError(
