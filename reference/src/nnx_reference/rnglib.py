@@ -418,12 +418,7 @@ def split_rngs(
         keys = jax.random.split(stream(), splits)
         return keys[0] if squeeze else keys
 
-    def apply(target: tp.Any) -> tp.Any:
-        return _rewrite_streams(target, new_key, graph, graph_updates)
-
-    if node is MISSING:
-        return _decorator(apply, in_place=graph and graph_updates)
-    return apply(node)
+    return _rewrite_or_decorate(node, new_key, graph, graph_updates)
 
 
 def fork_rngs(
@@ -453,6 +448,15 @@ def fork_rngs(
                 _warn_fork_split()
                 return jax.random.split(key, shape)
         return None
+
+    return _rewrite_or_decorate(node, new_key, graph, graph_updates)
+
+
+def _rewrite_or_decorate(
+    node: tp.Any, new_key: tp.Callable[[tuple, RngStream], jax.Array | None], graph: bool, graph_updates: bool
+) -> tp.Any:
+    """``node`` with its streams rewritten by ``new_key`` (see :func:`_rewrite_streams`); without
+    a node, a decorator that does it to a function's arguments."""
 
     def apply(target: tp.Any) -> tp.Any:
         return _rewrite_streams(target, new_key, graph, graph_updates)

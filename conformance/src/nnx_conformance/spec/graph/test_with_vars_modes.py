@@ -72,3 +72,19 @@ def test_a_variable_made_immutable_refuses_writes(nnx: Any, hijax: bool) -> None
     assert type(raised.value).__name__ == "ImmutableVariableError", (
         f"a write to an immutable Variable raises ImmutableVariableError (the guide's), got {raised.value!r}"
     )
+
+
+@pytest.mark.kind("property")
+@pytest.mark.apis("with_vars", "Variable")
+@pytest.mark.documented("guide:hijax (cell 11: an immutable Variable keeps its dropped Ref for mutable=True)")
+@pytest.mark.parametrize("ref", [False, True], ids=["made without a Ref", "made with a Ref"])
+@pytest.mark.parametrize("hijax", [False, True], ids=["plain", "hijax"])
+def test_a_variable_made_mutable_again_has_a_ref_only_if_it_had_one(nnx: Any, hijax: bool, ref: bool) -> None:
+    original = nnx.Variable(jnp.array(0), hijax=hijax, ref=ref)
+    immutable = nnx.with_vars(original, mutable=False)
+    assert not immutable.ref, "with_vars(v, mutable=False) drops the Variable's Ref (guide cell 11)"
+    again = nnx.with_vars(immutable, mutable=True)
+    assert again.ref == ref, (
+        f"with_vars(immutable, mutable=True) of a Variable made with ref={ref} has ref={again.ref}: "
+        "it gets back the Ref it had, and no other (guide cell 11)"
+    )

@@ -81,3 +81,19 @@ def test_grouped_query_attention_shares_each_key_head_among_its_query_heads_as_f
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax attends with grouped heads: {outcome.error!r}"
+
+
+@pytest.mark.apis("nn.attention.dot_product_attention_weights", "dot_product_attention")
+@pytest.mark.documented("api nn/attention page: dropout_rate, deterministic and dropout_rng")
+@pytest.mark.parametrize("function", ["dot_product_attention_weights", "dot_product_attention"])
+def test_attention_without_dropout_needs_no_dropout_rng_even_when_not_deterministic(
+    nnx: Any, flax_nnx: Any, function: str
+) -> None:
+    query, key = jnp.ones((1, 2, 1, 4)), jnp.arange(12.0).reshape(1, 3, 1, 4)
+    arguments = (query, key) if function.endswith("weights") else (query, key, key * 2)
+
+    def scenario(nnx: Any) -> Any:
+        return getattr(nnx.nn.attention, function)(*arguments, dropout_rate=0.0, deterministic=False)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax's {function} runs with dropout_rate=0 and no dropout_rng"

@@ -82,3 +82,18 @@ def test_dot_product_attention_with_rope_rotates_queries_and_keys_as_flax_does(
         return nnx.dot_product_attention_with_rope(query, key, value, rope=rope)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+ODD_CALLS = {
+    "RoPE on inputs whose last axis is empty": lambda nnx: nnx.RoPE()(jnp.ones((1, 3, 0))),
+    "RoPE on inputs whose last axis is odd": lambda nnx: nnx.RoPE()(jnp.ones((1, 3, 3))),
+    "RNN given rngs=1": lambda nnx: nnx.RNN(nnx.SimpleCell(2, 3, rngs=nnx.Rngs(0)), rngs=1)(jnp.ones((1, 2, 2))),
+    "RNN given rngs=True": lambda nnx: nnx.RNN(nnx.SimpleCell(2, 3, rngs=nnx.Rngs(0)), rngs=True)(jnp.ones((1, 2, 2))),
+}
+
+
+@pytest.mark.apis("RoPE", "RNN")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("call", sorted(ODD_CALLS))
+def test_edge_arguments_of_rope_and_rnn_act_as_in_flax(nnx: Any, flax_nnx: Any, call: str) -> None:
+    assert_same(flax_nnx, nnx, ODD_CALLS[call])

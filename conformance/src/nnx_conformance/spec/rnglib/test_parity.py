@@ -93,3 +93,18 @@ def test_an_rngs_has_the_length_and_names_flax_gives_it(nnx: Any, flax_nnx: Any,
         return len(rngs), sorted(rngs), [name in rngs for name in ("params", "other")]
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("split_rngs")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("node", ["an array", "a NumPy array", "a dict of arrays", "None"])
+def test_split_rngs_over_a_node_without_rngs_acts_as_in_flax(nnx: Any, flax_nnx: Any, node: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        value = {
+            "an array": lambda: jnp.ones(2), "a NumPy array": lambda: np.ones(2),
+            "a dict of arrays": lambda: {"a": jnp.ones(2)}, "None": lambda: None,
+        }[node]()
+        with nnx.split_rngs(value, splits=2):
+            return value
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -162,3 +162,23 @@ def test_an_in_axes_tuple_of_another_length_than_the_arguments_acts_as_in_flax(
     else:
         words = (f"len(in_axes)={given_axes}", f"len(args)={passed}")
     assert_same(flax_nnx, nnx, scenario, mentions=words)
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.documented("api transforms page: jit's static_argnums and static_argnames")
+@pytest.mark.parametrize("given_as", ["static_argnums, passed by keyword", "static_argnames, passed by position"])
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+def test_a_static_argument_is_static_however_it_is_passed(nnx: Any, flax_nnx: Any, given_as: str, graph: bool) -> None:
+    """One of static_argnums and static_argnames names the other's parameter too (as
+    jax.jit infers it from the signature), so a count used in Python stays static."""
+
+    def scenario(nnx: Any) -> Any:
+        def f(x: Any, n: int) -> Any:
+            return x * sum(range(n))
+
+        if given_as.startswith("static_argnums"):
+            return nnx.jit(f, static_argnums=1, graph=graph)(jnp.ones(2), n=3)
+        return nnx.jit(f, static_argnames="n", graph=graph)(jnp.ones(2), 3)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax's jit takes a static argument given by {given_as}"
