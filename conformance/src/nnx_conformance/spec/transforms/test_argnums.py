@@ -182,3 +182,24 @@ def test_a_static_argument_is_static_however_it_is_passed(nnx: Any, flax_nnx: An
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax's jit takes a static argument given by {given_as}"
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.documented("api transforms page: jit's donate_argnums and donate_argnames")
+@pytest.mark.parametrize("given_as", ["donate_argnums, passed by keyword", "donate_argnames, passed by position"])
+def test_a_donated_argument_is_donated_however_it_is_passed(nnx: Any, flax_nnx: Any, given_as: str) -> None:
+    """One of donate_argnums and donate_argnames names the other's parameter too (as jax.jit
+    infers it from the signature): the donated array is deleted after the call."""
+
+    def scenario(nnx: Any) -> Any:
+        def f(x: Any, y: Any) -> Any:
+            return x + y
+
+        x, y = jnp.ones(2), jnp.arange(2.0)
+        if given_as.startswith("donate_argnums"):
+            out = nnx.jit(f, donate_argnums=1)(x, y=y)
+        else:
+            out = nnx.jit(f, donate_argnames="y")(x, y)
+        return out, x.is_deleted(), y.is_deleted()
+
+    assert_same(flax_nnx, nnx, scenario)
