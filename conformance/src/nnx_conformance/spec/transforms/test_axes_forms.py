@@ -1,7 +1,8 @@
 """Parity of the forms ``in_axes`` may take with flax.nnx: a tuple with one entry per
 argument, or one entry for all; a list is refused (JAX's prefix error: a list is no
 prefix of the arguments' tuple) by every mapped transform, and a ``StateAxes`` outside a
-tuple by ``vmap`` (``TypeError``) and ``pmap`` (``ValueError``)."""
+tuple by ``vmap`` (``TypeError``) and ``pmap`` (``ValueError``); an empty ``StateAxes`` in
+``out_axes`` gives a returned Module's Variables no axis."""
 
 from __future__ import annotations
 
@@ -58,3 +59,14 @@ def test_a_state_axes_outside_a_tuple_is_refused_as_by_flax(
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is not None, f"flax's {transform} refuses a StateAxes outside a tuple"
+
+
+@pytest.mark.apis("vmap", "StateAxes")
+@pytest.mark.documented(None)
+def test_an_empty_state_axes_in_out_axes_gives_no_axis_to_a_returned_module(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        create = nnx.vmap(lambda x: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), in_axes=0, out_axes=nnx.StateAxes({}))
+        return create(jnp.ones((2, 3)))
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("No axis found",))
+    assert outcome.error is not None, "flax's vmap finds no axis for the returned Module's Variables"
