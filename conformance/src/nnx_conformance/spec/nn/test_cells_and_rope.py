@@ -87,6 +87,7 @@ def test_dot_product_attention_with_rope_rotates_queries_and_keys_as_flax_does(
 ODD_CALLS = {
     "RoPE on inputs whose last axis is empty": lambda nnx: nnx.RoPE()(jnp.ones((1, 3, 0))),
     "RoPE on inputs whose last axis is odd": lambda nnx: nnx.RoPE()(jnp.ones((1, 3, 3))),
+    "RoPE made with embedding_size=0": lambda nnx: nnx.RoPE(embedding_size=0, max_seq_len=4),
     "RNN given rngs=1": lambda nnx: nnx.RNN(nnx.SimpleCell(2, 3, rngs=nnx.Rngs(0)), rngs=1)(jnp.ones((1, 2, 2))),
     "RNN given rngs=True": lambda nnx: nnx.RNN(nnx.SimpleCell(2, 3, rngs=nnx.Rngs(0)), rngs=True)(jnp.ones((1, 2, 2))),
 }

@@ -121,12 +121,13 @@ WARNED = {**{use: scenario for use, (scenario, _) in DEPRECATED.items()}, "cell 
 
 def _blamed(nnx: Any, use: str) -> list[tuple[str, str, str]]:
     """Each warning of ``use`` on ``nnx``: its category, its message's first words, and whether
-    it points at the caller's line (this module) or elsewhere (inside the library)."""
+    it points at the caller (a line of this module, which both implementations run alike, by
+    its number) or elsewhere (inside the library)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         WARNED[use](nnx)
     return [(w.category.__name__, " ".join(str(w.message).split()[:4]),
-             "the caller" if w.filename == __file__ else "elsewhere")
+             f"the caller, line {w.lineno}" if w.filename == __file__ else "elsewhere")
             for w in caught if issubclass(w.category, (DeprecationWarning, UserWarning))]
 
 
