@@ -68,9 +68,12 @@ def module_name(package: Path, path: Path) -> str:
 
 def module_path(package: Path, name: str) -> Path:
     """The source file of the dotted module ``name`` in ``package``; ValueError if there is none."""
-    relative = Path(*name.split(".")[1:])
-    for candidate in (package / relative.with_suffix(".py"), package / relative / "__init__.py"):
-        if name.split(".")[0] == package.name and candidate.is_file():
+    root, *rest = name.split(".")
+    relative = Path(*rest)
+    # the package itself (no dotted rest) is its __init__.py
+    candidates = [package / relative.with_suffix(".py")] if rest else []
+    for candidate in (*candidates, package / relative / "__init__.py"):
+        if root == package.name and candidate.is_file():
             return candidate
     raise ValueError(f"no module {name!r} in {package}")
 

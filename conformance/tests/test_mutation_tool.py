@@ -27,6 +27,16 @@ def _sites(tmp_path: Path) -> list[mutation_sites.Site]:
     return mutation_sites.find_sites(PACKAGE, [path], tmp_path / "sites.sqlite")
 
 
+def test_a_module_name_finds_its_file_the_package_s_own_included() -> None:
+    found = {name: mutation_sites.module_path(PACKAGE, name) for name in (PACKAGE.name, f"{PACKAGE.name}.nn", MODULE)}
+    expected = {
+        PACKAGE.name: PACKAGE / "__init__.py",
+        f"{PACKAGE.name}.nn": PACKAGE / "nn" / "__init__.py",
+        MODULE: PACKAGE.joinpath(*MODULE.split(".")[1:]).with_suffix(".py"),
+    }
+    assert found == expected, f"module names map to {found}, expected {expected}"
+
+
 def test_sites_inside_annotations_are_left_out(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     package.mkdir()
