@@ -30,8 +30,11 @@ class Carry:
     """Marks an input/output of :func:`scan` (in ``in_axes``/``out_axes``) as the carry."""
 
 
-class StateAxes(PrefixMapping):
-    """Maps substates of a graph node (selected by filters) to axes (int, None or Carry)."""
+class StateAxes(PrefixMapping, tp.Mapping[tp.Any, tp.Any]):
+    """Maps substates of a graph node (selected by filters) to axes (int, None or Carry).
+
+    A read-only Mapping from filters to axes, as flax's: a key that is not one of its
+    filters raises ValueError (so ``in`` and ``get`` do for such a key too)."""
 
     def __init__(self, filter_axes: tp.Any, /):
         super().__init__(filter_axes)
@@ -43,17 +46,21 @@ class StateAxes(PrefixMapping):
     def axes(self) -> tuple:
         return self._values
 
-    def keys(self) -> tuple:
-        return self._filters
+    def __getitem__(self, key: tp.Any) -> tp.Any:
+        return self._values[self._filters.index(key)]
 
-    def values(self) -> tuple:
-        return self._values
+    def __iter__(self) -> tp.Iterator[tp.Any]:
+        return iter(self._filters)
 
-    def items(self) -> list:
-        return list(zip(self._filters, self._values))
+    def __len__(self) -> int:
+        return len(self._filters)
 
-    def get(self, key: tp.Any, default: tp.Any = None) -> tp.Any:
-        return dict(self.items()).get(key, default)
+    def items(self) -> tp.Iterator[tuple[tp.Any, tp.Any]]:  # type: ignore[override]
+        """Each (filter, axis) pair in order, a repeated filter included (as flax's)."""
+        return zip(self._filters, self._values)
+
+    __eq__ = PrefixMapping.__eq__
+    __hash__ = PrefixMapping.__hash__
 
 
 def expand_axes(prefix: tp.Any, obj: tp.Any = None) -> list[tuple[trees.Filter, tp.Any]]:

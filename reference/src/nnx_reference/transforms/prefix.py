@@ -7,18 +7,11 @@ import typing as tp
 from .. import filterlib, statelib, variablelib
 
 
-def _exact_path(path: tuple) -> tp.Callable[[tuple, tp.Any], bool]:
-    def predicate(p: tuple, value: tp.Any) -> bool:
-        return tuple(p) == path
-
-    return predicate
-
-
 def _pairs(spec: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
     """(filter, value) pairs from a State of values, a Mapping, or an iterable of pairs."""
     if isinstance(spec, statelib.State):  # its leaves may be Variables holding the values
         return [
-            (_exact_path(tuple(path)), leaf.get_value() if isinstance(leaf, variablelib.Variable) else leaf)
+            (filterlib.PathIn(tuple(path)), leaf.get_value() if isinstance(leaf, variablelib.Variable) else leaf)
             for path, leaf in statelib.to_flat_state(spec)
         ]
     if isinstance(spec, tp.Mapping):

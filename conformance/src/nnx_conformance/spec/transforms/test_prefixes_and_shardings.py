@@ -1,10 +1,13 @@
 """Differential tests of the transform prefixes: ``DiffState`` as ``grad``'s ``argnums``,
 ``nnx.prefix`` over a model, and ``StateSharding`` built from ``get_named_sharding`` as
 ``jit``'s shardings give flax's results; ``StateAxes``, ``StateSharding`` and ``DiffState``
-compare and hash as flax's."""
+compare, hash and read (a StateAxes as a Mapping) as flax's; a StateAxes built from a State
+selects exactly the paths of that State."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -195,3 +198,66 @@ def test_a_module_vmap_returns_under_state_axes_is_stacked_as_by_flax(
     assert (outcome.error is None) == (not (in_state_axes and adds_a_cache)), (
         f"flax's vmap with out_axes {out}: {outcome.error!r}"
     )
+
+
+MAPPING_READS = {
+    "whether it is a Mapping": lambda p: isinstance(p, Mapping),
+    "its keys": lambda p: list(p.keys()),
+    "its values": lambda p: list(p.values()),
+    "its items": lambda p: list(p.items()),
+    "its length": len,
+    "its iteration": list,
+    "its filters": lambda p: list(p.filters),
+    "its first filter's value": lambda p: p[p.filters[0]],
+    "a key that is not one of its filters": lambda p: p["not a filter"],
+    "a key that is not one of its filters, with get": lambda p: p.get("not a filter", 1),
+    "its repr, classes by name": lambda p: re.sub(r"<class '[\w.]+\.(\w+)'>", r"\1", repr(p)),
+}
+
+
+@pytest.mark.apis("StateAxes", "StateSharding", "DiffState")
+@pytest.mark.documented(None)
+@given(recipe=_recipes, read=st.sampled_from(sorted(MAPPING_READS)))
+def test_prefix_objects_read_as_mappings_as_in_flax(nnx: Any, flax_nnx: Any, recipe: Recipe, read: str) -> None:
+    """A StateAxes is a read-only Mapping from its filters to its axes (a repeated filter
+    kept in ``items``; a key that is not a filter a ValueError); the other prefix objects
+    are not Mappings."""
+    assert_same(flax_nnx, nnx, lambda nnx: MAPPING_READS[read](_prefix_object(nnx, recipe)))
+
+
+STATE_PATHS = [("a",), ("b",), ("n", "c"), ("n", "d")]
+"""The Variable paths of :func:`_lettered`'s Module, in the order flax flattens them."""
+
+
+def _lettered(nnx: Any) -> Any:
+    """A Module with Params at ``a``, ``b``, ``n.c`` and a BatchStat at ``n.d``, each (3,)."""
+    module = nnx.Module()
+    module.a, module.b = nnx.Param(jnp.arange(3.0)), nnx.Param(jnp.ones(3))
+    module.n = nnx.Module()
+    module.n.c, module.n.d = nnx.Param(jnp.full(3, 2.0)), nnx.BatchStat(jnp.zeros(3))
+    return module
+
+
+@pytest.mark.apis("StateAxes", "prefix", "vmap")
+@pytest.mark.documented(None)
+@given(
+    axes=st.lists(st.sampled_from([0, None, "absent"]), min_size=len(STATE_PATHS), max_size=len(STATE_PATHS)),
+    use=st.sampled_from(["vmap", "prefix in graph mode", "prefix in tree mode"]),
+)
+def test_a_state_axes_built_from_a_state_selects_exactly_its_paths_as_in_flax(
+    nnx: Any, flax_nnx: Any, axes: list[int | None | str], use: str
+) -> None:
+    """Each path of the State gets its axis; a Variable at a path the State lacks (whether
+    it sorts before or after the State's paths) is a ValueError, as no filter selects it."""
+
+    def scenario(nnx: Any) -> Any:
+        module = _lettered(nnx)
+        by_path = {path: axis for path, axis in zip(STATE_PATHS, axes) if axis != "absent"}
+        state_axes = nnx.StateAxes(nnx.State.from_flat_path(by_path))
+        if use == "vmap":
+            total = lambda m, x: x * (m.a[...] + m.b[...] + m.n.c[...] + m.n.d[...])
+            return nnx.vmap(total, in_axes=(state_axes, 0), axis_size=3)(module, jnp.ones(3))
+        prefixes = nnx.prefix(module, state_axes, graph=use.endswith("graph mode"))
+        return jax.tree.leaves(prefixes, is_leaf=lambda leaf: leaf is None)
+
+    assert_same(flax_nnx, nnx, scenario)
