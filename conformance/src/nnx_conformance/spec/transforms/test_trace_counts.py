@@ -1,8 +1,8 @@
 """Tracing laws of the transforms: a body is traced once per argument structure.
 
 Repeated calls with arguments of the same structure reuse the trace, as ``jax.jit``
-and ``jax.lax`` do; the count of Python runs of the body across calls is the
-observable. flax 0.12.12 retraces the loop bodies on every call in graph mode, so
+and ``jax.lax`` do, also when calls of two structures alternate; the count of Python
+runs of the body across calls is the observable. flax 0.12.12 retraces the loop bodies on every call in graph mode, so
 the loops are held to this law in tree mode; ``jit`` and ``scan`` (whose body flax
 traces once) in both modes.
 """
@@ -17,7 +17,10 @@ import pytest
 pytestmark = pytest.mark.kind("property")
 
 CALLS = 3
-"""Calls with the same structure; more than one, so that a retrace shows."""
+"""Calls with each structure; more than one, so that a retrace shows."""
+
+STRUCTURES = {"one structure": 1, "two structures alternating": 2}
+"""How many model structures the calls alternate between (a Linear with a bias, one without)."""
 
 
 class Loop(NamedTuple):
@@ -77,27 +80,38 @@ def _scan(nnx: Any, count: Callable[[], None], graph: bool) -> Callable[[Any], A
     return lambda model: scanned(model, jnp.ones((3, 2)))
 
 
-def _traces(nnx: Any, loop: Loop, graph: bool) -> int:
-    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+def _traces(nnx: Any, loop: Loop, graph: bool, structures: int) -> int:
+    models = [nnx.Linear(2, 2, use_bias=index == 0, rngs=nnx.Rngs(0)) for index in range(structures)]
     runs = []
     call = loop.make(nnx, lambda: runs.append(1), graph)
     for _ in range(CALLS):
-        call(model)
+        for model in models:
+            call(model)
     return len(runs)
 
 
 @pytest.mark.apis("cond", "switch", "while_loop", "fori_loop")
+@pytest.mark.parametrize("structures", STRUCTURES.values(), ids=STRUCTURES.keys())
 @pytest.mark.parametrize("loop", LOOPS, ids=[loop.name for loop in LOOPS])
-def test_a_tree_mode_loop_body_is_traced_once_across_calls_of_the_same_structure(nnx: Any, loop: Loop) -> None:
-    traces = _traces(nnx, loop, graph=False)
-    assert traces == 1, f"nnx.{loop.name} ran its body {traces} times across {CALLS} calls, expected 1 trace"
+def test_a_tree_mode_loop_body_is_traced_once_per_structure_across_calls(
+    nnx: Any, loop: Loop, structures: int
+) -> None:
+    traces = _traces(nnx, loop, False, structures)
+    assert traces == structures, (
+        f"nnx.{loop.name} ran its body {traces} times across {CALLS} calls of {structures} structure(s), "
+        f"expected one trace per structure"
+    )
 
 
 @pytest.mark.apis("scan")
+@pytest.mark.parametrize("structures", STRUCTURES.values(), ids=STRUCTURES.keys())
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
-def test_a_scan_body_is_traced_once_across_calls_of_the_same_structure(nnx: Any, graph: bool) -> None:
-    traces = _traces(nnx, Loop("scan", _scan), graph)
-    assert traces == 1, f"nnx.scan ran its body {traces} times across {CALLS} calls, expected 1 trace"
+def test_a_scan_body_is_traced_once_per_structure_across_calls(nnx: Any, graph: bool, structures: int) -> None:
+    traces = _traces(nnx, Loop("scan", _scan), graph, structures)
+    assert traces == structures, (
+        f"nnx.scan ran its body {traces} times across {CALLS} calls of {structures} structure(s), "
+        f"expected one trace per structure"
+    )
 
 
 @pytest.mark.apis("jit")

@@ -1,6 +1,6 @@
 """Parity of ``nnx.tracers.TraceState`` with flax.nnx: a record of the JAX trace active when
-it was made, valid in that trace only, equal to another made in the same trace, a pytree
-without leaves."""
+it was made, valid in that trace only, equal to another made in the same trace (and its
+``jax_trace`` to that one's), a pytree without leaves."""
 
 from __future__ import annotations
 
@@ -32,9 +32,10 @@ def test_a_trace_state_is_valid_in_the_trace_it_was_made_in_as_in_flax(
             inner = trace_state()
             state = outer if made == "outside" else inner
             seen.extend([state.is_valid(), inner == trace_state(), inner == outer, jax.tree.leaves(state)])
+            seen.extend([inner.jax_trace == trace_state().jax_trace, inner.jax_trace == outer.jax_trace])
             return x.sum()
 
         getattr(jax, transform)(body)(jnp.ones(2))
-        return seen, outer.is_valid(), outer == trace_state()
+        return seen, outer.is_valid(), outer == trace_state(), outer.jax_trace == trace_state().jax_trace
 
     assert_same(flax_nnx, nnx, scenario)
