@@ -93,10 +93,15 @@ def _plain(table: Table) -> str:
         return out
 
     total_width = sum(widths) + 3 * len(widths) + 1
-    out = [table.title.center(total_width).rstrip(), rule("┏", "┳", "┓", "━"), *lines(header, "┃"),
+    out = [_centered(table.title, total_width), rule("┏", "┳", "┓", "━"), *lines(header, "┃"),
            rule("┡", "╇", "┩", "━")]
     for row in rows:
         out += [*lines(row, "│"), rule("├", "┼", "┤", "─")]
     out += [*lines(footer, "│", right_aligned=table.total_column), rule("└", "┴", "┘", "─")]
-    out += ["", _unstyled(table.caption).center(total_width).rstrip()]
+    out += ["", _centered(_unstyled(table.caption), total_width)]
     return "\n".join(out) + "\n"
+
+
+def _centered(text: str, width: int) -> str:
+    """``text`` centred in ``width`` as rich centres it (an odd spare space goes right)."""
+    return " " * ((width - len(text)) // 2) + text

@@ -112,12 +112,12 @@ def _check_same_structure(params: tp.Any, grads: tp.Any, wrt: tp.Any) -> None:
         jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(grads)[0]
     }
     if params_paths != grads_paths:
-        missing = sorted(params_paths - grads_paths)
-        extra = sorted(grads_paths - params_paths)
+        missing = ", ".join(sorted(params_paths - grads_paths)) or "none"
+        extra = ", ".join(sorted(grads_paths - params_paths)) or "none"
         raise ValueError(
             f"pytree structure error: the grads selected by wrt={wrt!r} do not match "
             f"the model parameters selected by the same filter; missing from grads: "
-            f"{missing}, unexpected in grads: {extra}"
+            f"{missing}; unexpected in grads: {extra}"
         )
 
 
