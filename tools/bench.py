@@ -11,7 +11,8 @@ arrays. Cases:
 
 * per call: the same 100-layer MLP as ``nnx.Linear`` layers through ``jax.jit``
   over ``nnx.split``'s state, ``nnx.jit`` in graph mode (with graph updates, the
-  default) and in tree mode; as ``eqx.nn.Linear`` layers through ``jax.jit`` over
+  default) and in tree mode, and ``nnx.cached_partial`` of the graph-mode one with the
+  model bound; as ``eqx.nn.Linear`` layers through ``jax.jit`` over
   ``eqx.partition``'s arrays and through ``eqx.filter_jit``; every call on the same,
   unchanged model (a training loop's steady state);
 * ``split``, ``merge``, ``state``, ``update`` and ``clone`` at 10, 100 and 1000
@@ -86,6 +87,7 @@ RAW = Row(PER_CALL, "jax.jit over the split state")
 GRAPH = Row(PER_CALL, "nnx.jit, graph mode")
 TREE = Row(PER_CALL, "nnx.jit, tree mode")
 FILTER_JIT = Row(PER_CALL, "eqx.filter_jit")
+CACHED = Row(PER_CALL, "nnx.cached_partial of the graph-mode nnx.jit")
 GRAPH_OVER_RAW = Row(PER_CALL, "graph mode / jax.jit over the split state")
 TREE_OVER_RAW = Row(PER_CALL, "tree mode (eqx.filter_jit) / jax.jit over the split state")
 OPTIMIZER = Row("training", "Optimizer(adam) step under nnx.jit, 3 x Linear(32, 32)")
@@ -145,6 +147,8 @@ def _per_call(cases: Cases, name: str, nnx: types.ModuleType) -> None:
     cases.add(RAW, name, lambda: raw(state, x))
     cases.add(GRAPH, name, lambda: graph_fn(model, x))
     cases.add(TREE, name, lambda: tree_fn(model, x))
+    cached_fn = nnx.cached_partial(graph_fn, model)
+    cases.add(CACHED, name, lambda: cached_fn(x))
 
 
 def _graph_ops(cases: Cases, name: str, nnx: types.ModuleType) -> None:

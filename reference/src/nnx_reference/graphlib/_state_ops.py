@@ -9,12 +9,12 @@ from collections.abc import MutableSequence
 
 import jax
 
-from .. import reprlib
+from .. import _structure, reprlib
 from ..pytreelib import Pytree
 from ..statelib import State, from_flat_state, split_flat
 from ..variablelib import Variable
 from ._mode import resolve_mode
-from ._nodes import PathParts, child
+from ._nodes import PathParts, child, children_of, is_container
 from ._split_merge import (
     GraphDef,
     GraphState,
@@ -166,25 +166,49 @@ def cached_partial(
     if not resolve_mode(graph, graph_updates).graph_updates:  # false outside graph mode
         raise ValueError("cached_partial is a graph-mode-only API and requires graph_updates=True.")
     clones = tuple(clone(arg, variables=False, graph=True) for arg in cached_args)
-    structures = [_structure(c) for c in clones]
+    structures = [_bound_structure(c) for c in clones]
+    # While no watched Pytree changes, a call cannot have changed the clones' structure.
+    watched = all(_watch_pytrees(c) for c in clones)
+    checked_at = _structure.epoch
 
     @functools.wraps(f)
     def call(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        nonlocal checked_at
         out = f(*clones, *args, **kwargs)
+        if watched and checked_at == _structure.epoch:
+            return out
         for node, expected in zip(clones, structures):
-            found = _structure(node)
+            found = _bound_structure(node)
             if found != expected:
                 raise ValueError(
                     "The graph structure of a node added to cached_partial was mutated inside the "
                     f"transformation, this is not allowed.\nNode: {node}\nOutput graphdef: "
                     f"{found.graphdef}\nExpected graphdef: {expected.graphdef}"
                 )
+        checked_at = _structure.epoch
         return out
 
     return call
 
 
-class _Structure(tp.NamedTuple):
+def _watch_pytrees(node: tp.Any) -> bool:
+    """Watches every Pytree reachable from ``node``; whether every container on the way is
+    a tuple (a list, a dict or another pytree can change without the epoch changing)."""
+    stack, seen = [node], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Pytree):
+            _structure.watch(x)
+        elif is_container(x) and type(x) is not tuple:
+            return False
+        stack.extend(value for _, value in children_of(x))
+    return True
+
+
+class _BoundStructure(tp.NamedTuple):
     """What a call must leave unchanged in a node bound by :func:`cached_partial`: its
     GraphDef and which Variables it holds (one replaced by another of its type keeps
     the GraphDef)."""
@@ -193,6 +217,6 @@ class _Structure(tp.NamedTuple):
     variable_ids: tuple[int | None, ...]
 
 
-def _structure(node: tp.Any) -> _Structure:
+def _bound_structure(node: tp.Any) -> _BoundStructure:
     gdef, flat = flatten_for(node, True, "cached_partial")
-    return _Structure(gdef, tuple(id(leaf) if isinstance(leaf, Variable) else None for _, leaf in flat))
+    return _BoundStructure(gdef, tuple(id(leaf) if isinstance(leaf, Variable) else None for _, leaf in flat))

@@ -267,18 +267,29 @@ def test_cached_partial_binds_clones_that_share_the_variables(nnx: Any, flax_nnx
 @pytest.mark.apis("cached_partial", "jit")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("change", ["a new attribute", "a replaced Param"])
-def test_cached_partial_refuses_a_call_that_changes_the_bound_structure(nnx: Any, flax_nnx: Any, change: str) -> None:
+@pytest.mark.parametrize("holder", ["the bound module", "a module in a list", "a module in a dict"])
+@pytest.mark.parametrize("at_call", [1, 3], ids=["on the first call", "on the third call"])
+def test_cached_partial_refuses_a_call_that_changes_the_bound_structure(
+    nnx: Any, flax_nnx: Any, change: str, holder: str, at_call: int
+) -> None:
+    """However deep the change, and after however many calls that left it alone (the call
+    that changes it is the first with a new input shape, so the jitted step is retraced)."""
+
     def scenario(nnx: Any) -> Any:
         m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        bound = {"the bound module": m, "a module in a list": [m], "a module in a dict": {"m": m}}[holder]
 
-        def step(m: Any) -> Any:
-            if change == "a new attribute":
-                m.count = 1
-            else:
-                m.kernel = nnx.Param(jnp.zeros((2, 2)))
-            return m(jnp.ones(2))
+        def step(bound: Any, x: Any) -> Any:
+            target = bound if holder == "the bound module" else bound[0] if holder == "a module in a list" else bound["m"]
+            if x.shape[0] == 2:
+                if change == "a new attribute":
+                    target.count = 1
+                else:
+                    target.kernel = nnx.Param(jnp.zeros((2, 2)))
+            return target(jnp.ones(2)) * x.sum()
 
-        nnx.cached_partial(nnx.jit(step), m)()
+        f = nnx.cached_partial(nnx.jit(step), bound)
+        return [f(jnp.ones(2 if call == at_call else 1)) for call in range(1, at_call + 1)], m
 
     assert_same(flax_nnx, nnx, scenario, mentions=["cached_partial"])
 
