@@ -14,8 +14,12 @@ ran survives unjudged (stage ``uncovered``). Any other mutant (a line that also 
 import: definitions, defaults, class attributes) is judged first by the tests of its
 module's areas and names (``mutation_focus``) and, only if they all pass, by the whole
 suite. Every run stops at its first failure; a run past the timeout counts as killed.
+A mutant the suite lets survive is then run against the reference's own tests
+(``reference/tests``, for its machinery that no implementation shares, such as the
+plain-text table drawn without rich): the score stays the suite's, and the survivors
+those tests kill are counted apart.
 
-    python -m tools.mutation [--sample N] [--seed S] [--module nnx_reference.nn.linear] [--jobs 2]
+    python -m tools.mutation [--sample N] [--seed S] [--per-module M] [--module nnx_reference.nn.linear] [--jobs 2]
     python -m tools.mutation --rejudge reports/mutation/results.json --out reports/mutation/rejudged
 
 Mutants listed in conformance/mutation/equivalent.txt are left out of the score. The
@@ -60,6 +64,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path("reference") / "src" / "nnx_reference"
 """The reference package, relative to the tree (the repository, or a commit's snapshot)."""
 SUITE = Path("conformance") / "src"
+OWN_TESTS = Path("reference") / "tests"
 SPEC_DIR = REPO / "docs_extracted"
 EQUIVALENTS = REPO / "conformance" / "mutation" / "equivalent.txt"
 OUT = REPO / "reports" / "mutation"
@@ -107,6 +112,8 @@ class Verdict:
     """The first failing test of a killed mutant and its error; the listed reason of an equivalent one."""
     seconds: float
     diff: str
+    own_tests: bool | None = None
+    """For a survivor: whether the reference's own tests kill it (a timeout kills); else None."""
 
 
 def committed_tree(root: Path) -> Path:
@@ -150,6 +157,17 @@ def run_suite(tree: Path, copy_root: Path, select: str | None, timeout: float | 
         output = expired.stdout.decode() if isinstance(expired.stdout, bytes) else expired.stdout or ""
         return Run(None, time.perf_counter() - start, output)
     return Run(done.returncode, time.perf_counter() - start, done.stdout + done.stderr)
+
+
+def run_own_tests(tree: Path, copy_root: Path, timeout: float) -> bool:
+    """Whether the reference's own tests (the tree's ``reference/tests``) fail on the copy."""
+    command = [sys.executable, "-m", "pytest", str(tree / OWN_TESTS), "-q", "-x", "-p", "no:cacheprovider"]
+    try:
+        done = subprocess.run(command, check=False, cwd=tree, capture_output=True, text=True, timeout=timeout,
+                              env=judge_env(tree, copy_root))
+    except subprocess.TimeoutExpired:
+        return True
+    return done.returncode != 0
 
 
 def fresh_copy(source: Path, root: Path, mutant: Mutant | None = None) -> Path:
@@ -223,31 +241,49 @@ def judge(mutant: Mutant, judging: Judging, copy_root: Path) -> Verdict:
             print(f"error: pytest exited {run.returncode} on {site.module}:{site.line}:\n{tail}", file=sys.stderr)
             return _verdict(mutant, "error", stage, None, seconds)
     detail = "no test runs this line" if stage == "uncovered" else None
-    return _verdict(mutant, "survived", stage, detail, seconds)
+    own_tests = run_own_tests(judging.tree, copy_root, judging.timeout)
+    return _verdict(mutant, "survived", stage, detail, seconds, own_tests)
 
 
-def _verdict(mutant: Mutant, outcome: Outcome, stage: str, detail: str | None, seconds: float) -> Verdict:
+def _verdict(mutant: Mutant, outcome: Outcome, stage: str, detail: str | None, seconds: float,
+             own_tests: bool | None = None) -> Verdict:
     site = mutant.site
     return Verdict(site.module, site.line, site.operator, mutant.fingerprint, outcome, stage, detail,
-                   round(seconds, 1), mutant.diff)
+                   round(seconds, 1), mutant.diff, own_tests)
+
+
+OWN_KILLED = "survived, killed by own tests"
+"""The score tables' count of the survivors that the reference's own tests kill."""
 
 
 def scores(verdicts: Sequence[Verdict]) -> dict[str, dict[str, int]]:
-    """Counts of each outcome per module, and the ``total``."""
+    """Counts of each outcome per module, and the ``total``; also how many survivors the
+    reference's own tests kill."""
     table: dict[str, dict[str, int]] = {}
     for verdict in verdicts:
         for key in (verdict.module, "total"):
-            row = table.setdefault(key, dict.fromkeys(get_args(Outcome), 0))
+            row = table.setdefault(key, dict.fromkeys((*get_args(Outcome), OWN_KILLED), 0))
             row[verdict.outcome] += 1
+            row[OWN_KILLED] += bool(verdict.own_tests)
     return dict(sorted(table.items(), key=lambda kv: (kv[0] == "total", kv[0])))
 
 
+SCORE_HEADER = (f"{'module':<38} {'killed':>6} {'survived':>8} {'equivalent':>10} {'error':>5} {'score':>6} "
+                f"{'own':>4} {'with own':>8}")
+"""The score table's header: ``own`` counts the survivors the reference's own tests kill."""
+
+
 def score_line(name: str, row: dict[str, int]) -> str:
-    """One row of the score table; the score is killed / (killed + survived)."""
+    """One row of the score table; the score is killed / (killed + survived), by the suite
+    alone and with the reference's own tests."""
     judged = row["killed"] + row["survived"]
-    score = f"{100 * row['killed'] / judged:.0f}%" if judged else "-"
+
+    def percent(killed: int) -> str:
+        return f"{100 * killed / judged:.0f}%" if judged else "-"
+
     return (f"{name:<38} {row['killed']:>6} {row['survived']:>8} {row['equivalent']:>10} "
-            f"{row['error']:>5} {score:>6}")
+            f"{row['error']:>5} {percent(row['killed']):>6} {row[OWN_KILLED]:>4} "
+            f"{percent(row['killed'] + row[OWN_KILLED]):>8}")
 
 
 def write_reports(out: Path, verdicts: Sequence[Verdict], meta: dict[str, object]) -> Path:
@@ -256,7 +292,8 @@ def write_reports(out: Path, verdicts: Sequence[Verdict], meta: dict[str, object
     results = {**meta, "scores": scores(verdicts), "mutants": [asdict(v) for v in verdicts]}
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     survivors = [v for v in verdicts if v.outcome == "survived"]
-    blocks = [f"{v.fingerprint}  {v.module}:{v.line} {v.operator}\n{v.diff}\n" for v in survivors]
+    blocks = [f"{v.fingerprint}  {v.module}:{v.line} {v.operator}{'  (killed by own tests)' if v.own_tests else ''}"
+              f"\n{v.diff}\n" for v in survivors]
     path = out / "survivors.txt"
     path.write_text(f"# {len(survivors)} surviving mutants (fingerprint  module:line operator, then the diff)\n\n"
                     + "\n".join(blocks))
@@ -283,6 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
     parser.add_argument("--sample", type=int, metavar="N", help="judge N mutants drawn at random (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
+    parser.add_argument("--per-module", type=int, default=0, metavar="M",
+                        help="draw M of the sample from each module first, so that every module has some")
     parser.add_argument("--module", action="append", metavar="DOTTED",
                         help="mutate this module only (repeatable), e.g. nnx_reference.nn.linear")
     parser.add_argument("-k", dest="select", metavar="EXPR", help="judge with the suite's -k EXPR subset only")
@@ -311,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             chosen = survivors_of(args.rejudge, sites)
             print(f"{len(chosen)} survivors of {args.rejudge} found among {len(sites)} mutants")
         else:
-            chosen = sample(sites, args.sample, args.seed)
+            chosen = sample(sites, args.sample, args.seed, args.per_module)
             random.Random(args.seed).shuffle(chosen)  # judged in random order: a stopped run is a sample too
             print(f"{len(chosen)} of {len(sites)} mutants (seed {args.seed}) in {len(paths)} modules")
         copy_root = Path(tmp) / "copy"
@@ -332,8 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         judging = Judging(tree, snapshot, LineMap.read(data_file, copy_root / PACKAGE.name), args.select,
                           max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds))
         meta: dict[str, object] = {
-            "sample": args.sample, "seed": args.seed, "rejudged": str(args.rejudge or ""), "sites": len(sites),
-            "jobs": args.jobs,
+            "sample": args.sample, "seed": args.seed, "per_module": args.per_module,
+            "rejudged": str(args.rejudge or ""), "sites": len(sites), "jobs": args.jobs,
             "modules": [str(p.relative_to(snapshot)) for p in paths], "baseline_s": round(baseline.seconds, 1),
         }
         verdicts: list[Verdict] = []
@@ -342,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             verdicts.append(verdict)  # the reports are rewritten after each verdict: a stopped run keeps them
             meta["wall_s"] = round(time.perf_counter() - started, 1)
             survivors = write_reports(args.out, verdicts, meta)
-    print(f"\n{'module':<38} {'killed':>6} {'survived':>8} {'equivalent':>10} {'error':>5} {'score':>6}")
+    print(f"\n{SCORE_HEADER}")
     for name, row in scores(verdicts).items():
         print(score_line(name, row))
     print(f"\nwall time {meta['wall_s']}s; survivors: {survivors}")
@@ -380,7 +419,8 @@ def _judge_site(site: Site, equivalents: dict[str, str], judging: Judging, copy_
 
 def _printed(verdict: Verdict) -> Verdict:
     print(f"{verdict.outcome:<10} {verdict.seconds:>6.1f}s  {verdict.module}:{verdict.line} "
-          f"{verdict.operator} [{verdict.fingerprint}] {verdict.stage} {(verdict.detail or '')[:200]}", flush=True)
+          f"{verdict.operator} [{verdict.fingerprint}] {verdict.stage} {(verdict.detail or '')[:200]}"
+          f"{' (killed by own tests)' if verdict.own_tests else ''}", flush=True)
     return verdict
 
 

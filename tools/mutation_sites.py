@@ -120,11 +120,21 @@ def find_sites(package: Path, paths: Sequence[Path], database: Path) -> list[Sit
     return sorted(sites, key=lambda s: (s.module, s.line, s.operator, s.occurrence))
 
 
-def sample(sites: Sequence[Site], size: int | None, seed: int) -> list[Site]:
-    """``size`` sites drawn without replacement by ``random.Random(seed)``, in source order."""
+def sample(sites: Sequence[Site], size: int | None, seed: int, per_module: int = 0) -> list[Site]:
+    """``size`` sites drawn without replacement by ``random.Random(seed)``, in source order:
+    first ``per_module`` from each module (all of a module's when it has fewer), then the
+    rest of ``size`` from all the sites left."""
     if size is None or size >= len(sites):
         return list(sites)
-    chosen = set(random.Random(seed).sample(range(len(sites)), size))
+    draw = random.Random(seed)
+    by_module: dict[str, list[int]] = {}
+    for index, site in enumerate(sites):
+        by_module.setdefault(site.module, []).append(index)
+    chosen = set()
+    for indices in by_module.values():
+        chosen.update(draw.sample(indices, min(per_module, len(indices))))
+    left = [index for index in range(len(sites)) if index not in chosen]
+    chosen.update(draw.sample(left, max(0, min(size - len(chosen), len(left)))))
     return [site for index, site in enumerate(sites) if index in chosen]
 
 

@@ -208,3 +208,36 @@ def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) 
         f"expected survivors.txt to list exactly the survivors {survived}:\n{survivors}"
     assert (done.returncode == 1) == bool(survived), f"expected exit 1 only with survivors, got {done.returncode}"
     assert survivors.startswith(f"# {len(survived)} surviving"), survivors
+
+
+def _verdict(outcome: mutation.Outcome, own_tests: bool | None = None) -> mutation.Verdict:
+    return mutation.Verdict(MODULE, 1, "core/Op", outcome, outcome, "covering", None, 0.0, "", own_tests)
+
+
+def test_survivors_the_reference_s_own_tests_kill_are_counted_apart_from_the_suite_s_score() -> None:
+    verdicts = [_verdict("killed"), _verdict("survived", True), _verdict("survived", False)]
+    row = mutation.scores(verdicts)[MODULE]
+    assert (row["killed"], row["survived"], row[mutation.OWN_KILLED]) == (1, 2, 1), f"unexpected score row {row}"
+    line = mutation.score_line(MODULE, row)
+    assert line.split()[-3:] == ["33%", "1", "67%"], f"expected the suite's 33% and 67% with own tests: {line}"
+
+
+def test_the_reference_s_own_tests_judge_a_copy_of_the_package(tmp_path: Path) -> None:
+    copy = mutation.fresh_copy(PACKAGE, tmp_path / "copy")
+    assert not mutation.run_own_tests(REPO, tmp_path / "copy", 300), "expected the unmutated copy to pass its own tests"
+    table = copy / "summary_table.py"
+    centred = 'return " " * ((width - len(text)) // 2) + text'
+    assert centred in table.read_text(), "the plain table's centring line this test breaks has moved"
+    table.write_text(table.read_text().replace(centred, "return text"))
+    assert mutation.run_own_tests(REPO, tmp_path / "copy", 300), "expected the own tests to kill a broken plain table"
+
+
+def test_a_sample_with_a_floor_per_module_draws_from_every_module(tmp_path: Path) -> None:
+    paths = [mutation_sites.module_path(PACKAGE, name) for name in (MODULE, "nnx_reference.tracers")]
+    sites = mutation_sites.find_sites(PACKAGE, paths, tmp_path / "sites.sqlite")
+    modules = {site.module for site in sites}
+    drawn = mutation_sites.sample(sites, 5, 0, per_module=2)
+    assert len(drawn) == 5 and drawn == mutation_sites.sample(sites, 5, 0, per_module=2), \
+        f"expected the same 5 sites for seed 0, got {drawn}"
+    counts = {module: sum(site.module == module for site in drawn) for module in modules}
+    assert all(count >= 2 for count in counts.values()), f"expected at least 2 sites of each module, got {counts}"
