@@ -466,6 +466,14 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
+def caller_objects(lifted: Lifted) -> tp.Mapping[int, tp.Any]:
+    """The caller's objects by index: its Variables in slot order (tree mode), or every graph
+    object by its graph index (graph mode)."""
+    if lifted.static.graph and lifted.outer_index is not None:
+        return _index_ref(lifted.outer_index)
+    return dict(enumerate(lifted.originals))
+
+
 def apply_same(lifted: Lifted, pure: Layout) -> tp.Any:
     """Outside: the result has the inputs' own structure (loops); rebuild and write back.
     Without graph updates the graph nodes come back new, holding the caller's Variables."""

@@ -54,10 +54,10 @@ def carry_out(out: tp.Any, out_axes: tp.Any, same_length: bool) -> CarryOut | No
 
 
 def carry_snapshot(carry_in: tp.Any) -> tp.Any:
-    """The structure of the carry given, Variables as leaves, taken before the body runs
-    (so that a Module the body changes is seen as it was)."""
+    """The carry given as it is before the body runs, Variables as leaves (so that a Module
+    the body changes, swapping its Variables, is seen as it was)."""
     leaves, treedef = jax.tree_util.tree_flatten(carry_in, is_leaf=is_variable)
-    return jax.tree_util.tree_unflatten(treedef, [0] * len(leaves))
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 def check_carry_prefix(snapshot: tp.Any, out: tp.Any, out_axes: tp.Any, same_length: bool) -> None:

@@ -127,7 +127,9 @@ def _check_axes_pair(in_axes: tp.Any, out_axes: tp.Any) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class _CarriedVariable:
-    """Tree-mode scan: one of the inputs' own Variables, returned in the carry (its index among them)."""
+    """One of the carry's own Variables, returned in the carry: by its index among the
+    inputs' Variables (tree mode) or among the inputs' graph objects (graph mode without
+    graph updates); outside, the caller's Variable of that index takes its place."""
 
     index: int
 
@@ -154,13 +156,39 @@ def _mark_carried_variables(
     leaves, treedef = jax.tree_util.tree_flatten(carry_out, is_leaf=trees.is_variable)
     for position in positions:
         leaves[position] = _CarriedVariable(obj_index[id(leaves[position])])
-    carry_out = jax.tree_util.tree_unflatten(treedef, leaves)
+    return _with_carry(out, index, jax.tree_util.tree_unflatten(treedef, leaves))
+
+
+def _mark_carried_graph_variables(
+    carry_in: tp.Any, out: tp.Any, out_axes: tp.Any, index_ref: dict[int, tp.Any]
+) -> tp.Any:
+    """Graph mode without graph updates: the carry's Variables returned in the carry become
+    :class:`_CarriedVariable` (by graph index), so the nodes holding them come back new,
+    holding the caller's Variables, as flax's do (one held twice included)."""
+    found = scan_carry.carry_out(out, out_axes, same_length=True)
+    if found is None or found.index is None:
+        return out
+    index_of = {id(obj): i for i, obj in index_ref.items()}
+    own = {id(v) for v in jax.tree_util.tree_leaves(carry_in, is_leaf=trees.is_variable) if trees.is_variable(v)}
+
+    def mark(x: tp.Any) -> tp.Any:
+        return _CarriedVariable(index_of[id(x)]) if trees.is_variable(x) and id(x) in own else x
+
+    carry_out = jax.tree_util.tree_map(mark, found.value, is_leaf=trees.is_variable)
+    marked = jax.tree_util.tree_leaves(carry_out, is_leaf=lambda x: isinstance(x, _CarriedVariable))
+    if not any(isinstance(x, _CarriedVariable) for x in marked):
+        return out
+    return _with_carry(out, found.index, carry_out)
+
+
+def _with_carry(out: tp.Any, index: int, carry_out: tp.Any) -> tp.Any:
+    """``out`` with its carry (the whole of it at index -1) replaced by ``carry_out``."""
     if index == -1:
         return carry_out
     return type(out)(carry_out if i == index else v for i, v in enumerate(out))
 
 
-def _restore_carried_variables(out: tp.Any, originals: list[tp.Any]) -> tp.Any:
+def _restore_carried_variables(out: tp.Any, originals: tp.Mapping[int, tp.Any]) -> tp.Any:
     return jax.tree_util.tree_map(
         lambda x: originals[x.index] if isinstance(x, _CarriedVariable) else x,
         out,
@@ -219,7 +247,7 @@ class _TraceInfo:
     static: lift.OutStatic
     out_treedef: jax.tree_util.PyTreeDef
     out_prefixes: tuple[tp.Any, ...]
-    restore: bool  # tree mode: the carry returned the inputs' own Variables
+    restore: bool  # the carry returned the carry's own Variables (tree mode, or graph mode without updates)
 
 
 jax.tree_util.register_static(_TraceInfo)
@@ -272,9 +300,11 @@ def _scan_body(
         if metadata:
             axis_metadata(metadata, in_objects + out_objects(out, out_axes), add=True)
         if tree_carry is not None:
-            marked = _mark_carried_variables(
-                entered.args[tree_carry], out, out_axes, entered.objects, same_length=static.asked_graph
-            )
+            marked = _mark_carried_variables(snapshot, out, out_axes, entered.objects, same_length=static.asked_graph)
+            traced.restore = marked is not out
+            out = marked
+        elif checks_prefix:
+            marked = _mark_carried_graph_variables(entered.args[carry_arg], out, out_axes, entered.index_ref)
             traced.restore = marked is not out
             out = marked
         result = lift.exit("scan", static, entered, out, out_axes, expand_axes, carry_arg=tree_carry)
@@ -417,7 +447,7 @@ def _run_scan(
     final_carry, user_ys, state_ys, info = run(items)
     out = lift.apply(lifted, _reassemble(plan, info, final_carry, user_ys, state_ys))
     if info.restore:
-        out = _restore_carried_variables(out, lifted.originals)
+        out = _restore_carried_variables(out, lift.caller_objects(lifted))
     return out
 
 

@@ -231,3 +231,53 @@ def test_a_carried_module_holding_one_param_twice_comes_back_sharing_it(
         return carried, ys, model, carried is model, carried.a is carried.b
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+CARRY_RETURNS = ["the carry", "a new Module", "the carry, its two Params swapped", "a Module from outside the body",
+                 "the carry in a tuple"]
+"""What the body returns as the carry, given a Module ``c`` as the carry."""
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.documented(None)
+@given(mode=MODES, shared=st.booleans(), returned=st.sampled_from(CARRY_RETURNS), whole=st.booleans(),
+       batch_stat=st.booleans())
+def test_the_module_returned_as_the_carry_comes_back_as_in_flax(
+    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool], shared: bool, returned: str, whole: bool, batch_stat: bool
+) -> None:
+    """Whether it is the caller's Module, holds the caller's Params (one held at two
+    attributes when ``shared``) and their updated values; or flax's error (the identity of
+    the carry's Variables must be kept)."""
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        def pair() -> Any:
+            module = nnx.Module()
+            module.a = nnx.Param(jnp.arange(2.0))
+            module.b = module.a if shared else nnx.Param(jnp.ones(2))
+            if batch_stat:
+                module.c = nnx.BatchStat(jnp.zeros(2))
+            return module
+
+        carry, other = pair(), pair()
+
+        def step(c: Any, x: Any) -> Any:
+            c.a[...] += x
+            if batch_stat:
+                c.c[...] += 1
+            if returned == "the carry, its two Params swapped":
+                c.a, c.b = c.b, c.a
+            out = {"a new Module": pair, "a Module from outside the body": lambda: other}.get(returned, lambda: c)()
+            if returned == "the carry in a tuple":
+                return (c, x), x
+            return out if whole else (out, x)
+
+        in_axes = (nnx.Carry, 0)
+        out_axes = nnx.Carry if whole and returned != "the carry in a tuple" else (nnx.Carry, 0)
+        scan = nnx.scan(step, in_axes=in_axes, out_axes=out_axes, graph=graph, graph_updates=graph_updates)
+        out = scan(carry, jnp.ones((3, 2)))
+        found = out if out_axes is nnx.Carry else out[0]
+        found = found[0] if returned == "the carry in a tuple" else found
+        return out, carry, found is carry, found.a is carry.a, found.a is found.b, found.b is carry.b
+
+    assert_same(flax_nnx, nnx, scenario)
