@@ -4,7 +4,7 @@ A Variable built with ``hijax=True`` is an instance of its class's hijax twin, a
 subclass named ``HijaxVariable`` (as flax names its hijax Variables) that is no pytree
 but a ``jax.experimental.hijax`` type: ``jax.tree`` takes it as one leaf, and a JAX
 transformation takes it as one input of type
-:class:`VariableType`, read by the :class:`GetVariable` primitive and built by the
+:class:`AbstractVariable`, read by the :class:`GetVariable` primitive and built by the
 :class:`NewVariable` primitive. Under a trace the function gets a tracer of that type,
 which reads like the Variable (``v[...]``, arithmetic, metadata) and refuses writes.
 
@@ -98,13 +98,30 @@ def raised(variable: Variable) -> Variable:
     return _as(variable, twin(type(variable), True))
 
 
+def traces_a(instance: tp.Any, cls: type) -> bool:
+    """Whether ``instance`` is a tracer of a hijax Variable of type ``cls`` (or a subclass)."""
+    if not isinstance(instance, jax.core.Tracer):
+        return False
+    aval = instance.aval
+    return isinstance(aval, AbstractVariable) and issubclass(aval.var_type, cls)
+
+
+def traced(variable: Variable) -> tp.Any:
+    """A hijax Variable whose value is traced, as a tracer of its type (as flax's
+    constructor gives inside a JAX trace, so that the trace can return it); others as they are."""
+    leaves = jax.tree_util.tree_leaves(lowered(variable))
+    if not any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        return variable
+    return NewVariable(_type_of(variable))(*leaves)
+
+
 # ---------------------------------------------------------------- the JAX type
 
 
-def _type_of(variable: Variable) -> VariableType:
+def _type_of(variable: Variable) -> AbstractVariable:
     plain = lowered(variable)
     leaves, treedef = jax.tree_util.tree_flatten(plain)
-    return VariableType(type(plain), treedef, tuple(map(jax.typeof, leaves)))
+    return AbstractVariable(type(plain), treedef, tuple(map(jax.typeof, leaves)))
 
 
 def _get(value: tp.Any) -> tp.Any:
@@ -154,7 +171,7 @@ def _unary(op: tp.Callable[[tp.Any], tp.Any]) -> tp.Any:
     return staticmethod(lambda tracer: op(_get(tracer)))
 
 
-class VariableType(hijax.HiType):
+class AbstractVariable(hijax.HiType):
     """The JAX type of a hijax Variable: its class, its metadata and its value's leaf types.
 
     ``treedef`` is the Variable's structure as a pytree (class, metadata, value);
@@ -190,7 +207,7 @@ class VariableType(hijax.HiType):
 
     def __eq__(self, other: object) -> bool:
         return (
-            isinstance(other, VariableType)
+            isinstance(other, AbstractVariable)
             and (self.var_type, self.treedef, self.avals) == (other.var_type, other.treedef, other.avals)
         )
 
@@ -213,8 +230,8 @@ class VariableType(hijax.HiType):
 
     # -- autodiff
 
-    def to_tangent_aval(self) -> VariableType:
-        return VariableType(self.var_type, self.treedef, tuple(a.to_tangent_aval() for a in self.avals))
+    def to_tangent_aval(self) -> AbstractVariable:
+        return AbstractVariable(self.var_type, self.treedef, tuple(a.to_tangent_aval() for a in self.avals))
 
     def vspace_zero(self) -> Variable:
         return self.raise_val(*(jnp.zeros(a.shape, a.dtype) for a in self.avals))
@@ -270,7 +287,7 @@ def _zeros_for(avals: tp.Iterable[tp.Any]) -> tuple[tp.Any, ...]:
 class GetVariable(hijax.HiPrim):
     """Reads the leaves of a hijax Variable's value."""
 
-    def __init__(self, ty: VariableType) -> None:
+    def __init__(self, ty: AbstractVariable) -> None:
         self.in_avals = (ty,)
         self.out_aval = ty.avals
         self.params = dict(treedef=ty.treedef, avals=ty.avals, var_type=ty.var_type)
@@ -296,7 +313,7 @@ class GetVariable(hijax.HiPrim):
 class NewVariable(hijax.HiPrim):
     """Builds a hijax Variable from the leaves of its value."""
 
-    def __init__(self, ty: VariableType) -> None:
+    def __init__(self, ty: AbstractVariable) -> None:
         self.in_avals = ty.avals
         self.out_aval = ty
         self.params = dict(treedef=ty.treedef, var_type=ty.var_type, ref=bool(dict(ty.metadata).get("ref")))
@@ -320,4 +337,4 @@ class NewVariable(hijax.HiPrim):
         return GetVariable(self.out_aval.to_ct_aval())(out_ct)
 
 
-__all__ = ["GetVariable", "NewVariable", "VariableType", "is_hijax", "lowered", "raised", "twin"]
+__all__ = ["GetVariable", "NewVariable", "AbstractVariable", "is_hijax", "lowered", "raised", "twin"]

@@ -121,3 +121,66 @@ def test_a_hijax_variable_traced_by_jit_refuses_writes_as_flax_s(nnx: Any, flax_
 
     outcome = assert_same(flax_nnx, nnx, written)
     assert outcome.error is not None, f"flax refuses a write ({how}) to a traced hijax Variable (ref={ref})"
+
+
+def _variable_class(nnx: Any, name: str) -> type:
+    """A Variable type by name: Param, BatchStat, or a subclass of Param of the test's own."""
+    if name == "a Param subclass":
+        return type("Tied", (nnx.Param,), {})
+    return getattr(nnx, name)
+
+
+VARIABLE_CLASSES = ["Param", "BatchStat", "a Param subclass"]
+CHECKED_CLASSES = ["Variable", "Param", "BatchStat", "its own type"]
+
+
+@pytest.mark.apis("Variable", "Param", "BatchStat")
+@pytest.mark.parametrize("made", VARIABLE_CLASSES)
+@pytest.mark.parametrize("checked", CHECKED_CLASSES)
+def test_a_tracer_of_a_hijax_variable_is_an_instance_of_its_type_as_in_flax(
+    nnx: Any, flax_nnx: Any, made: str, checked: str
+) -> None:
+    """Under ``jax.jit`` the function gets a tracer of the hijax Variable, which ``isinstance``
+    takes for an instance of the Variable's type and its bases (and of no other)."""
+
+    def scenario(nnx: Any) -> Any:
+        cls = _variable_class(nnx, made)
+        against = cls if checked == "its own type" else getattr(nnx, checked)
+        seen = []
+
+        def body(variable: Any) -> Any:
+            seen.append((isinstance(variable, against), isinstance(variable, jax.core.Tracer)))
+            return variable[...].sum()
+
+        jax.jit(body)(cls(jnp.arange(3.0), hijax=True))
+        return seen, isinstance(jnp.ones(2), against)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+MADE_INSIDE = {
+    "jax.jit": lambda make: jax.jit(make)(jnp.arange(3.0)),
+    "jax.eval_shape": lambda make: jax.eval_shape(make, jnp.arange(3.0)),
+    "jax.jit, returned in a dict": lambda make: jax.jit(lambda x: {"held": make(x)})(jnp.arange(3.0))["held"],
+}
+
+
+@pytest.mark.apis("Variable", "Param")
+@pytest.mark.parametrize("where", MADE_INSIDE)
+@pytest.mark.parametrize("made", VARIABLE_CLASSES)
+def test_a_hijax_variable_built_inside_a_jax_trace_can_be_returned_as_in_flax(
+    nnx: Any, flax_nnx: Any, where: str, made: str
+) -> None:
+    """Built from a traced value, it is a tracer of its type, which the trace returns as a
+    hijax Variable with its value and metadata (``jax.eval_shape``: as its abstract type,
+    named as flax's)."""
+
+    def scenario(nnx: Any) -> Any:
+        cls = _variable_class(nnx, made)
+        out = MADE_INSIDE[where](lambda x: cls(x * 2, hijax=True, tag="made inside"))
+        if where == "jax.eval_shape":  # flax's abstract value answers only with aval properties
+            return type(out).__name__
+        return (type(out).__name__, out.type.__name__, isinstance(out, cls), isinstance(out, nnx.Variable),
+                out[...], out.get_metadata("tag"))
+
+    assert_same(flax_nnx, nnx, scenario)
