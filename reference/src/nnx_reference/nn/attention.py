@@ -219,6 +219,15 @@ def _rope_frequencies(theta: float, dim: int, positions: Array) -> tuple[Array, 
     return jnp.sin(angles), jnp.cos(angles)
 
 
+def _check_table_fits(x_shape: tuple[int, ...], half_table: tuple[int, ...]) -> None:
+    """Raises flax's TypeError when the rotary tables (``half_table``: one half of the last
+    axis), prefixed with unit axes to the input's rank, do not broadcast against the input
+    (a cached table of another embedding size, or shorter than the sequence)."""
+    table = (1,) * (len(x_shape) - len(half_table)) + half_table[:-1] + (2 * half_table[-1],)
+    if len(table) != len(x_shape) or any(a != b and 1 not in (a, b) for a, b in zip(x_shape, table)):
+        raise TypeError(f"mul got incompatible shapes for broadcasting: {x_shape}, {table}.")
+
+
 class RoPE(Module):
     """Rotary position embedding over the last axis of ``(..., seq_length, embedding_size)`` inputs."""
 
@@ -230,6 +239,8 @@ class RoPE(Module):
     ):
         self.theta = theta
         tables = None
+        if (embedding_size is None) != (max_seq_len is None):
+            raise ValueError("Either both `embedding_size` and `max_seq_len` or none of them must be provided.")
         if embedding_size is not None and max_seq_len is not None:
             if embedding_size <= 0 or embedding_size % 2:
                 raise ValueError("`embedding_size` must be positive and even.")
@@ -238,11 +249,8 @@ class RoPE(Module):
         self.cached_cos = Variable(tables[1]) if tables is not None else None
 
     def __call__(self, x: Array, input_positions: Array | None = None) -> Array:
-        dim = x.shape[-1]
-        if dim <= 0 or dim % 2:
-            raise ValueError("`embedding_size` must be positive and even.")
-        seq_len = x.shape[-2]
-        if self.cached_sin is not None and self.cached_sin.shape[-1] == dim // 2:
+        seq_len, dim = x.shape[-2:]  # flax's ValueError for inputs of rank 1
+        if self.cached_sin is not None:
             # through ``.value``, which warns that it is deprecated, as flax's RoPE does
             cached_sin, cached_cos = self.cached_sin.value, self.cached_cos.value
             if input_positions is None:
@@ -250,8 +258,11 @@ class RoPE(Module):
             else:
                 sin, cos = cached_sin[input_positions], cached_cos[input_positions]
         else:
+            if dim <= 0 or dim % 2:
+                raise ValueError("`embedding_size` must be positive and even.")
             positions = jnp.arange(seq_len) if input_positions is None else input_positions
             sin, cos = _rope_frequencies(self.theta, dim, positions)
+        _check_table_fits(x.shape, sin.shape)
         sin, cos = sin.astype(x.dtype), cos.astype(x.dtype)
         first, second = jnp.split(x, 2, axis=-1)
         return jnp.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)

@@ -78,16 +78,20 @@ def _names(argnames: str | tp.Iterable[str] | None) -> tuple[str, ...]:
 
 
 def _infer(fun: tp.Callable, nums: tuple[int, ...], names: tuple[str, ...], given_both: bool):
-    """Complete argnums from argnames and vice versa through the signature (as jax.jit)."""
-    if given_both:
-        return nums, names
+    """Complete argnums from argnames and vice versa through the signature (as jax.jit);
+    without ``*args`` in the signature, an argnum past its positional parameters raises, as there."""
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         return nums, names
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    n = len(positional)
+    if not any(p.kind is p.VAR_POSITIONAL for p in params) and any(not -n <= i < n for i in nums):
+        raise ValueError(f"Jitted function has static_argnums={nums}, but only accepts {n} positional arguments.")
+    if given_both:
+        return nums, names
     nums = tuple(sorted(set(nums) | {positional.index(n) for n in names if n in positional}))
-    names = tuple(dict.fromkeys(names + tuple(positional[i] for i in nums if i < len(positional))))
+    names = tuple(dict.fromkeys(names + tuple(positional[i] for i in nums if -n <= i < n)))
     return nums, names
 
 

@@ -30,9 +30,24 @@ def remove_statics(
     nums = tuple(sorted({i % n for i in argnums if -n <= i < n}))
     static_args = tuple((i, args[i]) for i in nums)
     static_kwargs = tuple((k, kwargs[k]) for k in sorted(kwargs) if k in argnames)
+    for _, value in (*static_args, *static_kwargs):
+        _check_hashable(value)
+    if any(i < -n for i in argnums):  # jax.jit's assertion (a signature with *args gets this far)
+        raise AssertionError(f"static_argnums={argnums} counts back past the {n} positional arguments passed")
     dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
     dyn_kwargs = {k: v for k, v in kwargs.items() if k not in argnames}
     return Dynamic(dyn_args, dyn_kwargs, Statics(nums, static_args, static_kwargs))
+
+
+def _check_hashable(value: tp.Any) -> None:
+    """Raises jax.jit's ValueError for a static argument that cannot be hashed."""
+    try:
+        hash(value)
+    except TypeError as error:
+        raise ValueError(
+            "Non-hashable static arguments are not supported. An error occurred while trying to hash an "
+            f"object of type {type(value)}, {value}. The error was:\n{type(error).__name__}: {error}\n"
+        ) from error
 
 
 def insert_statics(

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import jax.numpy as jnp
@@ -87,7 +89,6 @@ def test_dot_product_attention_with_rope_rotates_queries_and_keys_as_flax_does(
 ODD_CALLS = {
     "RoPE on inputs whose last axis is empty": lambda nnx: nnx.RoPE()(jnp.ones((1, 3, 0))),
     "RoPE on inputs whose last axis is odd": lambda nnx: nnx.RoPE()(jnp.ones((1, 3, 3))),
-    "RoPE made with embedding_size=0": lambda nnx: nnx.RoPE(embedding_size=0, max_seq_len=4),
     "RNN given rngs=1": lambda nnx: nnx.RNN(nnx.SimpleCell(2, 3, rngs=nnx.Rngs(0)), rngs=1)(jnp.ones((1, 2, 2))),
     "RNN given rngs=True": lambda nnx: nnx.RNN(nnx.SimpleCell(2, 3, rngs=nnx.Rngs(0)), rngs=True)(jnp.ones((1, 2, 2))),
 }
@@ -98,3 +99,25 @@ ODD_CALLS = {
 @pytest.mark.parametrize("call", sorted(ODD_CALLS))
 def test_edge_arguments_of_rope_and_rnn_act_as_in_flax(nnx: Any, flax_nnx: Any, call: str) -> None:
     assert_same(flax_nnx, nnx, ODD_CALLS[call])
+
+
+@pytest.mark.apis("RoPE")
+@pytest.mark.documented(None)
+@given(
+    embedding_size=st.sampled_from([None, 0, 2, 3, 4, 8]),
+    max_seq_len=st.sampled_from([None, 0, 2, 8]),
+    shape=st.lists(st.integers(1, 5), max_size=4).map(tuple),
+    dim=st.sampled_from([2, 3, 4, 8]),
+)
+def test_rope_with_or_without_cached_tables_rotates_or_refuses_as_flax(
+    nnx: Any, flax_nnx: Any, embedding_size: int | None, max_seq_len: int | None, shape: tuple[int, ...], dim: int
+) -> None:
+    """The sizes are given both or neither; cached tables of another size than the input's
+    last axis, or shorter than its sequence, are refused when applied."""
+    x = jnp.arange(float(math.prod(shape) * dim)).reshape(*shape, dim) / 10
+
+    def scenario(nnx: Any) -> Any:
+        rope = nnx.RoPE(embedding_size=embedding_size, max_seq_len=max_seq_len)
+        return rope, rope(x)
+
+    assert_same(flax_nnx, nnx, scenario)

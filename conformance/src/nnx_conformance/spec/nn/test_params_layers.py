@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import pytest
 from hypothesis import given, settings
@@ -91,5 +92,19 @@ def test_prelu_dtypes_promotion_and_metadata_act_as_in_flax(
         promotion = Promotion(jnp.float32)
         layer = nnx.PReLU(slope, promote_dtype=promotion, negative_slope_metadata={"s": 1}, **dtypes)
         return layer(x), nnx.state(layer), promotion
+
+    assert_runs_as_in_flax(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("PReLU")
+@pytest.mark.documented(None)
+@given(slope=st.sampled_from([0.01, 0.25, -0.5]))
+def test_prelu_at_zero_and_its_gradient_there_are_flax_s(nnx: Any, flax_nnx: Any, slope: float) -> None:
+    """Zero (and minus zero) is on the identity side: the gradient by the input there is 1."""
+    x = jnp.array([-1.0, -0.0, 0.0, 2.0])
+
+    def scenario(nnx: Any) -> Any:
+        layer = nnx.PReLU(slope)
+        return layer(x), jax.grad(lambda x: layer(x).sum())(x), nnx.grad(lambda m: m(x).sum())(layer)
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)

@@ -53,12 +53,15 @@ def test_average_with_masks_and_scalar_values_computes_what_flax_computes(
     extra=st.integers(-1, 1),
     threshold=st.sampled_from([None, 0.5]),
     seed=st.integers(0, 2**16),
+    label_dtype=st.sampled_from(["int32", "int8", "int16", "uint8", "uint32", "bool"]),
 )
 def test_accuracy_over_labels_of_any_rank_computes_and_refuses_what_flax_does(
-    nnx: Any, flax_nnx: Any, batch: list[int], classes: int, extra: int, threshold: float | None, seed: int
+    nnx: Any, flax_nnx: Any, batch: list[int], classes: int, extra: int, threshold: float | None, seed: int,
+    label_dtype: str,
 ) -> None:
     """Labels of any rank with logits of one more dimension (or as many, with a threshold),
-    and logits of a rank off by ``extra``, which flax refuses."""
+    and logits of a rank off by ``extra`` or labels of a dtype other than int32, which flax
+    refuses."""
     rng = np.random.default_rng(seed)
     shape = (*batch, classes) if threshold is None else tuple(batch)
     if extra > 0:
@@ -70,7 +73,7 @@ def test_accuracy_over_labels_of_any_rank_computes_and_refuses_what_flax_does(
 
     def scenario(nnx: Any) -> Any:
         accuracy = nnx.metrics.Accuracy(threshold=threshold)
-        accuracy.update(logits=jnp.asarray(logits), labels=jnp.asarray(labels))
+        accuracy.update(logits=jnp.asarray(logits), labels=jnp.asarray(labels).astype(label_dtype))
         return accuracy.compute(), accuracy
 
     assert_same(flax_nnx, nnx, scenario)

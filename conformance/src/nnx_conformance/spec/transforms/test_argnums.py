@@ -95,6 +95,30 @@ def test_static_positions_past_a_signatures_named_parameters_act_as_in_flax(
     assert_same(flax_nnx, nnx, scenario)
 
 
+SIGNATURES = {
+    "two parameters": lambda a, b: a * b,
+    "two parameters, the second with a default": lambda a, b=2: a * b,
+    "one parameter and *args": lambda a, *rest: a * len(rest),
+}
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.documented(None)
+@given(signature=st.sampled_from(sorted(SIGNATURES)), argnums=st.lists(st.integers(-4, 4), max_size=2).map(tuple),
+       graph=st.booleans())
+def test_static_argnums_past_the_signature_are_refused_when_jitted_as_by_flax(
+    nnx: Any, flax_nnx: Any, signature: str, argnums: tuple[int, ...], graph: bool
+) -> None:
+    """As ``jax.jit``: without ``*args``, a static position the signature does not have
+    (negative ones counted from its end) is a ValueError when ``jit`` is applied."""
+
+    def scenario(nnx: Any) -> Any:
+        jitted = nnx.jit(SIGNATURES[signature], static_argnums=argnums, graph=graph)
+        return jitted(jnp.arange(2.0), 3)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @pytest.mark.apis("jit")
 @pytest.mark.documented("api transforms page: jit's in_shardings, static_argnums and donate_argnums")
 @given(layout=_static_layouts(), extra=st.integers(-1, 1), donate=st.integers(0, 3), graph=st.booleans())

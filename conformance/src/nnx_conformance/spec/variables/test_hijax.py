@@ -184,3 +184,32 @@ def test_a_hijax_variable_built_inside_a_jax_trace_can_be_returned_as_in_flax(
                 out[...], out.get_metadata("tag"))
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+SWITCHES = {
+    "copy(hijax=...)": lambda nnx, cls, hijax, to: cls(jnp.arange(3.0), hijax=hijax).copy(hijax=to),
+    "replace(hijax=...)": lambda nnx, cls, hijax, to: cls(jnp.arange(3.0), hijax=hijax).replace(hijax=to),
+    "from_metadata": lambda nnx, cls, hijax, to: cls.from_metadata(
+        jnp.arange(3.0), {"hijax": to, "ref": False, "eager_sharding": False}),
+}
+
+
+@pytest.mark.apis("Variable", "Variable.copy", "Variable.replace", "Variable.from_metadata")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("how", SWITCHES)
+@pytest.mark.parametrize("made", VARIABLE_CLASSES)
+@pytest.mark.parametrize(("hijax", "to"), [(h, t) for h in (True, False) for t in (True, False)],
+                         ids=lambda flag: "hijax" if flag else "plain")
+def test_a_copy_or_rebuild_switches_to_hijax_or_back_as_flax_s(
+    nnx: Any, flax_nnx: Any, how: str, made: str, hijax: bool, to: bool
+) -> None:
+    """The Variable made is a hijax one exactly when its ``hijax`` metadata says so: its
+    class, type, value and what ``jax.tree`` sees of it."""
+
+    def scenario(nnx: Any) -> Any:
+        cls = _variable_class(nnx, made)
+        variable = SWITCHES[how](nnx, cls, hijax, to)
+        leaves = [_kind(nnx, leaf) for leaf in jax.tree.leaves({"v": variable})]
+        return type(variable).__name__, variable.type.__name__, variable.hijax, variable[...], leaves
+
+    assert_same(flax_nnx, nnx, scenario)
