@@ -103,6 +103,11 @@ def _same_array_type(raw: tp.Any, value: tp.Any) -> bool:
     return isinstance(raw, arrays) and isinstance(value, arrays) and raw.shape == value.shape and raw.dtype == value.dtype
 
 
+def _hijax_metadata(metadata: tp.Mapping[str, tp.Any]) -> Metadata:
+    """A hijax Variable's metadata, sorted by name as flax keeps it (so its repr lists it so)."""
+    return Metadata(sorted(metadata.items()))
+
+
 class VariableMeta(type):
     """The metaclass of Variables, as flax's: a tracer of a hijax Variable is an instance of
     its Variable type, and a hijax Variable built inside a JAX trace is a tracer of one."""
@@ -162,6 +167,7 @@ class Variable(tp.Generic[A], metaclass=VariableMeta):
         object.__setattr__(self, "_raw_value", value)
         if metadata["hijax"]:
             object.__setattr__(self, "__class__", _hijax.twin(type(self), True))
+            object.__setattr__(self, "_var_metadata", _hijax_metadata(metadata))
 
     def __init_subclass__(cls, hijax: bool = False, **kwargs: tp.Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -176,7 +182,7 @@ class Variable(tp.Generic[A], metaclass=VariableMeta):
         ``hijax`` metadata asks (used by copies and rebuilds); KeyError without it, as flax."""
         if bool(metadata["hijax"]) != cls._hijax:
             cls = _hijax.twin(cls, not cls._hijax)  # type: ignore[assignment]
-        return cls._make(raw_value, metadata)
+        return cls._make(raw_value, _hijax_metadata(metadata) if metadata["hijax"] else metadata)
 
     @classmethod
     def _make(cls: type[V], raw_value: tp.Any, metadata: tp.Mapping[str, tp.Any]) -> V:

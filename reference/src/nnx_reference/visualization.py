@@ -1,5 +1,5 @@
-"""display: treescope's rendering in IPython when treescope is installed, as flax does;
-printed objects otherwise."""
+"""display: treescope's rendering under IPython when treescope is installed, as flax does;
+printed objects otherwise (a plain script prints, IPython installed or not)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,19 @@ import typing as tp
 
 __all__ = ["display"]
 
-#: Whether display renders with treescope: both treescope and IPython are installed
-#: (decided once, when the module loads).
-USES_TREESCOPE = all(importlib.util.find_spec(name) is not None for name in ("treescope", "IPython"))
+
+def _in_ipython() -> bool:
+    """Whether the code runs under IPython (a notebook kernel or the IPython shell)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+#: Whether display renders with treescope: treescope is installed and the code runs under
+#: IPython, as flax decides (once, when the module loads).
+USES_TREESCOPE = importlib.util.find_spec("treescope") is not None and _in_ipython()
 
 
 def display(*args: tp.Any) -> None:

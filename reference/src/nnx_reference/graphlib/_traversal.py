@@ -164,19 +164,21 @@ def with_vars(
     only: tp.Any = ...,
     allow_duplicates: bool = False,
 ) -> A:
-    """A copy of ``node`` whose Variables (matching ``only``) have the given hijax/ref settings;
-    turning Variables into refs or hijax ones needs ``allow_duplicates`` where some are shared."""
+    """``node`` with each Variable (matching ``only``) that differs from the given hijax / ref /
+    mutable settings replaced by a copy that has them; the others are kept as they are. A
+    Variable to replace that is shared needs ``allow_duplicates`` (its copy is then shared)."""
     predicate = to_predicate(only)
-    if not allow_duplicates and (ref or hijax):
-        duplicates = find_duplicates(node, only=Variable)
-        if duplicates:
-            raise ValueError(
-                f"Found duplicate Variables at paths {duplicates}; pass allow_duplicates=True to allow them."
-            )
     updates = {k: v for k, v in (("hijax", hijax), ("ref", ref), ("mutable", mutable)) if v is not None}
 
+    def replaced(path: PathParts, x: tp.Any) -> bool:
+        return (
+            isinstance(x, Variable)
+            and predicate(path, x)
+            and any(x.get_metadata().get(k, _SETTING_DEFAULTS.get(k)) != v for k, v in updates.items())
+        )
+
     def convert(path: PathParts, x: tp.Any) -> tp.Any:
-        if not isinstance(x, Variable) or not predicate(path, x):
+        if not replaced(path, x):
             return x
         metadata = {**x.get_metadata(), **updates}
         if not _changes_mode(x, hijax, ref):
@@ -185,11 +187,20 @@ def with_vars(
         return type(x)._new(as_ref(value) if wants_ref(metadata) else value, metadata)
 
     if resolve_graph(None) and (isinstance(node, Pytree) or is_container(node)):
+        duplicates = [] if allow_duplicates else find_duplicates(node, only=replaced)
+        if duplicates:
+            raise ValueError(
+                f"Found duplicate Variables at paths {duplicates}; pass allow_duplicates=True to allow them."
+            )
         return map(convert, node)
-    check_tree(node, "split", "keystr")  # flax's tree mode takes the model apart as split does, and says so
+    check_tree(node, "split", "keystr")  # refuses a Variable held twice, naming split as flax's tree mode does
     return jax.tree_util.tree_map_with_path(  # type: ignore[no-any-return]
         lambda p, x: convert(tuple(jax_key(e) for e in p), x), node, is_leaf=lambda x: isinstance(x, Variable)
     )
+
+
+_SETTING_DEFAULTS = {"mutable": True}
+"""What a Variable without ``mutable`` metadata counts as (``hijax`` and ``ref`` it always has)."""
 
 
 def vars_as(

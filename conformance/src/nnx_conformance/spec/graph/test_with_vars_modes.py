@@ -1,5 +1,7 @@
 """Differential tests of ``with_vars`` and its deprecated name ``vars_as`` converting the
-modes of Variables: ``hijax``, ``ref`` and ``mutable`` asked of a Variable of each mode.
+modes of Variables: ``hijax``, ``ref`` and ``mutable`` asked of a Variable of each mode; in a
+Module, which Variables are replaced (those whose mode differs from the asked one), which are
+kept as they are, whether a shared one stays shared, and when sharing is refused.
 
 ``mutable`` is drawn only where ``hijax`` or ``ref`` change too. Asked of a Variable whose
 mode it leaves, ``mutable`` does what the hijax guide documents (an immutable Variable drops
@@ -56,6 +58,33 @@ def test_with_vars_gives_the_asked_modes_as_flax(nnx: Any, flax_nnx: Any, conver
             converted[...],
             sorted(param.get_metadata().items()),
         )
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("with_vars")
+@pytest.mark.documented(None)
+@given(made=st.tuples(st.booleans(), st.booleans()), hijax=FLAGS, ref=FLAGS, allow_duplicates=st.booleans(),
+       only=st.sampled_from(["everything", "Param"]))
+def test_with_vars_on_a_module_replaces_only_the_variables_whose_mode_differs_as_flax(
+    nnx: Any, flax_nnx: Any, made: tuple[bool, bool], hijax: bool | None, ref: bool | None, allow_duplicates: bool,
+    only: str,
+) -> None:
+    """A Param held at two attributes beside a BatchStat: each Variable that ``only`` selects
+    and whose mode differs is replaced by a copy in the asked mode (the shared one by one copy,
+    given ``allow_duplicates``, else a ValueError); the others are the same objects."""
+    asked = {key: value for key, value in (("hijax", hijax), ("ref", ref)) if value is not None}
+
+    def scenario(nnx: Any) -> Any:
+        module = nnx.Module()
+        module.a = module.b = nnx.Param(jnp.arange(3.0), hijax=made[0], ref=made[1], tag="shared")
+        module.c = nnx.BatchStat(jnp.zeros(2))
+        out = nnx.with_vars(module, allow_duplicates=allow_duplicates, only=nnx.Param if only == "Param" else ...,
+                            **asked)
+        kept = [getattr(out, name) is getattr(module, name) for name in "abc"]
+        metadata = [list(getattr(out, name).get_metadata().items()) for name in "ac"]
+        raws = [type(getattr(out, name).get_raw_value()).__name__ for name in "ac"]
+        return kept, out.a is out.b, metadata, raws, out.a[...]
 
     assert_same(flax_nnx, nnx, scenario)
 

@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from jax.sharding import NamedSharding, PartitionSpec
 
@@ -106,11 +106,14 @@ SIGNATURES = {
 @pytest.mark.documented(None)
 @given(signature=st.sampled_from(sorted(SIGNATURES)), argnums=st.lists(st.integers(-4, 4), max_size=2).map(tuple),
        graph=st.booleans())
+@example(signature="one parameter and *args", argnums=(4,), graph=True)  # past the arguments passed: ignored
+@example(signature="one parameter and *args", argnums=(-3,), graph=False)  # before them: jax.jit's assertion
 def test_static_argnums_past_the_signature_are_refused_when_jitted_as_by_flax(
     nnx: Any, flax_nnx: Any, signature: str, argnums: tuple[int, ...], graph: bool
 ) -> None:
     """As ``jax.jit``: without ``*args``, a static position the signature does not have
-    (negative ones counted from its end) is a ValueError when ``jit`` is applied."""
+    (negative ones counted from its end) is a ValueError when ``jit`` is applied; with
+    ``*args``, one past the arguments passed is ignored and one before them asserts."""
 
     def scenario(nnx: Any) -> Any:
         jitted = nnx.jit(SIGNATURES[signature], static_argnums=argnums, graph=graph)

@@ -213,3 +213,30 @@ def test_a_copy_or_rebuild_switches_to_hijax_or_back_as_flax_s(
         return type(variable).__name__, variable.type.__name__, variable.hijax, variable[...], leaves
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+OTHER_HIJAX = {
+    "a Param of other values": lambda nnx, x: nnx.Param(x + 1, hijax=True),
+    "a Param with other metadata": lambda nnx, x: nnx.Param(x, hijax=True, tag=1),
+    "a Param of another shape": lambda nnx, x: nnx.Param(x[:2], hijax=True),
+    "a BatchStat": lambda nnx, x: nnx.BatchStat(x, hijax=True),
+}
+
+
+@pytest.mark.apis("Variable", "Param")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("other", OTHER_HIJAX)
+def test_the_jax_types_of_two_hijax_variables_compare_as_flax_s(nnx: Any, flax_nnx: Any, other: str) -> None:
+    """Equal for the same Variable type, metadata and value shapes; a ``cond`` whose branches
+    give hijax Variables of unequal types is JAX's TypeError."""
+
+    def pair(nnx: Any) -> tuple[Any, Any]:
+        x = jnp.arange(3.0)
+        return nnx.Param(x, hijax=True), OTHER_HIJAX[other](nnx, x)
+
+    def compared(nnx: Any) -> Any:
+        first, second = (jax.typeof(v) for v in pair(nnx))
+        return first == second, first != second, second == first, hash(first) == hash(second)
+
+    assert_same(flax_nnx, nnx, compared)
+    assert_same(flax_nnx, nnx, lambda nnx: jax.lax.cond(True, lambda a, b: a, lambda a, b: b, *pair(nnx)))

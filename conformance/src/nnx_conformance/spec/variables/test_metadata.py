@@ -1,7 +1,8 @@
 """Parity of sharding metadata with flax.nnx: ``transform_metadata`` adds and removes
 the partition name of the mapped axis (with and without a vmap around it, in graph and
 tree mode), ``with_metadata`` initializers carry their metadata into Variables, and
-``get_abstract_model`` gives flax's abstract, sharded state."""
+``get_abstract_model`` gives flax's abstract, sharded state, ``get_partition_spec`` maps
+each kind of leaf as flax's."""
 
 from __future__ import annotations
 
@@ -128,3 +129,22 @@ def test_get_abstract_model_gives_flax_abstract_sharded_state(nnx: Any, flax_nnx
         return abstract, nnx.merge(graphdef, state)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+PARTITION_LEAVES = {
+    "a Variable with out_sharding": lambda nnx: nnx.Param(jnp.ones((2, 2)), out_sharding=("rows", None)),
+    "a Variable without": lambda nnx: nnx.BatchStat(jnp.ones(2)),
+    "a jax array": lambda nnx: jnp.ones(2),
+    "a numpy array": lambda nnx: np.ones(2),
+    "a Python scalar": lambda nnx: 3,
+    "None": lambda nnx: None,
+    "a string": lambda nnx: "text",
+}
+
+
+@pytest.mark.apis("get_partition_spec")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("leaf", PARTITION_LEAVES)
+def test_get_partition_spec_maps_each_kind_of_leaf_as_flax(nnx: Any, flax_nnx: Any, leaf: str) -> None:
+    """A Variable becomes one of its type holding its spec; an array ``P()``; anything else None."""
+    assert_same(flax_nnx, nnx, lambda nnx: nnx.get_partition_spec({"leaf": PARTITION_LEAVES[leaf](nnx), "other": 1}))
