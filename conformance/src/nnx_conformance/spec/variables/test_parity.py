@@ -167,6 +167,7 @@ SETS = {
     "jax_array_index": (lambda: jnp.ones(3), lambda: jnp.zeros(2), jnp.array([0, 2])),
     "numpy_scalar_index": (lambda: jnp.ones(3), lambda: 0.0, np.int64(1)),
     "numpy_array_index": (lambda: jnp.ones(3), lambda: jnp.zeros(2), np.array([0, 2])),
+    "numpy_array_index_of_one_element": (lambda: jnp.ones(3), lambda: jnp.zeros(1), np.array([2])),
 }
 
 
@@ -192,6 +193,7 @@ READS = {
     "slice": slice(1, None),
     "jax_array_index": jnp.array([0, 2]),
     "numpy_array_index": np.array([0, 2]),
+    "numpy_array_index_of_one_element": np.array([2]),
     "numpy_scalar_index": np.int64(1),
     "empty_tuple_index": (),
 }
