@@ -108,6 +108,7 @@ SIGNATURES = {
        graph=st.booleans())
 @example(signature="one parameter and *args", argnums=(4,), graph=True)  # past the arguments passed: ignored
 @example(signature="one parameter and *args", argnums=(-3,), graph=False)  # before them: jax.jit's assertion
+@example(signature="one parameter and *args", argnums=(-4,), graph=True)  # also where the position wraps to an array
 def test_static_argnums_past_the_signature_are_refused_when_jitted_as_by_flax(
     nnx: Any, flax_nnx: Any, signature: str, argnums: tuple[int, ...], graph: bool
 ) -> None:
