@@ -414,13 +414,13 @@ def _loop_body(
     static: lift.InStatic,
     step: tp.Callable[[tp.Any], tp.Any],
     keeps_variables: bool,
-    lowering: str | None = None,
+    lowering: str,
 ) -> tp.Callable:
     """Wrap ``step`` (value -> value) as a pure carry function checking the structure;
     ``keeps_variables``: the body must also return the very Variables it was given, and
     keep the graph structure of the value (graph nodes, attributes, static values).
-    ``lowering``: the ``jax.lax`` loop that runs it, whose ``TypeError`` a changed
-    structure raises (else nnx's ``ValueError``)."""
+    ``lowering``: the ``jax.lax`` loop that runs it, whose ``TypeError`` a changed dtype or
+    a changed state layout raises (a changed graph without graph updates: nnx's ``ValueError``)."""
 
     def body(pure: tp.Any) -> tp.Any:
         value = lift.enter(static, pure).args
@@ -436,13 +436,20 @@ def _loop_body(
         mode = Mode(static.asked_graph, static.graph_updates)
         relifted = lift.lift(name, new_value, None, mode, coalesce=True, roots=(".init_val",))
         if not _same_structure(relifted, static, pure):
-            if lowering is not None:
+            # JAX's loop finds a change of the state layout alone, and with graph updates
+            # fori_loop's finds any change (while_loop's graph changes are nnx's ValueError)
+            if relifted.static == static or (static.graph_updates and name == "fori_loop"):
                 raise TypeError(
                     f"{lowering} body function carry input and carry output must have the same "
                     "pytree structure, but they differ"
                 )
             raise ValueError(_STRUCTURE_CHANGED.format(name=name))
-        return _match_types(relifted.pure, pure)
+        if not _same_dtypes(relifted.pure, pure):
+            raise TypeError(
+                f"{lowering} body function carry input and carry output must have equal types, but they "
+                "differ: the body changed the dtype of a value of the loop"
+            )
+        return relifted.pure
 
     return body
 
@@ -471,12 +478,11 @@ def _same_structure(new: lift.Lifted, old: lift.InStatic, old_pure: tp.Any) -> b
     return new.static == old and jax.tree.structure(new.pure) == jax.tree.structure(old_pure)
 
 
-def _match_types(new: tp.Any, old: tp.Any) -> tp.Any:
-    """Keep the carry's dtypes and weak types stable across iterations."""
-    return jax.tree.map(
-        lambda n, o: n if not hasattr(o, "dtype") or n.dtype == o.dtype else n.astype(o.dtype),
-        new,
-        old,
+def _same_dtypes(new: tp.Any, old: tp.Any) -> bool:
+    """Whether each value of the loop kept its dtype (a change of weak type alone JAX allows)."""
+    return all(
+        not hasattr(o, "dtype") or getattr(n, "dtype", None) == o.dtype
+        for n, o in zip(jax.tree.leaves(new), jax.tree.leaves(old))
     )
 
 
@@ -501,7 +507,7 @@ def while_loop(
     body = traced.pure_function(
         body_fun,
         ("while_loop body", static, mode.graph),
-        lambda call: _loop_body("while_loop", static, call, True),
+        lambda call: _loop_body("while_loop", static, call, True, "while_loop"),
     )
     result = jax.lax.while_loop(cond, body, lifted.pure)
     return lift.apply_same(lifted, result)
@@ -523,7 +529,7 @@ def fori_loop(
 
     static = lifted.static
 
-    lowering = _fori_lowering(lower, upper) if static.graph_updates else None
+    lowering = _fori_lowering(lower, upper)
 
     def build(call: tp.Callable) -> tp.Callable:
         def body(i: tp.Any, pure: tp.Any) -> tp.Any:

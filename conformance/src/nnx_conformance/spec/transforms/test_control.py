@@ -222,3 +222,46 @@ def test_jvp_and_vjp_without_inputs_give_a_partial_holding_their_mode_as_flax(
         return [type(p).__name__ for p in made], [(getattr(f, "__name__", f), a, k) for f, a, k in parts], result, m
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+LOOP_CHANGES = {
+    "a Variable's value made a dict": lambda nnx, m: m.p.set_value({"a": m.p[...]}),
+    "a Variable's value made a tuple": lambda nnx, m: m.p.set_value((m.p[...], m.p[...])),
+    "a Variable's value given another dtype": lambda nnx, m: m.p.set_value(m.p[...].astype(jnp.int32)),
+    "a new attribute": lambda nnx, m: setattr(m, "q", nnx.Param(jnp.ones(2))),
+    "nothing": lambda nnx, m: None,
+}
+LOOPS = ["fori_loop, concrete bounds", "fori_loop, traced bounds", "while_loop"]
+
+
+@pytest.mark.apis("fori_loop", "while_loop")
+@pytest.mark.documented(None)
+@given(loop=st.sampled_from(LOOPS), change=st.sampled_from(sorted(LOOP_CHANGES)),
+       mode=st.sampled_from([(True, True), (True, False), (False, False)]))
+def test_a_loop_body_that_changes_the_loop_value_is_refused_as_in_flax(
+    nnx: Any, flax_nnx: Any, loop: str, change: str, mode: tuple[bool, bool]
+) -> None:
+    """JAX's ``TypeError`` for a changed value layout or dtype (scan's between concrete
+    bounds, while_loop's otherwise); a changed graph without graph updates is nnx's error.
+    The Module is made inside the traced call, so that its trace is the loop's."""
+    graph, graph_updates = mode
+
+    def scenario(nnx: Any) -> Any:
+        def run(upper: Any) -> Any:
+            module = nnx.Module()
+            module.p = nnx.Param(jnp.ones(2))
+
+            def step(m: Any) -> Any:
+                LOOP_CHANGES[change](nnx, m)
+                return m
+
+            options = {"graph": graph, "graph_updates": graph_updates}
+            if loop == "while_loop":
+                out = nnx.while_loop(lambda m: False, step, module, **options)
+            else:
+                out = nnx.fori_loop(0, upper, lambda i, m: step(m), module, **options)
+            return out.p[...]
+
+        return run(2) if loop == "fori_loop, concrete bounds" else jax.jit(run)(2)
+
+    assert_same(flax_nnx, nnx, scenario)
