@@ -147,7 +147,7 @@ def _per_call(cases: Cases, name: str, nnx: types.ModuleType) -> None:
     cases.add(RAW, name, lambda: raw(state, x))
     cases.add(GRAPH, name, lambda: graph_fn(model, x))
     cases.add(TREE, name, lambda: tree_fn(model, x))
-    cached_fn = nnx.cached_partial(graph_fn, model)
+    cached_fn = nnx.cached_partial(nnx.jit(forward, graph=True, graph_updates=True), model)  # a jit of its own
     cases.add(CACHED, name, lambda: cached_fn(x))
 
 
