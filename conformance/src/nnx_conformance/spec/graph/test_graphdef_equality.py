@@ -1,0 +1,43 @@
+"""Differential test of GraphDef equality: static attributes are compared by value, so
+Modules built apart with equal static values have equal GraphDefs, as flax's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import pytest
+
+from nnx_conformance.assertions import assert_same
+
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("graph")]
+
+
+STATIC_VALUES = {
+    "a float": lambda v: float(v) / 3,
+    "a tuple": lambda v: (int(v), "x" * int(v)),
+    "a string": lambda v: "name-" * int(v),
+    "a frozenset": lambda v: frozenset({int(v)}),
+}
+
+
+@pytest.mark.apis("graphdef", "GraphDef")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("static", STATIC_VALUES)
+def test_graphdefs_with_equal_static_values_built_apart_are_equal_as_flax_s(
+    nnx: Any, flax_nnx: Any, static: str
+) -> None:
+    """A static attribute is compared by value: two Modules built apart with equal (not
+    identical) static values have equal GraphDefs, of equal hashes; another value differs."""
+
+    def scenario(nnx: Any) -> Any:
+        def made(v: int) -> Any:
+            module = nnx.Module()
+            module.p = nnx.Param(jnp.ones(2))
+            module.s = STATIC_VALUES[static](v)
+            return module
+
+        first, second, other = (nnx.graphdef(made(v)) for v in (4, 4, 5))
+        return first == second, hash(first) == hash(second), first == other
+
+    assert_same(flax_nnx, nnx, scenario)
