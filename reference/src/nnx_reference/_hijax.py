@@ -115,6 +115,18 @@ def traced(variable: Variable) -> tp.Any:
     return NewVariable(_type_of(variable))(*leaves)
 
 
+class VariableMeta(type):
+    """The metaclass of Variables, as flax's: a tracer of a hijax Variable is an instance of
+    its Variable type, and a hijax Variable built inside a JAX trace is a tracer of one."""
+
+    def __instancecheck__(cls, instance: tp.Any) -> bool:
+        return type.__instancecheck__(cls, instance) or traces_a(instance, cls)
+
+    def __call__(cls, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        variable = type.__call__(cls, *args, **kwargs)
+        return traced(variable) if variable._hijax else variable
+
+
 # ---------------------------------------------------------------- the JAX type
 
 
@@ -337,4 +349,4 @@ class NewVariable(hijax.HiPrim):
         return GetVariable(self.out_aval.to_ct_aval())(out_ct)
 
 
-__all__ = ["GetVariable", "NewVariable", "AbstractVariable", "is_hijax", "lowered", "raised", "twin"]
+__all__ = ["AbstractVariable", "GetVariable", "NewVariable", "VariableMeta", "is_hijax", "lowered", "raised", "twin"]

@@ -108,19 +108,7 @@ def _hijax_metadata(metadata: tp.Mapping[str, tp.Any]) -> Metadata:
     return Metadata(sorted(metadata.items()))
 
 
-class VariableMeta(type):
-    """The metaclass of Variables, as flax's: a tracer of a hijax Variable is an instance of
-    its Variable type, and a hijax Variable built inside a JAX trace is a tracer of one."""
-
-    def __instancecheck__(cls, instance: tp.Any) -> bool:
-        return type.__instancecheck__(cls, instance) or _hijax.traces_a(instance, cls)
-
-    def __call__(cls, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        variable = type.__call__(cls, *args, **kwargs)
-        return _hijax.traced(variable) if variable._hijax else variable
-
-
-class Variable(tp.Generic[A], metaclass=VariableMeta):
+class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
     """The base class for all Variable types; subclass it to label new kinds of state.
 
     Reprs of Pytrees total their Variables by type name; a class may set
