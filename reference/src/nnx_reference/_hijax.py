@@ -66,6 +66,7 @@ def _make_twin(plain: type) -> None:
         "__eq__": object.__eq__,
         "__ne__": object.__ne__,
         "__hash__": object.__hash__,
+        **plain._hijax_operators,  # type: ignore[attr-defined]
     }
     cls = type("HijaxVariable", (plain,), namespace, hijax=True)
     _TWINS[plain], _TWINS[cls] = cls, plain
@@ -285,8 +286,8 @@ class AbstractVariable(hijax.HiType):
     _xor, _rxor = _binary(operator.xor), _binary(operator.xor, True)
     _lshift, _rlshift = _binary(operator.lshift), _binary(operator.lshift, True)
     _rshift, _rrshift = _binary(operator.rshift), _binary(operator.rshift, True)
-    _eq, _ne = _binary(operator.eq), _binary(operator.ne)
-    _lt, _le, _gt, _ge = _binary(operator.lt), _binary(operator.le), _binary(operator.gt), _binary(operator.ge)
+    _round = staticmethod(lambda tracer, ndigits=0: _get(tracer).__round__(ndigits))
+    # no comparisons: a tracer of a hijax Variable refuses them with AttributeError, as flax's
 
 
 # ---------------------------------------------------------------- primitives

@@ -66,14 +66,30 @@ def _unwrap(x: tp.Any) -> tp.Any:
     return x.get_value() if isinstance(x, Variable) else x
 
 
-def _binary(op: tp.Callable[[tp.Any, tp.Any], tp.Any], reflected: bool = False) -> tp.Callable[..., tp.Any]:
-    if reflected:
-        return lambda self, other: op(_unwrap(other), self.get_value())
-    return lambda self, other: op(self.get_value(), _unwrap(other))
+def _delegated(name: str) -> tp.Callable[..., tp.Any]:
+    """A Variable operator that hands its arguments to the same method of the value, as
+    flax's do: a value without that method raises its own ``AttributeError``."""
+
+    def method(self: Variable[tp.Any], *args: tp.Any) -> tp.Any:
+        return getattr(self.get_value(), name)(*args)
+
+    method.__name__ = name
+    return method
 
 
-def _unary(op: tp.Callable[[tp.Any], tp.Any]) -> tp.Callable[..., tp.Any]:
-    return lambda self: op(self.get_value())
+def _binary(name: str) -> tp.Callable[..., tp.Any]:
+    """A binary Variable operator: the value's own, given the other operand's value."""
+
+    def method(self: Variable[tp.Any], other: tp.Any) -> tp.Any:
+        return getattr(self.get_value(), name)(_unwrap(other))
+
+    method.__name__ = name
+    return method
+
+
+def _builtin(function: tp.Callable[[tp.Any], tp.Any]) -> tp.Callable[..., tp.Any]:
+    """A Variable protocol method that applies a builtin (``len``, ``iter``) to the value."""
+    return lambda self: function(self.get_value())
 
 
 def _inplace(name: str) -> tp.Callable[..., tp.Any]:
@@ -385,7 +401,8 @@ class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
     # -- attribute access
 
     def __getattr__(self, name: str) -> tp.Any:
-        if name.startswith("__") or name in ("_raw_value", "_var_metadata", "_trace_state"):
+        """Metadata by name; any other attribute (``__array__`` too) is the value's."""
+        if name in ("_raw_value", "_var_metadata", "_trace_state"):
             raise AttributeError(name)
         metadata = self.__dict__.get("_var_metadata", {})
         if name in metadata:
@@ -411,56 +428,49 @@ class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
     def __jax_array__(self) -> tp.Any:
         return self.get_value()
 
-    def __array__(self, dtype: tp.Any = None, copy: tp.Any = None) -> np.ndarray:
-        return np.asarray(self.get_value(), dtype=dtype)
+    # Each operator goes to the value's own method. There is no ``__bool__`` (truth goes
+    # through ``__len__``), no ordering comparison, ``!=`` or ``divmod``, as in flax.
+    __len__, __iter__ = _builtin(len), _builtin(iter)
 
-    def __len__(self) -> int:
-        return len(self.get_value())  # type: ignore[arg-type]
+    def __contains__(self, item: tp.Any) -> bool:
+        return item in self.get_value()  # type: ignore[operator]
 
-    def __iter__(self) -> tp.Iterator[tp.Any]:
-        return iter(self.get_value())  # type: ignore[call-overload]
+    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        return self.get_value()(*args, **kwargs)  # type: ignore[operator]
 
-    def __bool__(self) -> bool:
-        return bool(self.get_value())
+    __float__, __int__, __complex__ = _delegated("__float__"), _delegated("__int__"), _delegated("__complex__")
+    __index__ = _delegated("__index__")
+    __floor__, __ceil__, __trunc__ = _delegated("__floor__"), _delegated("__ceil__"), _delegated("__trunc__")
 
-    def __float__(self) -> float:
-        return float(self.get_value())  # type: ignore[arg-type]
+    def __round__(self, ndigits: int = 0) -> tp.Any:
+        return self.get_value().__round__(ndigits)  # type: ignore[union-attr]
 
-    def __int__(self) -> int:
-        return int(self.get_value())  # type: ignore[call-overload]
-
-    def __complex__(self) -> complex:
-        return complex(self.get_value())  # type: ignore[arg-type]
-
-    def __index__(self) -> int:
-        return operator.index(self.get_value())
-
-    def __round__(self, ndigits: int | None = None) -> tp.Any:
-        return round(self.get_value(), ndigits)  # type: ignore[call-overload]
-
-    __add__, __radd__ = _binary(operator.add), _binary(operator.add, True)
-    __sub__, __rsub__ = _binary(operator.sub), _binary(operator.sub, True)
-    __mul__, __rmul__ = _binary(operator.mul), _binary(operator.mul, True)
-    __truediv__, __rtruediv__ = _binary(operator.truediv), _binary(operator.truediv, True)
-    __floordiv__, __rfloordiv__ = _binary(operator.floordiv), _binary(operator.floordiv, True)
-    __mod__, __rmod__ = _binary(operator.mod), _binary(operator.mod, True)
-    __pow__, __rpow__ = _binary(operator.pow), _binary(operator.pow, True)
-    __matmul__, __rmatmul__ = _binary(operator.matmul), _binary(operator.matmul, True)
-    __and__, __rand__ = _binary(operator.and_), _binary(operator.and_, True)
-    __or__, __ror__ = _binary(operator.or_), _binary(operator.or_, True)
-    __xor__, __rxor__ = _binary(operator.xor), _binary(operator.xor, True)
-    __lshift__, __rlshift__ = _binary(operator.lshift), _binary(operator.lshift, True)
-    __rshift__, __rrshift__ = _binary(operator.rshift), _binary(operator.rshift, True)
-    __divmod__, __rdivmod__ = _binary(divmod), _binary(divmod, True)
-    __lt__, __le__ = _binary(operator.lt), _binary(operator.le)
-    __gt__, __ge__ = _binary(operator.gt), _binary(operator.ge)
-    __eq__, __ne__ = _binary(operator.eq), _binary(operator.ne)  # type: ignore[assignment]
-    __neg__, __pos__ = _unary(operator.neg), _unary(operator.pos)
-    __abs__, __invert__ = _unary(operator.abs), _unary(operator.invert)
+    __add__, __radd__ = _binary("__add__"), _binary("__radd__")
+    __sub__, __rsub__ = _binary("__sub__"), _binary("__rsub__")
+    __mul__, __rmul__ = _binary("__mul__"), _binary("__rmul__")
+    __truediv__, __rtruediv__ = _binary("__truediv__"), _binary("__rtruediv__")
+    __floordiv__, __rfloordiv__ = _binary("__floordiv__"), _binary("__rfloordiv__")
+    __mod__, __rmod__ = _binary("__mod__"), _binary("__rmod__")
+    __pow__, __rpow__ = _binary("__pow__"), _binary("__rpow__")
+    __matmul__, __rmatmul__ = _binary("__matmul__"), _binary("__rmatmul__")
+    __and__, __rand__ = _binary("__and__"), _binary("__rand__")
+    __or__, __ror__ = _binary("__or__"), _binary("__ror__")
+    __xor__, __rxor__ = _binary("__xor__"), _binary("__rxor__")
+    __lshift__, __rlshift__ = _binary("__lshift__"), _binary("__rlshift__")
+    __rshift__, __rrshift__ = _binary("__rshift__"), _binary("__rrshift__")
+    __eq__ = _binary("__eq__")  # type: ignore[assignment]
+    __neg__, __pos__ = _delegated("__neg__"), _delegated("__pos__")
+    __abs__, __invert__ = _delegated("__abs__"), _delegated("__invert__")
+    # flax's hijax Variables have ``divmod`` too: added to the hijax twins
+    _hijax_operators: tp.ClassVar[dict[str, tp.Callable[..., tp.Any]]] = {
+        "__divmod__": _binary("__divmod__"),
+        "__rdivmod__": _binary("__rdivmod__"),
+    }
     __iadd__, __isub__, __imul__ = _inplace("+="), _inplace("-="), _inplace("*=")
     __itruediv__, __ifloordiv__ = _inplace("/="), _inplace("//=")
     __imod__, __ipow__, __imatmul__ = _inplace("%="), _inplace("**="), _inplace("@=")
     __iand__, __ior__, __ixor__ = _inplace("&="), _inplace("|="), _inplace("^=")
+    __ilshift__, __irshift__ = _inplace("<<="), _inplace(">>=")
 
     # -- repr
 
