@@ -20,6 +20,7 @@ import typing as tp
 import jax
 import jax.numpy as jnp
 from jax.experimental import hijax
+from jax.extend.core import Primitive
 
 from .errors import ImmutableVariableError
 
@@ -114,6 +115,29 @@ def traced(variable: Variable) -> tp.Any:
     if not any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
         return variable
     return NewVariable(_type_of(variable))(*leaves)
+
+
+_OPERANDS = Primitive("hijax_variable_operands")
+"""An identity primitive: binding values runs them through JAX's canonicalization of operands."""
+_OPERANDS.multiple_results = True
+_OPERANDS.def_impl(lambda *operands: operands)
+
+
+def canonical(value: tp.Any) -> tp.Any:
+    """``value`` as a hijax Variable stores it, as flax's does: each leaf that is no JAX array
+    or tracer as JAX takes a primitive's operand (NumPy arrays and Python or NumPy numbers as
+    JAX's typed literals of its default dtypes; ``TypeError`` for what is no JAX type)."""
+    if isinstance(value, jax.Ref):
+        return value
+    leaves, treedef = jax.tree_util.tree_flatten(value)
+    loose = [i for i, leaf in enumerate(leaves) if not isinstance(leaf, jax.Array | jax.core.Tracer)]
+    if not loose:
+        return value
+    with jax.ensure_compile_time_eval():
+        typed = _OPERANDS.bind(*(leaves[i] for i in loose))
+    for i, leaf in zip(loose, typed):
+        leaves[i] = leaf
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 class VariableMeta(type):
@@ -350,4 +374,4 @@ class NewVariable(hijax.HiPrim):
         return GetVariable(self.out_aval.to_ct_aval())(out_ct)
 
 
-__all__ = ["AbstractVariable", "GetVariable", "NewVariable", "VariableMeta", "is_hijax", "lowered", "raised", "twin"]
+__all__ = ["AbstractVariable", "GetVariable", "NewVariable", "VariableMeta", "canonical", "is_hijax", "lowered", "raised", "twin"]

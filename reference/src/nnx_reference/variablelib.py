@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import operator
 import typing as tp
 import warnings
 
@@ -20,6 +19,7 @@ import jax
 import numpy as np
 
 from . import _hijax, reprlib
+from ._operators import ValueOperators
 from ._sharding import shard_value, use_eager_sharding, using_eager_sharding
 from ._tracing import check_same_trace, current_trace_state, inside_transformation
 from ._variable_metadata import (
@@ -66,42 +66,6 @@ def _unwrap(x: tp.Any) -> tp.Any:
     return x.get_value() if isinstance(x, Variable) else x
 
 
-def _delegated(name: str) -> tp.Callable[..., tp.Any]:
-    """A Variable operator that hands its arguments to the same method of the value, as
-    flax's do: a value without that method raises its own ``AttributeError``."""
-
-    def method(self: Variable[tp.Any], *args: tp.Any) -> tp.Any:
-        return getattr(self.get_value(), name)(*args)
-
-    method.__name__ = name
-    return method
-
-
-def _binary(name: str) -> tp.Callable[..., tp.Any]:
-    """A binary Variable operator: the value's own, given the other operand's value."""
-
-    def method(self: Variable[tp.Any], other: tp.Any) -> tp.Any:
-        return getattr(self.get_value(), name)(_unwrap(other))
-
-    method.__name__ = name
-    return method
-
-
-def _builtin(function: tp.Callable[[tp.Any], tp.Any]) -> tp.Callable[..., tp.Any]:
-    """A Variable protocol method that applies a builtin (``len``, ``iter``) to the value."""
-    return lambda self: function(self.get_value())
-
-
-def _inplace(name: str) -> tp.Callable[..., tp.Any]:
-    def method(self: Variable[tp.Any], other: tp.Any) -> tp.NoReturn:
-        raise NotImplementedError(
-            "In-place operations are no longer supported for Variable.\n"
-            f"Use `variable[...] {name} x` instead."
-        )
-
-    return method
-
-
 _VALUE_GET_DEPRECATED = (
     "'.value' access is now deprecated. For Variable[Array] instances use:\n\n  variable[...]\n\n"
     "For other Variable types use:\n\n  variable.get_value()\n"
@@ -124,7 +88,7 @@ def _hijax_metadata(metadata: tp.Mapping[str, tp.Any]) -> Metadata:
     return Metadata(sorted(metadata.items()))
 
 
-class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
+class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
     """The base class for all Variable types; subclass it to label new kinds of state.
 
     Reprs of Pytrees total their Variables by type name; a class may set
@@ -168,7 +132,7 @@ class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
             value = shard_value(value, metadata["out_sharding"], metadata.get("mesh"))
         if wants_ref(metadata):
             value = as_ref(value)
-        object.__setattr__(self, "_raw_value", value)
+        object.__setattr__(self, "_raw_value", _hijax.canonical(value) if metadata["hijax"] else value)
         if metadata["hijax"]:
             object.__setattr__(self, "__class__", _hijax.twin(type(self), True))
             object.__setattr__(self, "_var_metadata", _hijax_metadata(metadata))
@@ -192,7 +156,7 @@ class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
     def _make(cls: type[V], raw_value: tp.Any, metadata: tp.Mapping[str, tp.Any]) -> V:
         """Builds a Variable of exactly ``cls`` without running ``__init__`` (used by unflatten)."""
         variable = object.__new__(cls)
-        object.__setattr__(variable, "_raw_value", raw_value)
+        object.__setattr__(variable, "_raw_value", _hijax.canonical(raw_value) if cls._hijax else raw_value)
         object.__setattr__(variable, "_var_metadata", Metadata(metadata))
         object.__setattr__(variable, "_trace_state", current_trace_state())
         return variable
@@ -235,7 +199,7 @@ class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
 
     def copy_from(self, other: Variable[A]) -> None:
         """Takes ``other``'s value and metadata in place."""
-        object.__setattr__(self, "_raw_value", other._raw_value)
+        self._store(other._raw_value)
         object.__setattr__(self, "_var_metadata", Metadata(other._var_metadata))
 
     def update_from_state(self, variable_state: Variable[A]) -> None:
@@ -273,7 +237,11 @@ class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
 
     def set_raw_value(self, value: A, *, _unsafe_bypass_check: bool = False) -> None:
         """Replaces the stored value, without set hooks."""
-        object.__setattr__(self, "_raw_value", value)
+        self._store(value)
+
+    def _store(self, raw: tp.Any) -> None:
+        """Keeps ``raw`` as the stored value (a hijax Variable's as JAX takes an operand, as flax's)."""
+        object.__setattr__(self, "_raw_value", _hijax.canonical(raw) if self._hijax else raw)
 
     def get_value(self, *, index: tp.Any = MISSING) -> A:
         """The value (after get hooks), or ``value[index]`` when ``index`` is given."""
@@ -301,15 +269,15 @@ class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
             if reprlib.is_ref(raw):
                 raw[...] = value
             else:
-                object.__setattr__(self, "_raw_value", value)
+                self._store(value)
         elif reprlib.is_ref(raw):
             raw[index] = value
         elif index is Ellipsis and _same_array_type(raw, value):
-            object.__setattr__(self, "_raw_value", value)
+            self._store(value)
         elif isinstance(raw, jax.Array | jax.core.Tracer):
-            object.__setattr__(self, "_raw_value", raw.at[index].set(value))
+            self._store(raw.at[index].set(value))
         else:  # a NumPy array or another mutable container: in place
-            raw[index] = value
+            raw[index] = _hijax.canonical(value) if self._hijax else value
 
     def _check_can_update(self, raw: tp.Any) -> None:
         """Raises unless this Variable may be set here: a Ref may be written from any trace;
@@ -428,49 +396,6 @@ class Variable(tp.Generic[A], metaclass=_hijax.VariableMeta):
     def __jax_array__(self) -> tp.Any:
         return self.get_value()
 
-    # Each operator goes to the value's own method. There is no ``__bool__`` (truth goes
-    # through ``__len__``), no ordering comparison, ``!=`` or ``divmod``, as in flax.
-    __len__, __iter__ = _builtin(len), _builtin(iter)
-
-    def __contains__(self, item: tp.Any) -> bool:
-        return item in self.get_value()  # type: ignore[operator]
-
-    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        return self.get_value()(*args, **kwargs)  # type: ignore[operator]
-
-    __float__, __int__, __complex__ = _delegated("__float__"), _delegated("__int__"), _delegated("__complex__")
-    __index__ = _delegated("__index__")
-    __floor__, __ceil__, __trunc__ = _delegated("__floor__"), _delegated("__ceil__"), _delegated("__trunc__")
-
-    def __round__(self, ndigits: int = 0) -> tp.Any:
-        return self.get_value().__round__(ndigits)  # type: ignore[union-attr]
-
-    __add__, __radd__ = _binary("__add__"), _binary("__radd__")
-    __sub__, __rsub__ = _binary("__sub__"), _binary("__rsub__")
-    __mul__, __rmul__ = _binary("__mul__"), _binary("__rmul__")
-    __truediv__, __rtruediv__ = _binary("__truediv__"), _binary("__rtruediv__")
-    __floordiv__, __rfloordiv__ = _binary("__floordiv__"), _binary("__rfloordiv__")
-    __mod__, __rmod__ = _binary("__mod__"), _binary("__rmod__")
-    __pow__, __rpow__ = _binary("__pow__"), _binary("__rpow__")
-    __matmul__, __rmatmul__ = _binary("__matmul__"), _binary("__rmatmul__")
-    __and__, __rand__ = _binary("__and__"), _binary("__rand__")
-    __or__, __ror__ = _binary("__or__"), _binary("__ror__")
-    __xor__, __rxor__ = _binary("__xor__"), _binary("__rxor__")
-    __lshift__, __rlshift__ = _binary("__lshift__"), _binary("__rlshift__")
-    __rshift__, __rrshift__ = _binary("__rshift__"), _binary("__rrshift__")
-    __eq__ = _binary("__eq__")  # type: ignore[assignment]
-    __neg__, __pos__ = _delegated("__neg__"), _delegated("__pos__")
-    __abs__, __invert__ = _delegated("__abs__"), _delegated("__invert__")
-    # flax's hijax Variables have ``divmod`` too: added to the hijax twins
-    _hijax_operators: tp.ClassVar[dict[str, tp.Callable[..., tp.Any]]] = {
-        "__divmod__": _binary("__divmod__"),
-        "__rdivmod__": _binary("__rdivmod__"),
-    }
-    __iadd__, __isub__, __imul__ = _inplace("+="), _inplace("-="), _inplace("*=")
-    __itruediv__, __ifloordiv__ = _inplace("/="), _inplace("//=")
-    __imod__, __ipow__, __imatmul__ = _inplace("%="), _inplace("**="), _inplace("@=")
-    __iand__, __ior__, __ixor__ = _inplace("&="), _inplace("|="), _inplace("^=")
-    __ilshift__, __irshift__ = _inplace("<<="), _inplace(">>=")
 
     # -- repr
 

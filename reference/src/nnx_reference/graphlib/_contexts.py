@@ -78,7 +78,9 @@ class SplitContext:
         self._visited: set[int] = set()
 
     def split(self, node: A, *filters: tp.Any) -> tuple[tp.Any, ...]:
-        outer = self._ctx.inner_ref_outer_index if self._ctx is not None and self._inner else None
+        # any split under a tag records the outer index an inner merge left (as flax's, an
+        # outer one too, after a round trip whose inner split was left out)
+        outer = self._ctx.inner_ref_outer_index if self._ctx is not None else None
         gdef, flat = flatten_for(node, True, "split", self._ref_index, visited=self._visited, ref_outer_index=outer)
         groups = split_flat(flat, filters or (...,), exhaustive=True)
         return (gdef, *(split_state(group) for group in groups))

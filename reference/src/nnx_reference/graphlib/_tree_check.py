@@ -35,20 +35,23 @@ def check_tree(node: tp.Any, api: str, style: PathStyle) -> None:
             return
         if isinstance(x, Pytree):
             if not type(x)._pytree__is_pytree:
-                raise ValueError(_not_a_pytree_message(x, here))
+                raise ValueError(_not_a_pytree_message(x, here, api, style))
             if id(x) in ancestors:
                 raise ValueError(_cycle_message(x, (ancestors[id(x)], here), api, style))
             ancestors = {**ancestors, id(x): here}
         for key, child in children_of(x):
-            step = f".{key}" if isinstance(x, Pytree) else f"[{key!r}]"
+            step = f".{key}" if isinstance(x, Pytree) and isinstance(key, str) else f"[{key!r}]"
             visit(child, _Reached((*here.path, key), here.keystr + step), ancestors)
 
     visit(node, _Reached((), ""), {})
 
 
+def _written(reached: _Reached, style: PathStyle) -> str:
+    return reached.keystr if style == "keystr" else "/".join(map(str, reached.path))
+
+
 def _listing(reached: tuple[_Reached, _Reached], style: PathStyle) -> str:
-    shown = [r.keystr if style == "keystr" else "/".join(map(str, r.path)) for r in reached]
-    return "\n".join(f"  - {p}" for p in shown)
+    return "\n".join(f"  - {_written(r, style)}" for r in reached)
 
 
 def _options(api: str) -> str:
@@ -59,12 +62,15 @@ def _options(api: str) -> str:
     )
 
 
-def _not_a_pytree_message(x: tp.Any, here: _Reached) -> str:
-    found = f"Found at path: {here.keystr}. " if here.keystr else ""
+def _not_a_pytree_message(x: tp.Any, here: _Reached, api: str, style: PathStyle) -> str:
+    # flax names its flatten for the functions that flatten (split, state, clone, ...), the
+    # traversals (iter_graph, recursive_map, their paths in slashes) by their own names
+    walker = api if style == "slashes" else "flatten"
+    found = f"Found at path: {_written(here, style)}. " if here.path else ""
     return (
-        f"Cannot use 'flatten' with graph=False on a '{type(x).__name__}' instance that has pytree=False. "
+        f"Cannot use '{walker}' with graph=False on a '{type(x).__name__}' instance that has pytree=False. "
         f"{found}Pytree subclasses with pytree=False are not registered as JAX pytrees and cannot be used "
-        f"in tree-mode. {_options('flatten')}"
+        f"in tree-mode. {_options(walker)}"
     )
 
 

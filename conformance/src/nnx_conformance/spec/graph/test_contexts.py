@@ -220,3 +220,41 @@ def test_a_misused_split_or_merge_context_raises_flax_error(nnx: Any, flax_nnx: 
     scenario, mention = MISUSES[misuse]
     outcome = assert_same(flax_nnx, nnx, scenario, mentions=(mention,))
     assert outcome.error is not None, f"{misuse}: flax.nnx raises"
+
+
+ROUND_TRIPS = {
+    "split, merge inside, merge back": ("split", "inner merge", "outer merge"),
+    "split, merge inside, split inside, merge back": ("split", "inner merge", "inner split", "outer merge"),
+}
+"""The steps of an update context's round trip, before one more split of the inner object."""
+
+
+@pytest.mark.graph_mode("graph")  # update contexts carry graph-mode identity
+@pytest.mark.apis("split_context", "merge_context", "update_context", "GraphDef")
+@pytest.mark.parametrize("steps", sorted(ROUND_TRIPS))
+def test_a_split_after_a_round_trip_records_the_inner_objects_as_flax(nnx: Any, flax_nnx: Any, steps: str) -> None:
+    """A split under the same update context after a round trip: whether its GraphDef equals
+    a plain split's (flax's records the outer index an earlier inner merge left), and what a
+    merge of it back gives."""
+
+    def scenario(n: Any) -> Any:
+        model = n.Linear(2, 3, rngs=n.Rngs(0))
+        inner = None
+        with n.update_context("round trip"):
+            for step in ROUND_TRIPS[steps]:
+                if step == "split":
+                    with n.split_context("round trip") as ctx:
+                        graphdef, state = ctx.split(model)
+                elif step == "inner split":
+                    with n.split_context("round trip") as ctx:
+                        graphdef, state = ctx.split(inner)
+                else:
+                    with n.merge_context("round trip", step == "inner merge") as ctx:
+                        merged = ctx.merge(graphdef, state)
+                    inner = merged if step == "inner merge" else inner
+            with n.split_context("round trip") as ctx:
+                again, again_state = ctx.split(inner)
+        plain = n.split(inner)[0]
+        return again == plain, hash(again) == hash(plain), again_state, n.merge(again, again_state)
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -47,3 +47,30 @@ def test_tree_mode_refuses_a_graph_in_flax_s_words(nnx: Any, flax_nnx: Any, call
     assert "does not support shared references" in str(outcome.result), (
         f"flax's {call} refuses {node} in tree mode with a ValueError"
     )
+
+
+def _opaque(nnx: Any, nested: bool) -> Any:
+    """A Pytree made with ``pytree=False`` (no JAX pytree), as the node or inside one."""
+
+    class Opaque(nnx.Pytree, pytree=False):
+        pass
+
+    return nnx.Dict(inner=nnx.List([Opaque()])) if nested else Opaque()
+
+
+@pytest.mark.apis(*CALLS, "Pytree")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("call", sorted(CALLS))
+@pytest.mark.parametrize("nested", [False, True], ids=["at the root", "inside a Dict"])
+def test_tree_mode_refuses_a_pytree_false_object_in_flax_s_words(nnx: Any, flax_nnx: Any, call: str, nested: bool) -> None:
+    """The message names where the object was found, when it is not the node itself."""
+
+    def message(n: Any) -> Any:
+        try:
+            CALLS[call](n, _opaque(n, nested))
+        except ValueError as error:
+            return str(error)
+        return None
+
+    outcome = assert_same(flax_nnx, nnx, message)
+    assert "pytree=False" in str(outcome.result), f"flax's {call} refuses a pytree=False object in tree mode"

@@ -173,3 +173,17 @@ def test_a_cell_steps_over_any_number_of_batch_axes_as_flax(nnx: Any, flax_nnx: 
         return layer(layer.initialize_carry((*batch, 4), nnx.Rngs(1)), x)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("RNN", "StateAxes", "SimpleCell")
+@pytest.mark.parametrize("state_axes", [label for label in STATE_AXES if label != "all carried"])
+def test_an_rnn_with_state_axes_and_no_broadcast_streams_runs_as_flax_s(nnx: Any, flax_nnx: Any, state_axes: str) -> None:
+    """``state_axes`` other than the default, without ``broadcast_rngs``: the outputs and the
+    cell's state after the call are flax's."""
+
+    def scenario(nnx: Any) -> Any:
+        rnn = nnx.RNN(nnx.SimpleCell(3, 4, rngs=nnx.Rngs(0)), state_axes=STATE_AXES[state_axes](nnx))
+        out = rnn(jnp.linspace(-1.0, 1.0, 2 * 5 * 3).reshape(2, 5, 3), return_carry=True)
+        return out, nnx.state(rnn)
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -201,12 +201,12 @@ def test_a_static_argument_is_static_however_it_is_passed(nnx: Any, flax_nnx: An
     jax.jit infers it from the signature), so a count used in Python stays static."""
 
     def scenario(nnx: Any) -> Any:
-        def f(x: Any, n: int) -> Any:
-            return x * sum(range(n))
+        def f(x: Any, count: int) -> Any:
+            return x * sum(range(count))
 
         if given_as.startswith("static_argnums"):
-            return nnx.jit(f, static_argnums=1, graph=graph)(jnp.ones(2), n=3)
-        return nnx.jit(f, static_argnames="n", graph=graph)(jnp.ones(2), 3)
+            return nnx.jit(f, static_argnums=1, graph=graph)(jnp.ones(2), count=3)
+        return nnx.jit(f, static_argnames="count", graph=graph)(jnp.ones(2), 3)  # a name of several letters
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax's jit takes a static argument given by {given_as}"
@@ -220,14 +220,14 @@ def test_a_donated_argument_is_donated_however_it_is_passed(nnx: Any, flax_nnx: 
     infers it from the signature): the donated array is deleted after the call."""
 
     def scenario(nnx: Any) -> Any:
-        def f(x: Any, y: Any) -> Any:
-            return x + y
+        def f(x: Any, addend: Any) -> Any:
+            return x + addend
 
         x, y = jnp.ones(2), jnp.arange(2.0)
         if given_as.startswith("donate_argnums"):
-            out = nnx.jit(f, donate_argnums=1)(x, y=y)
+            out = nnx.jit(f, donate_argnums=1)(x, addend=y)
         else:
-            out = nnx.jit(f, donate_argnames="y")(x, y)
+            out = nnx.jit(f, donate_argnames="addend")(x, y)  # a name of several letters
         return out, x.is_deleted(), y.is_deleted()
 
     assert_same(flax_nnx, nnx, scenario)

@@ -436,3 +436,23 @@ def test_vmap_maps_a_keyword_argument_as_flax_does(nnx: Any, flax_nnx: Any, mode
         return mapped(jnp.ones((3,)), y=jnp.arange(3.0))
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.documented("api transforms page: jit's in_shardings and out_shardings, as jax.jit's")
+@pytest.mark.parametrize("given", ["out_shardings alone", "in_shardings and out_shardings", "neither"])
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+def test_the_outputs_are_placed_as_out_shardings_asks_as_in_flax(nnx: Any, flax_nnx: Any, given: str, graph: bool) -> None:
+    def scenario(nnx: Any) -> Any:
+        mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+        rows = NamedSharding(mesh, PartitionSpec("x"))
+        options = {
+            "out_shardings alone": {"out_shardings": rows},
+            "in_shardings and out_shardings": {"in_shardings": (None, rows), "out_shardings": rows},
+            "neither": {},
+        }[given]
+        m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        y = nnx.jit(lambda m, x: m(x), graph=graph, **options)(m, jnp.ones((1, 2)))
+        return y, str(y.sharding.spec)
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -31,7 +31,7 @@ TRANSFORMS = {
     "checkify": lambda nnx: nnx.checkify(body),
     "custom_vjp": lambda nnx: nnx.custom_vjp(body),
     "split_rngs": lambda nnx: nnx.split_rngs(splits=2)(body),
-    "make_jaxpr": lambda nnx: nnx.make_jaxpr(body),
+    "make_jaxpr": lambda nnx: nnx.make_jaxpr(body, graph_updates=False),  # it refuses graph updates
     "shard_map": lambda nnx: nnx.shard_map(
         body, mesh=jax.sharding.Mesh(jax.devices(), ("devices",)), in_specs=P(), out_specs=P()
     ),

@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from nnx_conformance.assertions import assert_same
 
@@ -240,3 +241,53 @@ def test_the_jax_types_of_two_hijax_variables_compare_as_flax_s(nnx: Any, flax_n
 
     assert_same(flax_nnx, nnx, compared)
     assert_same(flax_nnx, nnx, lambda nnx: jax.lax.cond(True, lambda a, b: a, lambda a, b: b, *pair(nnx)))
+
+
+STORED = {
+    "a NumPy array": lambda: np.array([1.5, 2.5]),
+    "an int64 NumPy array": lambda: np.array([1, 2], dtype=np.int64),
+    "a NumPy scalar": lambda: np.float64(2.5),
+    "a Python float": lambda: 2.5,
+    "a Python int": lambda: 3,
+    "a Python bool": lambda: True,
+    "a dict of numbers": lambda: {"a": 1.0, "b": 2},
+    "a string": lambda: "text",
+    "a JAX array": lambda: jnp.array([1.5, 2.5]),
+}
+WRITES = {
+    "made with it": lambda n, made, value: n.Param(value(), hijax=True),
+    "set_value": lambda n, made, value: (made.set_value(value()), made)[1],
+    "v[...] = it": lambda n, made, value: (made.__setitem__(..., value()), made)[1],
+    "with_vars(hijax=True) of a plain Variable": lambda n, made, value: n.with_vars(n.Param(value()), hijax=True),
+    "copy": lambda n, made, value: n.Param(value(), hijax=True).copy(),
+    "replace": lambda n, made, value: made.replace(value()),
+}
+
+
+@pytest.mark.apis("Variable", "Param", "with_vars")
+@pytest.mark.parametrize("write", list(WRITES))
+@pytest.mark.parametrize("value", list(STORED))
+def test_a_hijax_variable_stores_a_value_as_flax_s(nnx: Any, flax_nnx: Any, value: str, write: str) -> None:
+    """flax keeps the leaves of a hijax Variable's value as JAX takes a primitive's operands:
+    NumPy arrays and Python numbers as JAX's typed literals of its default dtypes, what is no
+    JAX type refused with ``TypeError``."""
+
+    def stored(n: Any) -> Any:
+        made = n.Param(jnp.zeros(2), hijax=True)
+        variable = WRITES[write](n, made, STORED[value])
+        raw = variable.get_raw_value()
+        return raw, [type(leaf).__name__ for leaf in jax.tree.leaves(raw)]
+
+    assert_same(flax_nnx, nnx, stored)
+
+
+@pytest.mark.apis("Variable", "Param")
+@pytest.mark.parametrize("read", ["alpha", "beta", "zeta", "gamma (not given)"])
+def test_a_hijax_variable_traced_by_jit_reads_its_metadata_by_name_as_flax_s(nnx: Any, flax_nnx: Any, read: str) -> None:
+    """Inside ``jax.jit`` a hijax Variable's metadata entries read by attribute name, each its own."""
+
+    def scenario(n: Any) -> Any:
+        variable = n.Param(jnp.ones(2), hijax=True, alpha=1, beta=2, zeta=3)
+        return jax.jit(lambda v: getattr(v, read.split()[0]))(variable)
+
+    assert_same(flax_nnx, nnx, scenario)
