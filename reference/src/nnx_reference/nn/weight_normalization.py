@@ -63,7 +63,7 @@ class SpectralNorm(Module):
         self.error_on_non_matrix = error_on_non_matrix
         self.use_running_average = not update_stats
         batch_stats = {}
-        for path, param in _matrices_of(layer_instance):
+        for path, param in _matrices_of(layer_instance) if n_steps >= 1 else ():  # no estimate, no statistics
             value = self._as_matrix(param[...])
             batch_stats[path + ("u",)] = BatchStat(
                 initializers.normal()(rngs.params(), (1, value.shape[-1]), param_dtype)

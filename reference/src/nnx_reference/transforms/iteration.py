@@ -346,10 +346,10 @@ def transform_metadata(
                 checks.check_no_sharing("transform_metadata", (args, {}))
             copies = graphlib.clone(args, graph=True)
             in_objects = out_objects(copies, axes)
-            axis_metadata(metadata, in_objects, add=False)
-            entered = [
+            entered = [  # as given, before the axis is taken out: what the write-back compares with
                 _Copied(original, copy, *_variable_state(copy)) for original, copy in _variable_pairs(args, copies)
             ]
+            axis_metadata(metadata, in_objects, add=False)
             out = fun(*copies)
             checks.check_outputs_are_new(
                 "transform_metadata", (copies, {}), out, shared_outputs=in_graph,
@@ -398,9 +398,7 @@ class _Copied(tp.NamedTuple):
     def write_back(self) -> None:
         """Gives the original the copy's value and metadata if either changed."""
         value, metadata = _variable_state(self.copy)
-        unchanged = value is self.value and metadata.keys() == self.metadata.keys() and all(
-            metadata[k] is self.metadata[k] for k in metadata
-        )
+        unchanged = value is self.value and metadata == self.metadata  # an entry set to an equal value too, as flax
         if not unchanged:
             self.original.set_raw_value(value)
             self.original.set_metadata(metadata)

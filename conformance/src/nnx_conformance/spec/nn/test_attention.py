@@ -97,3 +97,21 @@ def test_attention_without_dropout_needs_no_dropout_rng_even_when_not_determinis
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax's {function} runs with dropout_rate=0 and no dropout_rng"
+
+
+@pytest.mark.apis("dot_product_attention", "nn.attention.dot_product_attention_weights")
+@pytest.mark.parametrize("lengths", [(2, 3), (3, 2), (3, 3)], ids=lambda lengths: f"{lengths[0]} queries, {lengths[1]} keys")
+@pytest.mark.parametrize("function", ["dot_product_attention", "dot_product_attention_weights"])
+def test_causal_attention_over_as_many_or_other_numbers_of_keys_as_queries_acts_as_flax(
+    nnx: Any, flax_nnx: Any, function: str, lengths: tuple[int, int]
+) -> None:
+    """``is_causal=True`` masks by query and key position, whatever their numbers."""
+    queries, keys = lengths
+
+    def scenario(n: Any) -> Any:
+        q = jnp.linspace(-1.0, 1.0, queries * 4).reshape(1, queries, 1, 4)
+        k = jnp.linspace(-1.0, 2.0, keys * 4).reshape(1, keys, 1, 4)
+        attend = n.dot_product_attention if function == "dot_product_attention" else n.nn.attention.dot_product_attention_weights
+        return attend(q, k, k, is_causal=True) if function == "dot_product_attention" else attend(q, k, is_causal=True)
+
+    assert_same(flax_nnx, nnx, scenario)

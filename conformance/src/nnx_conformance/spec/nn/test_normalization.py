@@ -131,3 +131,23 @@ def test_a_normalization_of_complex_inputs_equals_flax(nnx: Any, flax_nnx: Any, 
         return norm(x), norm
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("SpectralNorm")
+@pytest.mark.parametrize("kernel", ["zeros", "drawn"])
+@pytest.mark.parametrize("n_steps", [0, 1, 3])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_spectral_norm_of_a_zero_or_drawn_kernel_with_any_number_of_steps_acts_as_flax(
+    nnx: Any, flax_nnx: Any, kernel: str, n_steps: int, seed: int
+) -> None:
+    """The output and the stored power-iteration vectors after a call that updates them:
+    a zero kernel (its estimated norm is 0) stays zero, and with no power-iteration step
+    the estimate comes from the stored vectors as they are."""
+
+    def scenario(n: Any) -> Any:
+        init = n.initializers.zeros if kernel == "zeros" else n.initializers.lecun_normal()
+        layer = n.Linear(3, 4, kernel_init=init, rngs=n.Rngs(seed))
+        wrapped = n.SpectralNorm(layer, n_steps=n_steps, rngs=n.Rngs(seed + 10))
+        return wrapped(jnp.linspace(-1.0, 1.0, 6).reshape(2, 3), update_stats=True), n.state(wrapped)
+
+    assert_same(flax_nnx, nnx, scenario)

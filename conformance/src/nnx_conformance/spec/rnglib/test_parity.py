@@ -108,3 +108,31 @@ def test_split_rngs_over_a_node_without_rngs_acts_as_in_flax(nnx: Any, flax_nnx:
             return value
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+DECORATORS = {
+    "split_rngs(splits=2)": lambda n, mode: n.split_rngs(splits=2, graph=mode[0], graph_updates=mode[1]),
+    "fork_rngs()": lambda n, mode: n.fork_rngs(graph=mode[0], graph_updates=mode[1]),
+}
+
+
+@pytest.mark.apis("split_rngs", "fork_rngs", "Rngs")
+@pytest.mark.parametrize("mode", [(True, True), (True, False), (False, True), (False, False)],
+                         ids=lambda mode: f"graph={mode[0]}-graph_updates={mode[1]}")
+@pytest.mark.parametrize("decorator", sorted(DECORATORS))
+def test_split_and_fork_rngs_as_decorators_act_as_flax_in_every_mode(nnx: Any, flax_nnx: Any, decorator: str, mode: tuple[bool, bool]) -> None:
+    """The keys and counts the decorated function sees, what it returns, and the Rngs after
+    (its streams put back where the decorator works in place, left as they were otherwise)."""
+
+    def scenario(n: Any) -> Any:
+        rngs = n.Rngs(0, dropout=1)
+        seen = []
+
+        def function(r: Any) -> Any:
+            seen.append((r.default.key[...], r.dropout.key[...], r.dropout.count[...]))
+            return r
+
+        returned = DECORATORS[decorator](n, mode)(function)(rngs)
+        return seen, n.state(returned), returned is rngs, n.state(rngs)
+
+    assert_same(flax_nnx, nnx, scenario)

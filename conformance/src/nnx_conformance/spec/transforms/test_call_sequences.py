@@ -109,3 +109,38 @@ def test_scan_keeps_the_mode_it_was_given_its_function_in(nnx: Any, flax_nnx: An
             return made(model, jnp.ones((1, 2)))[0] is model
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+STRUCTURAL_CHANGES: dict[str, Callable[[Any, Any], None]] = {
+    "a Variable replaced by assignment": lambda n, m: setattr(m, "kernel", n.Param(jnp.full((2, 2), 3.0))),
+    "an attribute added": lambda n, m: setattr(m, "extra", n.Param(jnp.full((2,), 5.0))),
+    "an attribute deleted": lambda n, m: delattr(m, "extra"),
+    "a list appended to": lambda n, m: m.items.append(n.Param(jnp.full((2,), 7.0))),
+    "two Variables swapped": lambda n, m: setattr(m, "items", n.List([m.items[1], m.items[0]])),
+    "a Variable's metadata set": lambda n, m: m.kernel.set_metadata("scale", 2.0),
+}
+
+
+@pytest.mark.apis("jit", "Module", "List")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+@pytest.mark.parametrize("change", sorted(STRUCTURAL_CHANGES))
+def test_a_jitted_function_sees_a_change_to_its_model_between_calls(nnx: Any, flax_nnx: Any, change: str, graph: bool) -> None:
+    """Called twice on one model, then once more after the model's structure changed: the
+    last call computes with the model as it is then, as a call on a new model would."""
+
+    def scenario(n: Any) -> Any:
+        model = n.Dict(kernel=n.Param(jnp.ones((2, 2))), extra=n.Param(jnp.ones(2)),
+                       items=n.List([n.Param(jnp.full((2,), 2.0)), n.Param(jnp.full((2,), 4.0))]))
+
+        def total(m: Any) -> Any:
+            params = [v for v in vars(m).values() if isinstance(v, n.Param)] + list(m.items)
+            weights = [jnp.sum(p[...]) * (i + 1) for i, p in enumerate(params)]
+            return sum(weights) * m.kernel.get_metadata().get("scale", 1.0)
+
+        jitted = n.jit(total, graph=graph)
+        before = [jitted(model), jitted(model)]
+        STRUCTURAL_CHANGES[change](n, model)
+        return before, jitted(model)
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -456,3 +456,27 @@ def test_the_outputs_are_placed_as_out_shardings_asks_as_in_flax(nnx: Any, flax_
         return y, str(y.sharding.spec)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("eval_shape")
+@pytest.mark.parametrize("mode", [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
+                         ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}")
+@pytest.mark.parametrize("returned", ["the changed model", "its output"])
+def test_eval_shape_of_a_function_that_changes_its_model_acts_as_flax(nnx: Any, flax_nnx: Any, mode: gs.Mode, returned: str) -> None:
+    """The function adds, replaces and updates Variables of its model: the abstract result
+    (with the changes, where flax returns the model), or flax's error for returning the
+    model's own Variables without graph updates; the model given is left as it was."""
+
+    def scenario(n: Any) -> Any:
+        model = n.Linear(2, 3, rngs=n.Rngs(0))
+
+        def change(m: Any) -> Any:
+            m.extra = n.Param(jnp.ones(1))
+            m.kernel = n.Param(jnp.zeros((2, 3)))
+            m.bias[...] += 1
+            return m if returned == "the changed model" else m(jnp.ones((1, 2)))
+
+        out = n.eval_shape(change, model, **mode.kwargs())
+        return jax.tree.map(lambda leaf: (leaf.shape, str(leaf.dtype)), n.state(out) if returned == "the changed model" else out), model
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -114,3 +115,32 @@ def _described(param: Any) -> tuple[list[str | None] | None, str | None, float]:
                    by_keyword=False, changes="the original's value", returns="nothing"))
 def test_transform_metadata_moves_partition_names_as_flax_does(nnx: Any, flax_nnx: Any, call: Call) -> None:
     assert_same(flax_nnx, nnx, lambda n: _run(n, call))
+
+
+CHANGES = ["nothing", "a metadata entry set to an equal list", "a metadata entry set to another list", "a new metadata entry",
+           "the value", "the value and a metadata entry"]
+
+
+@pytest.mark.apis("transform_metadata")
+@pytest.mark.parametrize("change", CHANGES)
+def test_transform_metadata_writes_back_what_the_function_changed_as_flax(nnx: Any, flax_nnx: Any, change: str) -> None:
+    """The caller's Variable gets the function's changes to its value and metadata: which
+    entries it then holds, and whether they are the objects the function set or its own."""
+
+    def scenario(n: Any) -> Any:
+        old, new = ["x"], (["x"] if "equal" in change else ["y"])
+        model = n.Dict(w=n.Param(jnp.ones((2, 3)), out_sharding=("a", "b"), eager_sharding=False, scale=np.ones(3), tags=old))
+
+        def function(m: Any) -> None:
+            if "entry set" in change or change == "the value and a metadata entry":
+                m.w.set_metadata("tags", new)
+            if change == "a new metadata entry":
+                m.w.set_metadata("extra", 1)
+            if "value" in change:
+                m.w[...] += 1
+
+        n.transform_metadata(function, in_axes=1, partition="b", graph=True)(model)
+        metadata = model.w.get_metadata()
+        return metadata["tags"], metadata["tags"] is new, metadata["tags"] is old, "extra" in metadata, model.w[...]
+
+    assert_same(flax_nnx, nnx, scenario)
