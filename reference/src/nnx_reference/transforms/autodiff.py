@@ -113,8 +113,12 @@ def _check_tree_mode_argnums(name: str, argnums: tuple[int | DiffState, ...], mo
 
 
 def _check_positional_count(argnums: int | tuple[int, ...], args: tuple) -> None:
-    """Raises, as ``jax.grad`` does, when ``argnums`` names a position the caller did not pass."""
-    needed = max((argnums,) if isinstance(argnums, int) else argnums, default=-1) + 1
+    """Raises, as ``jax.grad`` does, when ``argnums`` names a position the caller did not pass
+    (and ``ValueError`` for an empty ``argnums``, as flax's)."""
+    positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not positions:
+        raise ValueError(f"Cannot differentiate with respect to no argument: {argnums=} is empty.")
+    needed = max(positions) + 1
     if needed > len(args):
         raise TypeError(
             f"differentiating with respect to {argnums=} requires at least {needed} positional "
@@ -427,7 +431,7 @@ def remat(
                 full, full_kwargs = insert_statics(*entered.args, statics)
                 return lift.exit("remat", lifted.static, entered, fun(*full, **full_kwargs))
 
-            checkpointed = jax.checkpoint(pure_fn, prevent_cse=prevent_cse, policy=policy)
+            checkpointed = jax.checkpoint(trees.reported_as(fun, pure_fn), prevent_cse=prevent_cse, policy=policy)
             return lift.apply(lifted, checkpointed(lifted.pure))
 
         return wrapper

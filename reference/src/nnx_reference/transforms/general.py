@@ -39,7 +39,7 @@ def _pure(name: str, lifted: lift.Lifted, fun: tp.Callable) -> tp.Callable:
             args, kwargs = entered.args
             return lift.exit(name, static, entered, call(*args, **kwargs))
 
-        return pure_fn
+        return trees.reported_as(fun, pure_fn)
 
     return traced.pure_function(fun, (name, static), build)
 

@@ -22,8 +22,6 @@ def _pairs(spec: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
 class PrefixMapping:
     """An ordered mapping from filters to prefix values for one graph node."""
 
-    default: tp.Any = ...  # the value of the catch-all group; ``...`` means none
-
     def __init__(self, filter_values: tp.Any, /):
         """``filter_values``: a State of values, a Mapping or an iterable of (filter, value)."""
         pairs = _pairs(filter_values)
@@ -35,19 +33,14 @@ class PrefixMapping:
         return self._filters
 
     def groups(self) -> list[tuple[tp.Any, tp.Any]]:
-        """``[(filter, value)]`` in order, plus the catch-all group if any."""
-        pairs = list(zip(self._filters, self._values))
-        if self.default is not ... and not any(f is ... for f in self._filters):
-            pairs.append((..., self.default))
-        return pairs
+        """``[(filter, value)]`` in order."""
+        return list(zip(self._filters, self._values))
 
     def map_prefix(self, path: tuple, variable: tp.Any) -> tp.Any:
         """The value of the first filter that selects ``variable`` at ``path``."""
         for flt, value in zip(self._filters, self._values):
             if filterlib.to_predicate(flt)(path, variable):
                 return value
-        if self.default is not ...:
-            return self.default
         raise self._missing(path, variable)
 
     def _missing(self, path: tuple, variable: tp.Any) -> Exception:

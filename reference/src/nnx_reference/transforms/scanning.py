@@ -331,7 +331,7 @@ def _scan_body(
                 scan_carry.check_carried_state(given_state, new)
         return _restructure(jax.tree.leaves(new_carry), [jax.tree.structure(c) for c in carry]), (user_ys, state_ys)
 
-    return body
+    return trees.reported_as(fun, body)
 
 
 def _reassemble(

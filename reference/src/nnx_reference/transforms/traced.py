@@ -12,6 +12,8 @@ from __future__ import annotations
 import typing as tp
 import weakref
 
+from .trees import reported_as
+
 _MAX_PER_FUNCTION = 64
 """Structures remembered per user function; past this they are rebuilt as they come."""
 
@@ -38,5 +40,5 @@ def pure_function(
         def call(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
             return reference()(*args, **kwargs)  # type: ignore[misc]
 
-        found = per_key[key] = build(call)
+        found = per_key[key] = build(reported_as(fun, call))
     return found

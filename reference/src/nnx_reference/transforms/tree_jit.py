@@ -37,7 +37,7 @@ from . import lift
 from .call_cache import CachedCall, cache_call, identities, nodes_of
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics
-from .trees import is_object, is_variable
+from .trees import is_object, is_variable, reported_as
 
 _MAX_PLANS = 256
 """Structures remembered per function; past this the plans are rebuilt as they come."""
@@ -227,7 +227,7 @@ class TreeJit:
             check_no_aliasing(self.name, variables_def, slots, [variables[i] for i in slots], out)
             return _assigned(nodes, before, out)
 
-        return pure
+        return reported_as(self.fun, pure)
 
     def _graph_pure(self, key: PlanKey) -> tp.Callable[..., Outcome]:
         """The function of the flat leaves that jax.jit compiles for one graph-mode structure."""
@@ -247,7 +247,7 @@ class TreeJit:
             result = lift.exit(self.name, lifted.static, entered, out, None, same_prefixes=False)
             return Outcome(Assigned(()), None, [], result)
 
-        return pure
+        return reported_as(self.fun, pure)
 
 
 def _write(nodes: tp.Sequence[tp.Any], outcome: Outcome) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing as tp
 
@@ -24,6 +25,7 @@ MISSING = Missing()
 Fn = tp.Callable[..., tp.Any]
 """A user's function, or what a transform makes of it."""
 R = tp.TypeVar("R")
+Pure = tp.TypeVar("Pure", bound=Fn)
 
 
 def decorator_or_call(f: Fn | Missing, make: tp.Callable[[Fn], R]) -> R | tp.Callable[[Fn], R]:
@@ -47,6 +49,29 @@ Binding = tp.Literal["keywords", "always", "with defaults"]
 keywords are passed, always (missing arguments raise), or always with the defaults of
 the parameters not passed added (flax's vmap, scan and transform_metadata with graph
 updates map every parameter of the function)."""
+
+
+class _Source:
+    """What JAX's errors read of a traced function (its name and code), without holding it."""
+
+    def __init__(self, name: str, code: tp.Any) -> None:
+        self.__name__ = name
+        self.__code__ = code
+
+
+def reported_as(fun: Fn, pure: Pure) -> Pure:
+    """``pure`` (what a JAX transform traces for ``fun``) named after ``fun``, so that JAX's
+    errors name the user's function and where it is defined, as flax's do. ``pure`` keeps its
+    own signature, and holds ``fun``'s name and code only (pure functions are cached by ``fun``)."""
+    source = inspect.unwrap(fun)
+    while isinstance(source, functools.partial):
+        source = inspect.unwrap(source.func)
+    code = getattr(source, "__code__", None)
+    if code is not None:
+        pure.__signature__ = inspect.signature(pure)  # type: ignore[attr-defined]
+        pure.__name__ = pure.__qualname__ = source.__name__
+        pure.__wrapped__ = _Source(source.__name__, code)  # type: ignore[attr-defined]
+    return pure
 
 
 def positional(

@@ -323,3 +323,15 @@ def test_iter_graph_walks_static_containers_and_visits_each_once_as_flax(
         return [(path, type(value).__name__) for path, value in nnx.iter_graph(Holder(), graph=graph) if _public(path)]
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("merge")
+@pytest.mark.parametrize("extra", [-1, 1], ids=["one leaf short", "one leaf over"])
+def test_merge_refuses_a_list_of_leaves_of_another_count_as_flax(nnx: Any, flax_nnx: Any, extra: int) -> None:
+    def scenario(n: Any) -> Any:
+        graphdef, state = n.split(n.Linear(2, 3, rngs=n.Rngs(0)))
+        leaves = jax.tree.leaves(state)
+        return n.merge(graphdef, leaves[:extra] if extra < 0 else [*leaves, jnp.ones(1)])
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("number of leaves",))
+    assert isinstance(outcome.error, ValueError), "flax refuses a list of leaves of another count with ValueError"

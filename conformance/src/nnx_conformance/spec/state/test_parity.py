@@ -142,3 +142,17 @@ def test_unpack_gives_graph_states_that_are_mappings_not_states_as_flax(nnx: Any
         return kinds, nnx.merge(*graph_states)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("State")
+def test_a_state_made_from_a_dict_does_not_share_it_as_in_flax(nnx: Any, flax_nnx: Any) -> None:
+    """Entries added to the dict afterwards are not the State's."""
+
+    def scenario(n: Any) -> Any:
+        given = {"a": jax.numpy.ones(1)}
+        state = n.State(given)
+        given["b"] = jax.numpy.zeros(1)
+        state["c"] = jax.numpy.zeros(2)
+        return sorted(state.keys()), sorted(given)
+
+    assert_same(flax_nnx, nnx, scenario)

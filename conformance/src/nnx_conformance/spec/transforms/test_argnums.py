@@ -231,3 +231,18 @@ def test_a_donated_argument_is_donated_however_it_is_passed(nnx: Any, flax_nnx: 
         return out, x.is_deleted(), y.is_deleted()
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("grad", "value_and_grad")
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad"])
+@pytest.mark.parametrize("passed", [0, 1], ids=["no argument", "one argument"])
+def test_differentiating_with_respect_to_no_argument_is_refused_as_in_flax(
+    nnx: Any, flax_nnx: Any, transform: str, passed: int
+) -> None:
+    """``argnums=()``: flax raises ValueError."""
+
+    def scenario(n: Any) -> Any:
+        return getattr(n, transform)(lambda *xs: jnp.sum(jnp.ones(2)), argnums=())(*[jnp.ones(2)] * passed)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert isinstance(outcome.error, ValueError), f"flax's {transform} refuses argnums=() with ValueError"

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.assertions import raises_named
+from nnx_conformance.assertions import assert_same, raises_named
 from jax.sharding import PartitionSpec
 
 pytestmark = pytest.mark.kind("error")
@@ -181,3 +181,33 @@ def test_vmap_lists_each_variable_reached_with_different_axes_by_its_path(nnx: A
     )
     with pytest.raises(ValueError, match=re.escape(message) + "$"):
         f(outer, outer, outer.a.v)
+
+
+def returns_text(m: Any, *rest: Any) -> Any:
+    """A function whose output is no JAX type (a string inside a dict)."""
+    return {"a": "text"}
+
+
+def _scan_returns_text(m: Any, x: Any) -> Any:
+    return m, "text"
+
+
+RETURNING_TEXT = {
+    "jit": lambda n, m: n.jit(returns_text)(m),
+    "jit in tree mode": lambda n, m: n.jit(returns_text, graph=False)(m),
+    "eval_shape": lambda n, m: n.eval_shape(returns_text, m),
+    "remat": lambda n, m: n.remat(returns_text)(m),
+    "cond": lambda n, m: n.cond(True, returns_text, returns_text, m),
+    "switch": lambda n, m: n.switch(0, [returns_text, returns_text], m),
+    "scan": lambda n, m: n.scan(_scan_returns_text, in_axes=(n.Carry, 0), out_axes=(n.Carry, 0))(m, jnp.ones(2)),
+}
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("jit", "eval_shape", "remat", "cond", "switch", "scan")
+@pytest.mark.parametrize("transform", sorted(RETURNING_TEXT))
+def test_an_output_of_no_jax_type_is_refused_naming_the_user_s_function(nnx: Any, flax_nnx: Any, transform: str) -> None:
+    """JAX's TypeError names the function it traced: the user's, as flax's does, not an
+    implementation's internal wrapper."""
+    name = "_scan_returns_text" if transform == "scan" else "returns_text"
+    assert_same(flax_nnx, nnx, lambda n: RETURNING_TEXT[transform](n, n.Linear(2, 3, rngs=n.Rngs(0))), mentions=(name,))

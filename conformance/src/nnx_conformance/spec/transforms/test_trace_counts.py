@@ -115,19 +115,23 @@ def test_a_scan_body_is_traced_once_per_structure_across_calls(nnx: Any, graph: 
 
 
 @pytest.mark.apis("jit")
+@pytest.mark.parametrize("donated", [False, True], ids=["", "its input donated"])
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
-def test_a_jitted_function_is_traced_once_across_calls_of_the_same_structure(nnx: Any, graph: bool) -> None:
+def test_a_jitted_function_is_traced_once_across_calls_of_the_same_structure(nnx: Any, graph: bool, donated: bool) -> None:
     runs = []
 
     def forward(m: Any, x: Any) -> Any:
         runs.append(1)
         return m(x)
 
-    jitted = nnx.jit(forward, graph=graph)
+    jitted = nnx.jit(forward, graph=graph, donate_argnums=1 if donated else None)
     model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     for _ in range(CALLS):
         jitted(model, jnp.ones(2))
     assert len(runs) == 1, f"nnx.jit traced its function {len(runs)} times across {CALLS} calls, expected 1"
+    for seed in range(1, CALLS):
+        jitted(nnx.Linear(2, 2, rngs=nnx.Rngs(seed)), jnp.ones(2))
+    assert len(runs) == 1, f"nnx.jit traced its function again for new models of the same structure ({len(runs)} traces)"
 
 
 @pytest.mark.apis("jit")
