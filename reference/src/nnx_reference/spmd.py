@@ -70,7 +70,7 @@ def _variable_spec(variable: tp.Any) -> PartitionSpec:
 def _leaf_spec(leaf: tp.Any) -> tp.Any:
     if _is_variable(leaf):
         return leaf.replace(_variable_spec(leaf))
-    if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+    if hasattr(leaf, "shape"):  # anything with a shape (a NumPy dtype too), as flax
         return PartitionSpec()
     return None
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from nnx_conformance.assertions import assert_same
 
 pytestmark = pytest.mark.kind("property")
 
@@ -96,3 +99,33 @@ def test_get_abstract_model_gives_the_graphdef_and_sharded_abstract_state(
     assert isinstance(model, nnx.Linear), (
         f"merge(*get_abstract_model(init_fn, mesh)): expected a Linear, got {type(model).__name__}"
     )
+
+
+class _Shaped:
+    """A leaf with a ``shape`` and nothing else of an array."""
+
+    shape = (2,)
+
+
+class _Typed:
+    """A leaf with a ``dtype`` and nothing else of an array."""
+
+    dtype = "float32"
+
+
+LEAVES = {
+    "an array": lambda: jax.numpy.ones(2),
+    "a NumPy dtype": lambda: np.dtype("float32"),
+    "an object with a shape only": _Shaped,
+    "an object with a dtype only": _Typed,
+    "a JAX scalar type": lambda: jax.numpy.float32,
+    "a Python int": lambda: 3,
+}
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("get_partition_spec")
+@pytest.mark.parametrize("leaf", sorted(LEAVES))
+def test_get_partition_spec_gives_a_leaf_that_is_no_variable_flax_s_spec(nnx: Any, flax_nnx: Any, leaf: str) -> None:
+    """A leaf with a ``shape`` gets an empty PartitionSpec, any other None, as in flax."""
+    assert_same(flax_nnx, nnx, lambda n: str(n.get_partition_spec({"leaf": LEAVES[leaf]()})))
