@@ -37,6 +37,10 @@ class DiffPrefix:
 
     filter: tp.Any  # None: not differentiated
 
+    def __str__(self) -> str:
+        """As flax's aliasing errors write the prefix of a Variable: differentiated or None."""
+        return "True" if self.filter is not None else "None"
+
 
 def expand_diff(prefix: DiffPrefix, obj: tp.Any) -> list:
     """A graph node splits into its differentiable substate and the rest; a bare

@@ -211,3 +211,27 @@ def test_an_output_of_no_jax_type_is_refused_naming_the_user_s_function(nnx: Any
     implementation's internal wrapper."""
     name = "_scan_returns_text" if transform == "scan" else "returns_text"
     assert_same(flax_nnx, nnx, lambda n: RETURNING_TEXT[transform](n, n.Linear(2, 3, rngs=n.Rngs(0))), mentions=(name,))
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("grad", "value_and_grad", "DiffState")
+@pytest.mark.parametrize("argnums", ["default", "(0,)", "DiffState(0, Param)"])
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad"])
+def test_a_variable_reached_by_a_differentiated_and_another_argument_is_refused_in_flax_s_words(
+    nnx: Any, flax_nnx: Any, transform: str, argnums: str
+) -> None:
+    """With graph updates: the whole message, paths and prefixes (differentiated or None)."""
+
+    def message(n: Any) -> Any:
+        shared = n.Param(jnp.ones(2))
+        given = {"default": {}, "(0,)": {"argnums": (0,)}, "DiffState(0, Param)": {"argnums": n.DiffState(0, n.Param)}}[argnums]
+        try:
+            getattr(n, transform)(lambda a, b: jnp.sum(a.lin.kernel[...]), **given)(
+                n.Dict(lin=n.Dict(kernel=shared)), n.Dict(k=shared)
+            )
+        except ValueError as error:
+            return str(error)
+        return None
+
+    outcome = assert_same(flax_nnx, nnx, message)
+    assert "Inconsistent aliasing" in str(outcome.result), f"flax's {transform} refuses the shared Param"
