@@ -6,6 +6,7 @@ with all of them, whatever an implementation keeps between calls."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import jax
@@ -144,3 +145,33 @@ def test_a_jitted_function_sees_a_change_to_its_model_between_calls(nnx: Any, fl
         return before, jitted(model)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+class _Doubler:
+    """A callable that cannot be hashed (it defines equality only)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Doubler)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __call__(self, x: Any) -> Any:
+        return x * 2 + 1
+
+
+CALLABLES: dict[str, Callable[[Any, Any], Any]] = {
+    "cond with builtins": lambda n, x: n.cond(True, operator.neg, operator.pos, x),
+    "cond with unhashable callables": lambda n, x: n.cond(False, _Doubler(), _Doubler(), x),
+    "switch": lambda n, x: n.switch(1, [operator.neg, _Doubler()], x),
+    "while_loop": lambda n, x: n.while_loop(lambda v: v[0] < 5, _Doubler(), x),
+    "fori_loop": lambda n, x: n.fori_loop(0, 3, lambda i, v: operator.neg(v), x),
+    "scan": lambda n, x: n.scan(_Doubler(), in_axes=0, out_axes=0)(x),
+    "remat": lambda n, x: n.remat(_Doubler())(x),
+}
+
+
+@pytest.mark.apis("cond", "switch", "while_loop", "fori_loop", "scan", "remat")
+@pytest.mark.parametrize("call", sorted(CALLABLES))
+def test_transforms_take_builtins_and_unhashable_callables_as_flax(nnx: Any, flax_nnx: Any, call: str) -> None:
+    """Functions that cannot be weakly referenced (builtins) or hashed run as any other."""
+    assert_same(flax_nnx, nnx, lambda n: [CALLABLES[call](n, jnp.arange(3.0)) for _ in range(2)])
