@@ -7,6 +7,8 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
+from nnx_conformance.assertions import assert_same
+
 pytestmark = pytest.mark.kind("error")
 
 linear = pytest.mark.area("nn/linear")
@@ -357,3 +359,25 @@ def test_lora_base_module_must_be_callable(nnx: Any) -> None:
 def test_canonicalize_dtype_refuses_an_integer_dtype_when_inexact(nnx: Any) -> None:
     with pytest.raises(ValueError, match=r"Dtype must be inexact"):
         nnx.nn.dtypes.canonicalize_dtype(jnp.ones(2), dtype=jnp.int32)
+
+
+MISSING_STREAM = {
+    "MultiHeadAttention's dropout": lambda n, rngs: n.MultiHeadAttention(2, 4, dropout_rate=0.5, decode=False, rngs=n.Rngs(0))(
+        jnp.ones((1, 3, 4)), deterministic=False, rngs=rngs
+    ),
+    "a cell's initial carry": lambda n, rngs: n.SimpleCell(3, 4, rngs=n.Rngs(0)).initialize_carry((2, 3), rngs=rngs),
+}
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("MultiHeadAttention", "SimpleCell", "Rngs")
+@pytest.mark.parametrize("streams", ["default only", "params only"])
+@pytest.mark.parametrize("draw", sorted(MISSING_STREAM))
+def test_a_layer_drawing_from_rngs_without_its_stream_acts_as_flax(nnx: Any, flax_nnx: Any, draw: str, streams: str) -> None:
+    """The default stream stands in for a missing one; without it, flax's AttributeError."""
+
+    def scenario(n: Any) -> Any:
+        rngs = n.Rngs(5) if streams == "default only" else n.Rngs(params=5)
+        return MISSING_STREAM[draw](n, rngs)
+
+    assert_same(flax_nnx, nnx, scenario)

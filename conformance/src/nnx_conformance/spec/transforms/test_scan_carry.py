@@ -281,3 +281,21 @@ def test_the_module_returned_as_the_carry_comes_back_as_in_flax(
         return out, carry, found is carry, found.a is carry.a, found.a is found.b, found.b is carry.b
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+MISMATCHED_SCANS = {
+    "Carry in out_axes only": lambda n, x: n.scan(lambda c, y: (c, y), in_axes=(0, 0), out_axes=(n.Carry, 0))(x, x),
+    "Carry in in_axes only": lambda n, x: n.scan(lambda c, y: (c, y), in_axes=(n.Carry, 0), out_axes=(0, 0))(x, x),
+    "an output longer than out_axes": lambda n, x: n.scan(
+        lambda c, y: (c, y, y), in_axes=(n.Carry, 0), out_axes=(n.Carry, 0)
+    )(0.0, x),
+    "an output shorter than out_axes": lambda n, x: n.scan(lambda c, y: (c,), in_axes=(n.Carry, 0), out_axes=(n.Carry, 0))(0.0, x),
+}
+
+
+@pytest.mark.apis("scan", "Carry")
+@pytest.mark.parametrize("scan", sorted(MISMATCHED_SCANS))
+def test_a_scan_whose_axes_or_output_do_not_match_is_refused_as_flax(nnx: Any, flax_nnx: Any, scan: str) -> None:
+    words = ("must also have Carry",) if scan.startswith("Carry") else ("pytree structure",)
+    outcome = assert_same(flax_nnx, nnx, lambda n: MISMATCHED_SCANS[scan](n, jnp.arange(3.0)), mentions=words)
+    assert isinstance(outcome.error, ValueError), f"flax refuses a scan with {scan} with ValueError"
