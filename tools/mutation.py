@@ -53,6 +53,7 @@ from .mutation_lines import LineMap, record_options, statement_line
 from .mutation_sites import (
     Mutant,
     Site,
+    UnmadeMutant,
     find_sites,
     make_mutant,
     module_path,
@@ -400,11 +401,21 @@ def _judge_all(sites: Sequence[Site], equivalents: dict[str, str], judging: Judg
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     free.append(pending.pop(future))
-                    yield _printed(future.result())
+                    yield from _finished(future)
             copy_root = free.pop()
             pending[pool.submit(_judge_site, site, equivalents, judging, copy_root)] = copy_root
         for future in pending:
-            yield _printed(future.result())
+            yield from _finished(future)
+
+
+def _finished(future: Future[Verdict]) -> Iterator[Verdict]:
+    """The printed verdict of a judged site; none where cosmic-ray could not make its mutant."""
+    try:
+        verdict = future.result()
+    except UnmadeMutant as unmade:
+        print(f"unmade     {unmade}", flush=True)
+        return
+    yield _printed(verdict)
 
 
 def _judge_site(site: Site, equivalents: dict[str, str], judging: Judging, copy_root: Path) -> Verdict:

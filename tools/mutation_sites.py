@@ -144,10 +144,19 @@ def _fingerprint(site: Site, hunk: Iterable[str]) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
+class UnmadeMutant(ValueError):
+    """cosmic-ray failed to apply its operator at a site (its ExceptionReplacer fails on some
+    exception tuples): the site has no mutant to judge."""
+
+
 def make_mutant(site: Site, source: str) -> Mutant | None:
-    """The mutant of ``source`` at ``site``, or None if cosmic-ray no longer finds the site."""
+    """The mutant of ``source`` at ``site``, or None if cosmic-ray no longer finds the site
+    (``UnmadeMutant`` where cosmic-ray fails to apply its operator there)."""
     operator = plugins.get_operator(site.operator)()
-    mutated = mutate_code(source, operator, site.occurrence)
+    try:
+        mutated = mutate_code(source, operator, site.occurrence)
+    except Exception as failure:  # noqa: BLE001 - any failure of cosmic-ray's operator
+        raise UnmadeMutant(f"{site.module}:{site.line} {site.operator}: {type(failure).__name__}: {failure}") from failure
     if mutated is None or mutated == source:
         return None
     old, new = source.splitlines(), mutated.splitlines()

@@ -241,3 +241,14 @@ def test_a_sample_with_a_floor_per_module_draws_from_every_module(tmp_path: Path
         f"expected the same 5 sites for seed 0, got {drawn}"
     counts = {module: sum(site.module == module for site in drawn) for module in modules}
     assert all(count >= 2 for count in counts.values()), f"expected at least 2 sites of each module, got {counts}"
+
+
+def test_a_site_cosmic_ray_fails_to_mutate_has_no_mutant_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = _sites(tmp_path)[0]
+
+    def failing(*args: object) -> str:
+        raise AttributeError("'PythonNode' object has no attribute 'value'")
+
+    monkeypatch.setattr(mutation_sites, "mutate_code", failing)
+    with pytest.raises(mutation_sites.UnmadeMutant, match=f"{site.module}:{site.line} {site.operator}: AttributeError"):
+        mutation_sites.make_mutant(site, site.path.read_text())
