@@ -12,7 +12,8 @@ import typing as tp
 from . import _hijax
 
 
-def _unwrap(x: tp.Any) -> tp.Any:
+def value_of(x: tp.Any) -> tp.Any:
+    """A Variable's value (a traced hijax one's too); anything else as it is."""
     return x.get_value() if isinstance(x, ValueOperators) else x
 
 
@@ -31,7 +32,7 @@ def _binary(name: str) -> tp.Callable[..., tp.Any]:
     """A binary Variable operator: the value's own, given the other operand's value."""
 
     def method(self: ValueOperators, other: tp.Any) -> tp.Any:
-        return getattr(self.get_value(), name)(_unwrap(other))
+        return getattr(self.get_value(), name)(value_of(other))
 
     method.__name__ = name
     return method

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from . import _hijax, reprlib
-from ._operators import ValueOperators
+from ._operators import ValueOperators, value_of
 from ._sharding import shard_value, use_eager_sharding, using_eager_sharding
 from ._tracing import check_same_trace, current_trace_state, inside_transformation
 from ._variable_metadata import (
@@ -62,8 +62,10 @@ V = tp.TypeVar("V", bound="Variable")
 # ---------------------------------------------------------------- Variable
 
 
-def _unwrap(x: tp.Any) -> tp.Any:
-    return x.get_value() if isinstance(x, Variable) else x
+def _keep(variable: Variable[tp.Any], raw: tp.Any) -> None:
+    """Stores ``raw`` as ``variable``'s value (a hijax Variable's as JAX takes an operand, as
+    flax's); a function, not a method: flax's writes do not go through ``set_raw_value``."""
+    object.__setattr__(variable, "_raw_value", _hijax.canonical(raw) if variable._hijax else raw)
 
 
 _VALUE_GET_DEPRECATED = (
@@ -198,13 +200,18 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         return self._var_metadata.get("out_sharding")
 
     def copy_from(self, other: Variable[A]) -> None:
-        """Takes ``other``'s value and metadata in place."""
-        self._store(other._raw_value)
-        object.__setattr__(self, "_var_metadata", Metadata(other._var_metadata))
+        """Takes ``other``'s value and metadata in place: ``other`` of exactly this class (a
+        hijax Variable takes any instance of its type), else ValueError, as flax's."""
+        fits = isinstance(other, self.type) if self._hijax else type(other) is type(self)
+        if not fits:
+            got = other.type.__name__ if self._hijax else type(other).__name__
+            raise ValueError(f"Cannot copy from incompatible container, expected {self.type.__name__}, got {got}")
+        self.update_from_state(other)
 
     def update_from_state(self, variable_state: Variable[A]) -> None:
-        """Takes the value and metadata of ``variable_state`` in place."""
-        self.copy_from(variable_state)
+        """Takes the value and metadata of ``variable_state`` in place, whatever its type."""
+        _keep(self, variable_state._raw_value)
+        object.__setattr__(self, "_var_metadata", Metadata(variable_state._var_metadata))
 
     # -- value access
 
@@ -227,21 +234,13 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         """The stored value, without get hooks applied."""
         return self._raw_value
 
-    @raw_value.setter
-    def raw_value(self, value: A) -> None:
-        self.set_raw_value(value)
-
     def get_raw_value(self) -> A:
         """The stored value, without get hooks applied."""
         return self._raw_value
 
     def set_raw_value(self, value: A, *, _unsafe_bypass_check: bool = False) -> None:
         """Replaces the stored value, without set hooks."""
-        self._store(value)
-
-    def _store(self, raw: tp.Any) -> None:
-        """Keeps ``raw`` as the stored value (a hijax Variable's as JAX takes an operand, as flax's)."""
-        object.__setattr__(self, "_raw_value", _hijax.canonical(raw) if self._hijax else raw)
+        _keep(self, value)
 
     def get_value(self, *, index: tp.Any = MISSING) -> A:
         """The value (after get hooks), or ``value[index]`` when ``index`` is given."""
@@ -262,20 +261,20 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
             )
         raw = self._raw_value
         self._check_can_update(raw)
-        value = _unwrap(value)
+        value = value_of(value)
         for hook in self._hooks("on_set_value"):
             value = hook(self, value)
         if index is MISSING:
             if reprlib.is_ref(raw):
                 raw[...] = value
             else:
-                self._store(value)
+                _keep(self, value)
         elif reprlib.is_ref(raw):
             raw[index] = value
         elif index is Ellipsis and _same_array_type(raw, value):
-            self._store(value)
+            _keep(self, value)
         elif isinstance(raw, jax.Array | jax.core.Tracer):
-            self._store(raw.at[index].set(value))
+            _keep(self, raw.at[index].set(value))
         else:  # a NumPy array or another mutable container: in place
             raw[index] = _hijax.canonical(value) if self._hijax else value
 
@@ -381,6 +380,9 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         if name == "value":
             warnings.warn(_VALUE_SET_DEPRECATED, DeprecationWarning, stacklevel=1)
             self.set_value(value)
+            return
+        if name == "raw_value":
+            self.set_raw_value(value)
             return
         if name.startswith("_"):
             object.__setattr__(self, name, value)

@@ -229,3 +229,37 @@ def test_get_metadata_gives_the_default_of_a_missing_entry_as_flax(
         return found, found is given
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+WRITES = {
+    "v[...] = x": lambda n, v: v.__setitem__(..., jnp.zeros(2)),
+    "v[0] = x": lambda n, v: v.__setitem__(0, 3.0),
+    "set_value": lambda n, v: v.set_value(jnp.ones(2)),
+    "copy_from a Param": lambda n, v: v.copy_from(n.Param(jnp.full((2,), 5.0))),
+    "copy_from a hijax Param": lambda n, v: v.copy_from(n.Param(jnp.full((2,), 5.0), hijax=True)),
+    "copy_from a BatchStat": lambda n, v: v.copy_from(n.BatchStat(jnp.full((2,), 5.0))),
+    "copy_from its own type": lambda n, v: v.copy_from(v.type(jnp.full((2,), 6.0))),
+    "raw_value = x": lambda n, v: setattr(v, "raw_value", jnp.zeros(2)),
+}
+
+
+@pytest.mark.apis("Variable.set_raw_value", "Variable.set_value", "Variable.copy_from")
+@pytest.mark.parametrize("write", sorted(WRITES))
+@pytest.mark.parametrize("hijax", [False, True], ids=["plain", "hijax"])
+def test_which_writes_go_through_an_overridden_set_raw_value_as_in_flax(nnx: Any, flax_nnx: Any, hijax: bool, write: str) -> None:
+    """A subclass overriding ``set_raw_value`` sees the writes flax routes through it; the
+    value after the write, or flax's error (``copy_from`` of another type)."""
+
+    def scenario(n: Any) -> Any:
+        seen: list[str] = []
+
+        class Recorded(n.Param):
+            def set_raw_value(self, value: Any, **kwargs: Any) -> None:
+                seen.append("set_raw_value")
+                super().set_raw_value(value, **kwargs)
+
+        variable = Recorded(jnp.ones(2), hijax=hijax)
+        WRITES[write](n, variable)
+        return seen, variable[...]
+
+    assert_same(flax_nnx, nnx, scenario)
