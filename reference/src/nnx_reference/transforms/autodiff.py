@@ -14,6 +14,7 @@ from ..graphlib import Mode
 from ..statelib import State
 from ..variablelib import Param
 from . import checks, lift, trees
+from .prefix import VariablePrefix
 from .statics import insert_statics, remove_statics
 
 __all__ = ["DiffState", "grad", "jvp", "remat", "value_and_grad", "vjp"]
@@ -32,14 +33,20 @@ class DiffState:
 
 
 @dataclasses.dataclass(frozen=True)
-class DiffPrefix:
+class DiffPrefix(VariablePrefix):
     """The prefix entry of an argument: differentiate it, and which substate if a node."""
 
     filter: tp.Any  # None: not differentiated
+    # what the aliasing check gives the Variables of an argument not differentiated: flax's
+    # grad with graph updates None, custom_vjp and grad without graph updates False
+    undifferentiated: bool | None = dataclasses.field(default=None, compare=False)
 
-    def __str__(self) -> str:
-        """As flax's aliasing errors write the prefix of a Variable: differentiated or None."""
-        return "True" if self.filter is not None else "None"
+    def map_prefix(self, path: tuple, variable: tp.Any) -> bool | None:
+        """Whether the Variable at ``path`` is differentiated, as the aliasing check compares
+        and flax's error writes it."""
+        if self.filter is None:
+            return self.undifferentiated
+        return to_predicate(self.filter)(path, variable)
 
 
 def expand_diff(prefix: DiffPrefix, obj: tp.Any) -> list:
@@ -158,8 +165,8 @@ def _grad_call(
     _check_positional_count(positions[0] if single else positions, args)
     prefixes = _arg_prefixes(nums, len(args))
     if not mode.graph_updates:  # the whole argument is differentiated, as a tree
-        prefixes = tuple(DiffPrefix(... if p.filter is not None else None) for p in prefixes)
-    kwarg_prefixes = {key: DiffPrefix(None) for key in kwargs}
+        prefixes = tuple(DiffPrefix(... if p.filter is not None else None, False) for p in prefixes)
+    kwarg_prefixes = {key: DiffPrefix(None, False) for key in kwargs}
     lifted = lift.lift(name, (args, kwargs), (prefixes, kwarg_prefixes), mode, expand=expand_diff)
     diff, rest = trees.partition(lifted.pure, lifted.prefix, is_diff)
 
@@ -252,9 +259,8 @@ def value_and_grad(
     _refuse_reduce_axes("value_and_grad", reduce_axes)
     trees.reject_bound_method("value_and_grad", f)
     graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
-    _check_tree_mode_argnums(
-        "value_and_grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates)
-    )
+    # flax's message for a DiffState without graph updates names grad here too
+    _check_tree_mode_argnums("grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates))
 
     def make(fun: tp.Callable) -> tp.Callable:
         @functools.wraps(fun)

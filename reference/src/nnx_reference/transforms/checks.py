@@ -10,7 +10,7 @@ from .. import graphlib, variablelib
 from .._tracing import check_same_trace, current_trace_state, inside_transformation
 from ..errors import TraceContextError
 from ..reprlib import is_ref
-from .prefix import PrefixMapping
+from .prefix import VariablePrefix
 from .trees import is_variable
 
 
@@ -34,25 +34,26 @@ def variable_prefixes(
     walking its graph, or with ``every_path`` once per path ``jax.tree`` takes to it (a
     shared Variable several times, none inside a Module that is no pytree)."""
     for path, var in _variables_of(obj, every_path):
-        value = prefix.map_prefix(path, var) if isinstance(prefix, PrefixMapping) else prefix
+        value = prefix.map_prefix(path, var) if isinstance(prefix, VariablePrefix) else prefix
         yield path, var, value
 
 
 class Reached(tp.NamedTuple):
     """A Variable as one occurrence of an object reaches it: where, and the prefix it gets."""
 
-    label: str
+    path: tuple  # below the root the error names it under
     variable: variablelib.Variable
     prefix: tp.Any
 
+    def __str__(self) -> str:
+        """As flax's aliasing error lists it: the path joined with slashes (``<root>`` for an
+        empty one), then the prefix."""
+        return f"{'/'.join(map(str, self.path)) or '<root>'}: {self.prefix}"
+
 
 def reached(obj: tp.Any, prefix: tp.Any, root: tuple = ()) -> list[Reached]:
-    """The Variables of ``obj`` (each once) with their prefix values, labelled by their path
-    below ``root`` joined with slashes (``<root>`` for an empty one)."""
-    return [
-        Reached("/".join(str(part) for part in (*root, *path)) or "<root>", var, value)
-        for path, var, value in variable_prefixes(obj, prefix)
-    ]
+    """The Variables of ``obj`` (each once) with their prefix values and paths below ``root``."""
+    return [Reached((*root, *path), var, value) for path, var, value in variable_prefixes(obj, prefix)]
 
 
 def check_consistent_aliasing(occurrences: tp.Iterable[list[Reached]]) -> None:
@@ -63,7 +64,7 @@ def check_consistent_aliasing(occurrences: tp.Iterable[list[Reached]]) -> None:
     where it was reached up to there.
     """
     seen: dict[int, list[Reached]] = {}
-    mismatched: dict[int, None] = {}
+    mismatched: set[int] = set()
     for occurrence in occurrences:
         reached_here: set[int] = set()
         for entry in occurrence:
@@ -74,12 +75,12 @@ def check_consistent_aliasing(occurrences: tp.Iterable[list[Reached]]) -> None:
             entries = seen.setdefault(key, [])
             entries.append(entry)
             if entries[0].prefix != entry.prefix:
-                mismatched[key] = None
+                mismatched.add(key)
         if mismatched:
-            nodes = "\n".join(
-                f"Node: {type(seen[key][0].variable).__name__}\n"
-                + "\n".join(f"  {e.label}: {e.prefix}" for e in seen[key])
-                for key in mismatched
+            nodes = "\n".join(  # in the order the Variables were first reached, as flax's
+                f"Node: {type(entries[0].variable).__name__}\n" + "\n".join(f"  {e}" for e in entries)
+                for key, entries in seen.items()
+                if key in mismatched
             )
             raise ValueError(f"Inconsistent aliasing detected. The following nodes have different prefixes:\n{nodes}")
 

@@ -12,7 +12,7 @@ from jax.sharding import PartitionSpec
 
 from . import checks, lift, trees
 from .general import eval_shape
-from .prefix import PrefixMapping
+from .prefix import PrefixMapping, VariablePrefix
 from .statics import Statics, insert_statics, remove_statics
 from .tree_jit import TreeJit
 
@@ -47,11 +47,18 @@ def _expand_sharding(prefix: tp.Any, obj: tp.Any = None) -> list:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Spec:
+class _Spec(VariablePrefix):
     """What jit needs to know about one argument leaf or substate."""
 
     sharding: tp.Any
     donate: bool
+
+    def map_prefix(self, path: tuple, variable: tp.Any) -> tp.Any:
+        """The sharding of the Variable at ``path``: what the aliasing check compares, as
+        flax's (donation is no prefix there)."""
+        if isinstance(self.sharding, PrefixMapping):
+            return self.sharding.map_prefix(path, variable)
+        return self.sharding
 
 
 def _spec_tree(sharding: tp.Any, donate: bool) -> tp.Any:

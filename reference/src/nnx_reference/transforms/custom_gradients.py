@@ -48,17 +48,22 @@ class CustomVjp:
         args = trees.positional(self.fun, args, kwargs)
         mode = trees.resolve_mode(self.graph, self.graph_updates)
         checks.reject_prefix_objects("custom_vjp", self.nondiff_argnums, DiffState, mode, "nondiff_argnums")
-        if self.fwd is None:  # flax's classes: jax's AttributeError, except with graph updates
-            error = ValueError if mode.graph_updates else AttributeError
-            raise error(f"No VJP defined for custom_vjp function {self.__name__} using defvjp.")
         if mode != (True, True):
             return self._call_tree(args)
         return self._call_graph(args)
+
+    def _check_defined(self, graph_updates: bool) -> None:
+        """Raises when ``defvjp`` was not called: after the inputs' checks, as flax's, with
+        jax's AttributeError except with graph updates."""
+        if self.fwd is None:
+            error = ValueError if graph_updates else AttributeError
+            raise error(f"No VJP defined for custom_vjp function {self.__name__} using defvjp.")
 
     def _call_tree(self, args: tuple) -> tp.Any:
         """Without graph updates: ``jax.custom_vjp`` over the arguments as pytrees, the
         Variable updates an extra output whose cotangents ``bwd`` may take as ``updates_g``."""
         checks.check_no_sharing("custom_vjp", (args, {}))
+        self._check_defined(graph_updates=False)
         nums = tuple(a for a in self.nondiff_argnums if isinstance(a, int))
         fun, fwd, bwd = self.fun, self.fwd, self.bwd
         takes_updates_g = "updates_g" in inspect.signature(bwd).parameters
@@ -96,8 +101,9 @@ class CustomVjp:
                 filters[a.argnum] = a.filter
             else:
                 filters[a] = None
-        prefixes = tuple(DiffPrefix(filters[i]) for i in range(len(args)))
+        prefixes = tuple(DiffPrefix(filters[i], False) for i in range(len(args)))
         lifted = lift.lift("custom_vjp", (args, {}), (prefixes, {}), Mode(True, True), expand=expand_diff)
+        self._check_defined(graph_updates=True)
         static = lifted.static
         diff, rest = trees.partition(lifted.pure, lifted.prefix, is_diff)
         fun, fwd, bwd = self.fun, self.fwd, self.bwd

@@ -242,7 +242,8 @@ def lift(
     if coalesce:
         return _lift_flat(graph_updates, arg_leaves, treedef, slots, objs, roots, tree_input_paths)
     obj_prefixes = tuple(prefixes[i] for i in slots)
-    check_consistent_aliasing(reached(o, p) for o, p in zip(objs, obj_prefixes))
+    obj_roots = _key_paths(args, objects, slots) if not graph_updates else [()] * len(objs)
+    check_consistent_aliasing(reached(o, p, r) for o, p, r in zip(objs, obj_prefixes, obj_roots))
     groups = _groups_for(objs, obj_prefixes, expand)
     outer_index = graphlib.RefMap()
     graphdef, states = _split_groups(objs, [], groups, [], outer_index)
@@ -253,6 +254,13 @@ def lift(
     arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
     pure, prefix = to_jax(Layout(arg_leaves, states)), Layout(arg_prefixes, [g.prefix for g in groups])
     return Lifted(static, pure, prefix, objs, outer_index=outer_index)
+
+
+def _key_paths(args: tp.Any, is_leaf: tp.Callable[[tp.Any], bool], slots: tuple[int, ...]) -> list[tuple]:
+    """The path in ``args`` of each leaf at ``slots``: where flax's aliasing errors without
+    graph updates name an object's Variables from (``0/1/...``: the second positional argument)."""
+    paths = [keypath for keypath, _ in jax.tree_util.tree_flatten_with_path(args, is_leaf=is_leaf)[0]]
+    return [tuple(graphlib.jax_key(k) for k in paths[i]) for i in slots]
 
 
 def _lift_flat(

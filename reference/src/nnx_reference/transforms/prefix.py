@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import abc
 import typing as tp
 
 from .. import filterlib, statelib, variablelib
+
+
+class VariablePrefix(abc.ABC):
+    """A prefix entry of a graph node that gives each of its Variables a value of its own
+    (the value the aliasing check compares)."""
+
+    @abc.abstractmethod
+    def map_prefix(self, path: tuple, variable: variablelib.Variable[tp.Any]) -> tp.Any:
+        """The value for ``variable`` at ``path`` below the node."""
 
 
 def _pairs(spec: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
@@ -19,7 +29,7 @@ def _pairs(spec: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
     return [tuple(pair) for pair in spec]
 
 
-class PrefixMapping:
+class PrefixMapping(VariablePrefix):
     """An ordered mapping from filters to prefix values for one graph node."""
 
     def __init__(self, filter_values: tp.Any, /):
