@@ -339,9 +339,12 @@ def jit(
 ) -> JitWrapped | tp.Callable[[trees.Fn], JitWrapped]:
     """Lifted ``jax.jit``: Modules and Variables as arguments, their updates propagated."""
     trees.reject_bound_method("jit", fun)
-    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
+    mode = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
+    graph, graph_updates = mode
     checks.reject_variable_prefixes("jit", "in_shardings", in_shardings)
     checks.reject_variable_prefixes("jit", "out_shardings", out_shardings)
+    checks.reject_prefix_objects("jit", in_shardings, StateSharding, mode, "in_shardings")
+    checks.reject_prefix_objects("jit", out_shardings, StateSharding, mode, "out_shardings")
     return trees.decorator_or_call(
         fun,
         lambda f: JitWrapped(

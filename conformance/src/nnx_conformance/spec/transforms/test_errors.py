@@ -4,6 +4,7 @@ objects without graph updates, inconsistent prefixes, trace levels, loop structu
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -235,3 +236,52 @@ def test_a_variable_reached_by_a_differentiated_and_another_argument_is_refused_
 
     outcome = assert_same(flax_nnx, nnx, message)
     assert "Inconsistent aliasing" in str(outcome.result), f"flax's {transform} refuses the shared Param"
+
+
+def _prefix_object_refused(n: Any, transform: str, graph: bool) -> Any:
+    """The call of ``transform`` with a prefix object that needs graph updates, made in tree
+    mode or in graph mode without them."""
+    mode = {"graph": graph, "graph_updates": False}
+    P, mesh = PartitionSpec, jax.make_mesh((1,), ("x",))
+    model = n.Dict(a=n.Param(jnp.ones(1)))
+    loss = lambda m: jnp.sum(m.a[...])  # noqa: E731
+    calls: dict[str, Callable[[], Any]] = {
+        "grad": lambda: n.grad(loss, argnums=n.DiffState(0, n.Param), **mode)(model),
+        "value_and_grad": lambda: n.value_and_grad(loss, argnums=n.DiffState(0, n.Param), **mode)(model),
+        "custom_vjp": lambda: n.custom_vjp(loss, nondiff_argnums=(n.DiffState(0, ...),), **mode)(model),
+        "vmap in_axes": lambda: n.vmap(loss, in_axes=(n.StateAxes({...: 0}),), **mode)(model),
+        "vmap out_axes": lambda: n.vmap(lambda m: m, in_axes=0, out_axes=n.StateAxes({...: 0}), **mode)(model),
+        "pmap in_axes": lambda: n.pmap(loss, in_axes=(n.StateAxes({...: 0}),), **mode)(model),
+        "scan in_axes": lambda: n.scan(lambda c, m: (c, None), in_axes=(n.Carry, n.StateAxes({...: 0})), **mode)(0, model),
+        "shard_map in_specs": lambda: n.shard_map(
+            loss, mesh=mesh, in_specs=(n.StateSharding({...: P()}),), out_specs=P(), **mode
+        )(model),
+        "jit in_shardings": lambda: n.jit(
+            loss, in_shardings=(n.StateSharding({...: jax.NamedSharding(mesh, P())}),), **mode
+        )(model),
+        "jit out_shardings": lambda: n.jit(
+            lambda m: m.a[...], out_shardings=n.StateSharding({...: jax.NamedSharding(mesh, P())}), **mode
+        )(model),
+    }
+    try:
+        calls[transform]()
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("grad", "value_and_grad", "custom_vjp", "vmap", "pmap", "scan", "shard_map", "jit", "DiffState", "StateAxes", "StateSharding")
+@pytest.mark.parametrize("graph", [False, True], ids=["in tree mode", "in graph mode without graph updates"])
+@pytest.mark.parametrize(
+    "transform",
+    ["grad", "value_and_grad", "custom_vjp", "vmap in_axes", "vmap out_axes", "pmap in_axes", "scan in_axes",
+     "shard_map in_specs", "jit in_shardings", "jit out_shardings"],
+)
+def test_a_prefix_object_that_needs_graph_updates_is_refused_in_flax_s_words(
+    nnx: Any, flax_nnx: Any, transform: str, graph: bool
+) -> None:
+    """The whole message: the argument named, the three ways out (value_and_grad's names grad,
+    as flax's does)."""
+    outcome = assert_same(flax_nnx, nnx, lambda n: _prefix_object_refused(n, transform, graph))
+    assert "cannot contain" in str(outcome.result), f"flax refuses the prefix object given to {transform}"
