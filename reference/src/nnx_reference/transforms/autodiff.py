@@ -187,6 +187,45 @@ def _grad_call(
     return ((value, aux) if has_aux else value), (per_arg[0] if single else per_arg)
 
 
+class _GradCall(tp.NamedTuple):
+    """What ``grad`` or ``value_and_grad`` was made with (the mode fixed when made, as flax's)."""
+
+    name: str  # "grad" or "value_and_grad"
+    argnums: int | DiffState | tp.Sequence[int | DiffState]
+    has_aux: bool
+    holomorphic: bool
+    allow_int: bool
+    graph: bool
+    graph_updates: bool
+
+    def __call__(self, fun: tp.Callable, args: tuple, kwargs: dict[str, tp.Any]) -> tp.Any:
+        value, grads = _grad_call(
+            self.name, fun, self.argnums, self.has_aux, self.holomorphic, self.allow_int,
+            self.graph, self.graph_updates, args, kwargs,
+        )
+        if self.name == "value_and_grad":
+            return value, grads
+        return (grads, value[1]) if self.has_aux else grads
+
+
+def _grad_general(options: _GradCall, fun: tp.Callable) -> tp.Callable:
+    """The function ``grad`` and ``value_and_grad`` return. As flax's, it is named after the
+    wrapper of its mode (``grad_wrapper``; ``tree_grad_wrapper`` in tree mode or without graph
+    updates) and, unlike the other transforms' functions, keeps nothing of ``fun``'s: no name,
+    docstring or ``__wrapped__``."""
+    if options.graph and options.graph_updates:
+
+        def grad_wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+            return options(fun, args, kwargs)
+
+        return grad_wrapper
+
+    def tree_grad_wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        return options(fun, args, kwargs)
+
+    return tree_grad_wrapper
+
+
 def _refuse_reduce_axes(name: str, reduce_axes: tp.Sequence[tp.Hashable]) -> None:
     """Raises as flax does for a non-empty ``reduce_axes``, which jax no longer takes."""
     if reduce_axes:
@@ -224,20 +263,9 @@ def grad(
     (or of the ``DiffState`` filter); in tree mode they have the argument's type."""
     _refuse_reduce_axes("grad", reduce_axes)
     trees.reject_bound_method("grad", f)
-    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
-    _check_tree_mode_argnums("grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates))
-
-    def make(fun: tp.Callable) -> tp.Callable:
-        @functools.wraps(fun)
-        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            value, grads = _grad_call(
-                "grad", fun, argnums, has_aux, holomorphic, allow_int, graph, graph_updates, args, kwargs
-            )
-            return (grads, value[1]) if has_aux else grads
-
-        return wrapper
-
-    return trees.decorator_or_call(f, make)
+    options = _GradCall("grad", argnums, has_aux, holomorphic, allow_int, *trees.resolve_mode(graph, graph_updates))
+    _check_tree_mode_argnums("grad", _as_tuple(argnums), Mode(options.graph, options.graph_updates))
+    return trees.decorator_or_call(f, functools.partial(_grad_general, options))
 
 
 @tp.overload
@@ -258,21 +286,12 @@ def value_and_grad(
     """Like :func:`grad`, returning ``(value, grads)`` (``((value, aux), grads)`` with aux)."""
     _refuse_reduce_axes("value_and_grad", reduce_axes)
     trees.reject_bound_method("value_and_grad", f)
-    graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
+    options = _GradCall(
+        "value_and_grad", argnums, has_aux, holomorphic, allow_int, *trees.resolve_mode(graph, graph_updates)
+    )
     # flax's message for a DiffState without graph updates names grad here too
-    _check_tree_mode_argnums("grad", _as_tuple(argnums), trees.resolve_mode(graph, graph_updates))
-
-    def make(fun: tp.Callable) -> tp.Callable:
-        @functools.wraps(fun)
-        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            return _grad_call(
-                "value_and_grad", fun, argnums, has_aux, holomorphic, allow_int, graph,
-                graph_updates, args, kwargs,
-            )
-
-        return wrapper
-
-    return trees.decorator_or_call(f, make)
+    _check_tree_mode_argnums("grad", _as_tuple(argnums), Mode(options.graph, options.graph_updates))
+    return trees.decorator_or_call(f, functools.partial(_grad_general, options))
 
 
 def _all_diff(n_args: int) -> tuple:

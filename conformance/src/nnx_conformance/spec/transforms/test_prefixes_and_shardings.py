@@ -97,6 +97,37 @@ def test_state_sharding_from_named_shardings_places_a_jitted_model_as_flax(
     assert_same(flax_nnx, nnx, scenario)
 
 
+@pytest.mark.multi_device
+@pytest.mark.apis("jit")
+@pytest.mark.documented(None)
+@given(
+    spec=st.sampled_from([P(AXIS), P()]),
+    with_out_shardings=st.booleans(),
+    mode=st.sampled_from([{}, {"graph": False}, {"graph": True, "graph_updates": False}]),
+)
+def test_state_a_jitted_function_writes_lands_on_the_in_shardings_of_its_input_as_in_flax(
+    nnx: Any, flax_nnx: Any, spec: P, with_out_shardings: bool, mode: dict[str, bool]
+) -> None:
+    """A Variable given new values made inside (no input sharding to follow) keeps its
+    argument's in_shardings, whether out_shardings is given or not; so does the output."""
+
+    def scenario(nnx: Any) -> Any:
+        devices = len(jax.devices())
+        mesh = jax.sharding.Mesh(jax.devices(), (AXIS,))
+        model = nnx.Dict(w=nnx.Param(jnp.ones(devices)), count=nnx.BatchStat(jnp.ones(devices)))
+
+        def write(m: Any) -> Any:
+            m.w[...] = jnp.arange(float(devices))
+            m.count[...] = jnp.zeros(devices)
+            return jnp.zeros(devices)
+
+        out_shardings = NamedSharding(mesh, P()) if with_out_shardings else None
+        out = nnx.jit(write, in_shardings=(NamedSharding(mesh, spec),), out_shardings=out_shardings, **mode)(model)
+        return [str(array.sharding) for array in (model.w[...], model.count[...], out)]
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 PREFIX_FILTERS = ["Param", "BatchStat", "a", "b", "Param or a", "PathContains(a)", "Not(Param)", "everything"]
 """Filters drawn for the prefix objects compared, by name (all hashable)."""
 PREFIX_KINDS = ["StateAxes", "StateSharding", "DiffState"]

@@ -1,10 +1,12 @@
 """Differential test of what the function a transform returns says of itself: its name,
 docstring and module are the transformed function's, and ``__wrapped__`` leads back to it,
-as in flax. (flax's ``grad`` and ``value_and_grad`` return a function named after an
-internal wrapper of theirs, whose name depends on the graph mode; they are left out.)"""
+as in flax. flax's ``grad`` and ``value_and_grad`` are the exception: their function is
+named after a wrapper of theirs, whose name depends on the graph mode, and keeps nothing
+of the function's."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import jax
@@ -54,5 +56,32 @@ def test_a_transformed_function_keeps_the_name_and_docstring_of_its_function_as_
     def scenario(nnx: Any) -> Any:
         made = TRANSFORMS[transform](nnx)
         return made.__name__, made.__qualname__, made.__doc__, made.__module__, _unwrapped(made) is body
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+MODES = {
+    "graph mode": {},
+    "tree mode": {"graph": False},
+    "graph mode without graph updates": {"graph": True, "graph_updates": False},
+}
+
+
+@pytest.mark.apis("grad", "value_and_grad")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad"])
+@pytest.mark.parametrize("form", ["called", "decorator"])
+def test_grad_s_function_is_named_after_the_wrapper_of_its_mode_as_in_flax(
+    nnx: Any, flax_nnx: Any, transform: str, mode: str, form: str
+) -> None:
+    """Its name and qualified name, no docstring, a signature of ``*args, **kwargs`` and no
+    way back to the function."""
+
+    def scenario(nnx: Any) -> Any:
+        make = getattr(nnx, transform)
+        made = make(body, **MODES[mode]) if form == "called" else make(**MODES[mode])(body)
+        parameters = [(p.name, p.kind.name) for p in inspect.signature(made).parameters.values()]
+        return made.__name__, made.__qualname__, made.__doc__, parameters, _unwrapped(made) is body
 
     assert_same(flax_nnx, nnx, scenario)
