@@ -256,6 +256,18 @@ def lift(
     return Lifted(static, pure, prefix, objs, outer_index=outer_index)
 
 
+def _check_output_aliasing(out: tp.Any, out_prefix: tp.Any) -> None:
+    """Graph mode without graph updates: a Variable the output holds twice must get one
+    output prefix, named as flax's error names it, by its path in the output (``0/a``)."""
+    leaves = jax.tree_util.tree_leaves(out, is_leaf=is_node_leaf)
+    slots = tuple(i for i, leaf in enumerate(leaves) if is_node_leaf(leaf))
+    if len(slots) < 2:
+        return
+    prefixes = broadcast_prefix(out_prefix, out, is_node_leaf)
+    roots = _key_paths(out, is_node_leaf, slots)
+    check_consistent_aliasing(reached(leaves[i], prefixes[i], root) for i, root in zip(slots, roots))
+
+
 def _key_paths(args: tp.Any, is_leaf: tp.Callable[[tp.Any], bool], slots: tuple[int, ...]) -> list[tuple]:
     """The path in ``args`` of each leaf at ``slots``: where flax's aliasing errors without
     graph updates name an object's Variables from (``0/1/...``: the second positional argument)."""
@@ -369,6 +381,8 @@ def _exit(
     carry_arg: int | None,
 ) -> Result:
     """The result of a traced call; graph objects keep the indices ``ref_index`` gives them."""
+    if static.asked_graph and not static.graph_updates:
+        _check_output_aliasing(out, out_prefix)
     if not static.graph:
         check_no_aliasing(
             name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.downgraded,

@@ -1,10 +1,11 @@
-"""Differential tests of graph mode's aliasing check: a Variable that two inputs of a
-transform reach with different prefixes (axes, shardings, differentiated or not) is
-refused with flax's ValueError, listing each such Variable in the order it was first
-reached, with the path and the prefix of each place as flax writes them (without graph
-updates under the input's position: ``0/1/k``, grad's prefixes ``True`` or ``False``);
-one reached with prefixes that agree, or that differ only where flax compares nothing
-(donation, filters that select the same Variables), is accepted with flax's result."""
+"""Differential tests of graph mode's aliasing check: a Variable that two inputs (or two
+places of the output) of a transform reach with different prefixes (axes, shardings,
+differentiated or not) is refused with flax's ValueError, listing each such Variable in
+the order it was first reached, with the path and the prefix of each place as flax
+writes them (without graph updates under the input's or the output's position:
+``0/1/k``, ``0/a``; grad's prefixes ``True`` or ``False``); one reached with prefixes that
+agree, or that differ only where flax compares nothing (donation, filters that select the
+same Variables), is accepted with flax's result."""
 
 from __future__ import annotations
 
@@ -120,6 +121,45 @@ def _custom_vjp(n: Any, gu: bool) -> Any:
     return function(n.Dict(p=shared), n.Dict(s=shared))
 
 
+def _held_twice(n: Any, x: Any) -> Any:
+    """A new Param held by both entries of the output."""
+    shared = n.Param(x)
+    return n.Dict(a=shared), n.Dict(b=shared)
+
+
+def _vmap_output(n: Any, gu: bool) -> Any:
+    return n.vmap(lambda x: _held_twice(n, x), out_axes=(0, 1), graph=True, graph_updates=gu)(jnp.ones((2, 2)))
+
+
+def _vmap_output_with_an_input(n: Any, gu: bool) -> Any:
+    model = n.Dict(p=n.Param(jnp.ones((2, 3))))
+    return n.vmap(lambda m: (m, m.p), in_axes=0, out_axes=(0, 1), graph=True, graph_updates=gu)(model)
+
+
+def _pmap_output(n: Any, gu: bool) -> Any:
+    return n.pmap(lambda x: _held_twice(n, x), out_axes=(0, 1), graph=True, graph_updates=gu)(jnp.ones((1, 2)))
+
+
+def _scan_output(n: Any, gu: bool) -> Any:
+    scan = n.scan(
+        lambda c, x: (c, _held_twice(n, x)), in_axes=(n.Carry, 0), out_axes=(n.Carry, (0, 1)), graph=True, graph_updates=gu
+    )
+    return scan(0, jnp.ones((2, 2)))
+
+
+def _shard_map_output(n: Any, gu: bool) -> Any:
+    P = PartitionSpec
+    shard_map = n.shard_map(
+        lambda x: _held_twice(n, x), mesh=_mesh(), in_specs=P(), out_specs=(P("x"), P()), graph=True, graph_updates=gu
+    )
+    return shard_map(jnp.ones((2, 2)))
+
+
+def _jit_output(n: Any, gu: bool) -> Any:
+    a, b = n.jit(lambda x: _held_twice(n, x), graph=True, graph_updates=gu)(jnp.ones((2, 2)))
+    return a.a is b.b
+
+
 CASES: dict[str, Callable[[Any, bool], Any]] = {
     "grad, two shared Params listed in the order first reached": _two_params_shared,
     "grad, a bare Variable argument": _bare_variable,
@@ -143,13 +183,19 @@ CASES: dict[str, Callable[[Any, bool], Any]] = {
     "jit with two in_shardings": _jit_shardings,
     "jit donating one of the two arguments": _jit_donating_one_side,
     "custom_vjp with a nondiff argument": _custom_vjp,
+    "vmap's output holding a new Param twice under axes 0 and 1": _vmap_output,
+    "vmap's output holding an input and its Param under axes 0 and 1": _vmap_output_with_an_input,
+    "pmap's output holding a new Param twice under axes 0 and 1": _pmap_output,
+    "scan's output holding a new Param twice under axes 0 and 1": _scan_output,
+    "shard_map's output holding a new Param twice under two specs": _shard_map_output,
+    "jit's output holding a new Param twice": _jit_output,
 }
 
 
 @pytest.mark.apis("grad", "DiffState", "vmap", "pmap", "scan", "shard_map", "jit", "custom_vjp")
 @pytest.mark.parametrize("graph_updates", [True, False], ids=["with graph updates", "without graph updates"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_variable_two_inputs_reach_is_checked_and_reported_as_flax_does(
+def test_a_variable_reached_in_two_places_is_checked_and_reported_as_flax_does(
     nnx: Any, flax_nnx: Any, case: str, graph_updates: bool
 ) -> None:
     """The whole message where flax refuses the call (the lists and their order included),
