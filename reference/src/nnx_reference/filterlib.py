@@ -91,7 +91,7 @@ class WithTag:
         return f"WithTag({self.tag!r})"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class PathContains:
     """Matches values whose path contains ``key``.
 

@@ -99,6 +99,7 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
 
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
     _hijax: tp.ClassVar[bool] = False  # True on the hijax twin of a class (see ``_hijax``)
+    required_metadata: tp.ClassVar[frozenset[str]] = frozenset(REQUIRED_METADATA)  # the keys every Variable has
     _raw_value: tp.Any
     _var_metadata: Metadata
 
@@ -336,11 +337,6 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
     def del_metadata(self, name: str) -> None:
         """Deletes the metadata entry ``name``."""
         del self._var_metadata[name]
-
-    @property
-    def required_metadata(self) -> frozenset[str]:
-        """The metadata keys every Variable has."""
-        return frozenset(REQUIRED_METADATA)
 
     @property
     def hijax(self) -> bool:

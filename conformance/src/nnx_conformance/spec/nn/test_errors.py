@@ -240,10 +240,11 @@ def test_attention_dropout_without_kept_rngs_needs_rngs_at_call_time(nnx: Any) -
         (((1, 3, 2, 4), (1, 3, 4), (1, 3, 2, 4)), r"must have same rank"),
         (((1, 3, 2, 4), (2, 3, 2, 4), (2, 3, 2, 4)), r"batch dims must match"),
         (((1, 3, 2, 4), (1, 3, 2, 4), (2, 3, 2, 4)), r"batch dims must match"),
+        (((2, 3, 2, 4), (2, 3, 2, 4), (1, 3, 2, 4)), r"batch dims must match"),
         (((1, 3, 2, 4), (1, 3, 2, 4), (1, 5, 2, 4)), r"k, v lengths must match, but got 3 and 5"),
         (((1, 3, 4, 4), (1, 3, 3, 4), (1, 3, 3, 4)), r"number of query heads must be a multiple of key/value heads"),
     ],
-    ids=["rank", "batch", "value-batch", "kv-length", "heads"],
+    ids=["rank", "batch", "value-batch", "smaller-value-batch", "kv-length", "heads"],
 )
 def test_dot_product_attention_checks_query_key_value_shapes(nnx: Any, shapes: tuple, message: str) -> None:
     query, key, value = (jnp.ones(shape) for shape in shapes)

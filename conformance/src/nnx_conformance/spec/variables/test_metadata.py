@@ -1,8 +1,8 @@
 """Parity of sharding metadata with flax.nnx: ``transform_metadata`` adds and removes
 the partition name of the mapped axis (with and without a vmap around it, in graph and
-tree mode), ``with_metadata`` initializers carry their metadata into Variables, and
-``get_abstract_model`` gives flax's abstract, sharded state, ``get_partition_spec`` maps
-each kind of leaf as flax's."""
+tree mode), ``with_metadata`` initializers carry their metadata into Variables and keep
+the initializer's name, ``get_abstract_model`` gives flax's abstract, sharded state, and
+``get_partition_spec`` maps each kind of leaf as flax's."""
 
 from __future__ import annotations
 
@@ -110,6 +110,20 @@ def test_with_metadata_initializers_give_flax_variables(nnx: Any, flax_nnx: Any,
             m = nnx.Linear(4, 2, kernel_init=init, bias_init=partitioned, rngs=nnx.Rngs(0))
         metadata = {name: variable.get_metadata() for name, variable in (("kernel", m.kernel), ("bias", m.bias))}
         return sorted(metadata["kernel"].items()), sorted(metadata["bias"].items()), m.kernel[...]
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("with_metadata", "with_partitioning")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("wrap", ["with_metadata", "with_partitioning"])
+def test_a_wrapped_initializer_keeps_the_initializer_s_name_as_in_flax(nnx: Any, flax_nnx: Any, wrap: str) -> None:
+    """Its name, qualified name and docstring, and ``__wrapped__`` leads to the initializer."""
+
+    def scenario(nnx: Any) -> Any:
+        initializer = nnx.initializers.lecun_normal()
+        made = nnx.with_metadata(initializer, tag="t") if wrap == "with_metadata" else nnx.with_partitioning(initializer, ("a",))
+        return made.__name__, made.__qualname__, made.__doc__, getattr(made, "__wrapped__", None) is initializer
 
     assert_same(flax_nnx, nnx, scenario)
 
