@@ -46,11 +46,17 @@ class Metric(Pytree):
         return graphlib.split(self, *filters)
 
 
-def _argument(kwargs: dict[str, tp.Any], argname: str) -> jax.Array:
-    """The keyword argument a metric reads its batch from, as an array."""
+def _argument(kwargs: dict[str, tp.Any], argname: str) -> tp.Any:
+    """The keyword argument a metric reads its batch from, as given."""
     if argname not in kwargs:
         raise TypeError(f"Expected keyword argument '{argname}'")
-    return jnp.asarray(kwargs[argname])
+    return kwargs[argname]
+
+
+def _as_array(values: tp.Any) -> tp.Any:
+    """A Python number as an array; anything else as given (the metrics take arrays only,
+    as flax's: another value fails on the first array attribute read)."""
+    return jnp.asarray(values) if isinstance(values, (int, float)) else values
 
 
 class Average(Metric):
@@ -68,18 +74,20 @@ class Average(Metric):
         self.count.set_value(jnp.array(0, dtype=jnp.int32))
 
     def update(self, mask: jax.Array | None = None, **kwargs: tp.Any) -> None:
-        """Adds ``kwargs[argname]`` to the average; ``mask`` (broadcastable to the
-        values) excludes entries: the values are multiplied by it and the count
-        grows by its sum."""
+        """Adds ``kwargs[argname]`` (an array, or a Python number when there is no mask)
+        to the average; ``mask`` (an array broadcastable to the values) excludes entries:
+        the values are multiplied by it and the count grows by its sum."""
         values = _argument(kwargs, self.argname)
+        if mask is not None and isinstance(values, (int, float)):
+            raise ValueError("If mask is provided, values should be a jax array")
+        values = _as_array(values)
         if mask is None:
-            count = values.size
-        else:
-            mask = jnp.asarray(mask)
-            values = values * mask
-            count = mask.sum()
-        self.total[...] += values.sum()
-        self.count[...] += count
+            total, count = values.sum(), values.size
+        else:  # arrays only, as flax's; the product in the dtype ``values * mask`` has, as documented
+            product_dtype = jnp.promote_types(values.dtype, mask.dtype)
+            total, count = (values * mask.astype(product_dtype)).sum(), mask.sum()
+        self.total[...] += total
+        self.count[...] = (self.count[...] + count).astype(self.count.dtype)  # a fractional mask's sum truncated
 
     def compute(self) -> jax.Array:
         """Compute and return the average."""
@@ -159,7 +167,7 @@ class Welford(Metric):
 
     def update(self, **kwargs: tp.Any) -> None:
         """Merges the batch ``kwargs[argname]`` (all its entries) into the statistics."""
-        values = _argument(kwargs, self.argname).ravel()
+        values = _as_array(_argument(kwargs, self.argname)).ravel()
         count = self.count[...]
         batch_count = values.size
         batch_mean = values.mean()

@@ -1,6 +1,8 @@
 """Parity of metrics with flax.nnx: drawn sequences of updates of an Average with array or
 scalar values, with or without a boolean mask, give flax's running totals, counts and
-averages; Accuracy takes, and refuses, the label and logit ranks flax does."""
+averages; Average and Welford take, and refuse, the kinds of values and masks flax's do;
+Accuracy takes, and refuses, the label and logit ranks flax does. Average weighs the values
+by any mask as its documentation's ``values * mask`` rule says."""
 
 from __future__ import annotations
 
@@ -77,3 +79,65 @@ def test_accuracy_over_labels_of_any_rank_computes_and_refuses_what_flax_does(
         return accuracy.compute(), accuracy
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+VALUE_KINDS = {
+    "a Python int": lambda: 3,
+    "a Python float": lambda: 2.5,
+    "a NumPy float64 scalar": lambda: np.float64(2.0),
+    "a NumPy int64 scalar": lambda: np.int64(2),
+    "a NumPy array": lambda: np.array([1.0, 2.0], dtype=np.float32),
+    "a jax array": lambda: jnp.array([1.0, 2.0]),
+    "a list": lambda: [1.0, 2.0],
+    "None": lambda: None,
+}
+MASK_KINDS = {
+    "no mask": lambda: None,
+    "a jax boolean mask": lambda: jnp.array([True, False]),
+    "a NumPy boolean mask": lambda: np.array([True, False]),
+    "a Python bool": lambda: True,
+    "a list": lambda: [True, False],
+}
+
+
+@pytest.mark.apis("metrics.Average", "metrics.Welford")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("mask", MASK_KINDS)
+@pytest.mark.parametrize("values", VALUE_KINDS)
+@pytest.mark.parametrize("metric", ["Average", "Welford"])
+def test_a_metric_takes_and_refuses_the_values_and_masks_flax_s_does(
+    nnx: Any, flax_nnx: Any, metric: str, values: str, mask: str
+) -> None:
+    """Arrays, and Python numbers without a mask; flax's ValueError for a Python number
+    with a mask, its AttributeError for values or masks that are no arrays."""
+
+    def scenario(nnx: Any) -> Any:
+        made = getattr(nnx.metrics, metric)()
+        given_mask = MASK_KINDS[mask]()
+        made.update(values=VALUE_KINDS[values](), **({} if given_mask is None else {"mask": given_mask}))
+        return made.compute()
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("metrics.Average")
+@pytest.mark.documented("api training/metrics page: Average.update uses the `values * mask` rule")
+@pytest.mark.parametrize(
+    ("values", "mask"),
+    [
+        (jnp.array([1, 2]), jnp.array([0.5, 0.5])),
+        (jnp.array([True, False]), jnp.array([2, 0])),
+        (jnp.array([1.0, 2.0]), jnp.array([2, 1])),
+    ],
+    ids=["int-values-fractional-mask", "boolean-values-integer-mask", "float-values-integer-mask"],
+)
+def test_average_weighs_the_values_by_the_mask_as_documented(nnx: Any, values: Any, mask: Any) -> None:
+    """The total grows by ``(values * mask).sum()`` and the count by the mask's sum."""
+    average = nnx.metrics.Average()
+    average.update(values=values, mask=mask)
+    expected = (values * mask).sum()
+    assert float(average.total[...]) == float(expected), (
+        f"Average's total after values {values} under mask {mask} is {average.total[...]}, the documented "
+        f"values * mask rule gives {expected}"
+    )
+    assert int(average.count[...]) == int(mask.sum()), f"the count is {average.count[...]}, the mask sums to {mask.sum()}"

@@ -184,7 +184,7 @@ def test_a_tree_mode_loop_takes_a_variable_held_twice_as_two_as_flax_does(
         return result, m, result is m, result.a is p, result.b is p
 
     outcome = assert_same(flax_nnx, nnx, scenario)
-    assert outcome.error is None, f"flax runs {transform} over a Module holding a Variable twice: {outcome.error!r}"
+    assert outcome.error is None, f"flax runs {loop} over a Module holding a Variable twice: {outcome.error!r}"
 
 
 @pytest.mark.apis("vmap", "split_rngs")
