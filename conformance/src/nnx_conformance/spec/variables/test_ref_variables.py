@@ -5,7 +5,8 @@ A ref Variable is written in place, so an NNX transform that updates one leaves 
 eager execution would, in graph mode ("reference semantics") and in tree mode alike.
 A hijax Variable without ``ref=True`` is read-only under JAX transforms (see the error
 tests) and is passed to ``jax.jit`` as a value, so the same one may be passed twice;
-gradients through hijax Variables are those of their values.
+gradients through hijax Variables are those of their values. One made inside ``jit`` or
+``eval_shape`` is returned, or refused, as flax's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
+from nnx_conformance.assertions import assert_same
 
 pytestmark = pytest.mark.kind("property")
 
@@ -98,3 +100,36 @@ def test_nnx_grad_is_the_same_for_a_module_whether_its_variables_are_hijax_or_no
             np.asarray(got[path]), np.asarray(gradient), rtol=1e-6,
             err_msg=f"the gradient at {path} differs between hijax and plain Variables",
         )
+
+
+MADE_INSIDE = {
+    "jit": lambda nnx, make, mode: nnx.jit(make, **mode)(np.ones(2, np.float32)),
+    "eval_shape": lambda nnx, make, mode: nnx.eval_shape(make, np.ones(2, np.float32), **mode),
+}
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("jit", "eval_shape", "Variable")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize(
+    "mode", [{}, {"graph": False}, {"graph": True, "graph_updates": False}],
+    ids=["graph mode", "tree mode", "graph mode without graph updates"],
+)
+@pytest.mark.parametrize("held", ["bare", "in a Module"])
+@pytest.mark.parametrize("transform", sorted(MADE_INSIDE))
+def test_a_ref_variable_made_inside_a_transform_is_returned_or_refused_as_in_flax(
+    nnx: Any, flax_nnx: Any, transform: str, held: str, mode: dict[str, bool]
+) -> None:
+    """flax 0.12.12: graph-mode eval_shape returns it (its value abstract); jit, and
+    eval_shape in the other modes, refuse it with JAX's ValueError (a Ref returned)."""
+
+    def scenario(nnx: Any) -> Any:
+        def make(x: Any) -> Any:
+            variable = nnx.Param(x * 2, ref=True)
+            return variable if held == "bare" else nnx.Dict(a=variable)
+
+        made = MADE_INSIDE[transform](nnx, make, mode)
+        variable = made if held == "bare" else made.a
+        return type(variable).__name__, variable.ref, type(variable.get_raw_value()).__name__
+
+    assert_same(flax_nnx, nnx, scenario)
