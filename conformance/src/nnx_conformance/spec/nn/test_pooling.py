@@ -1,5 +1,6 @@
 """Differential tests of pooling: avg_pool, max_pool, min_pool and pool give flax's values
-and gradients, bit for bit, over window shapes, strides, paddings and batch ranks."""
+and gradients, bit for bit, over window shapes, strides, paddings and batch ranks, and
+refuse explicit padding entries that are no pairs as flax does."""
 
 from __future__ import annotations
 
@@ -54,3 +55,25 @@ def test_pooling_values_and_gradients_equal_flax(
         return fn(x), jax.grad(lambda x: jnp.sum(fn(x).astype(jnp.float32) ** 2))(x)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.kind("error")
+@pytest.mark.apis(*POOLS)
+@pytest.mark.parametrize("pooling", POOLS)
+@pytest.mark.parametrize(
+    "padding", [((0, 0, 0), (0, 0)), ((0,), (0, 0)), ((0, 0), (1, 1, 1))], ids=["three", "one", "three-second"]
+)
+def test_explicit_padding_needs_a_pair_per_spatial_axis_as_in_flax(
+    nnx: Any, flax_nnx: Any, pooling: str, padding: tuple
+) -> None:
+    """An entry of another length is refused as flax refuses it, before any padding."""
+
+    def scenario(nnx: Any) -> Any:
+        function = getattr(nnx, pooling)
+        inputs = jnp.ones((1, 4, 4, 1))
+        if pooling == "pool":
+            return function(inputs, 0.0, jax.lax.add, (2, 2), None, padding)
+        return function(inputs, (2, 2), padding=padding)
+
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("must be length 2",))
+    assert outcome.error is not None, f"flax refuses padding {padding}"
