@@ -135,14 +135,17 @@ def test_a_jitted_function_is_traced_once_across_calls_of_the_same_structure(nnx
 
 
 @pytest.mark.apis("jit")
-def test_a_jitted_function_is_traced_again_for_a_new_structure(nnx: Any) -> None:
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+def test_a_jitted_function_is_traced_once_per_structure_when_two_alternate(nnx: Any, graph: bool) -> None:
     runs = []
 
     def forward(m: Any, x: Any) -> Any:
         runs.append(1)
         return m(x)
 
-    jitted = nnx.jit(forward, graph=False)
-    jitted(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), jnp.ones(2))
-    jitted(nnx.Linear(2, 2, use_bias=False, rngs=nnx.Rngs(0)), jnp.ones(2))
-    assert len(runs) == 2, f"nnx.jit traced {len(runs)} times for two structures, expected 2"
+    jitted = nnx.jit(forward, graph=graph)
+    models = [nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Linear(2, 2, use_bias=False, rngs=nnx.Rngs(0))]
+    for _ in range(CALLS):
+        for model in models:
+            jitted(model, jnp.ones(2))
+    assert len(runs) == 2, f"nnx.jit traced {len(runs)} times across {CALLS} calls of two alternating structures, expected 2"
