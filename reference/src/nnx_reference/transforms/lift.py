@@ -152,6 +152,7 @@ class OutStatic:
     unchanged: bool = False  # flat layout only: no output objects, input structure kept
     holes: bool = False  # the result holds ``refs.Hole``s for input Refs
     updated: tuple[int, ...] = ()  # tree mode: the input Variables the call gave new values
+    updated_paths: tuple[Path, ...] = ()  # graph mode without updates: where those Variables are
     aliases: tuple[Alias, ...] = ()  # graph mode downgraded to tree mode: a Variable returned twice
 
 
@@ -304,6 +305,7 @@ class Entered(tp.NamedTuple):
     objects: list[tp.Any]  # those copies, in slot order
     pure: Layout  # the pure inputs they came from (where exit looks up the input Refs)
     index_ref: dict[int, tp.Any]  # graph mode: each copy by the index its original has outside
+    given: dict[int, tp.Any]  # graph mode without updates: each Variable copy's value as entered
 
 
 def enter(static: InStatic, pure: Layout, index_ref: dict[int, tp.Any] | None = None) -> Entered:
@@ -323,10 +325,20 @@ def enter(static: InStatic, pure: Layout, index_ref: dict[int, tp.Any] | None = 
             objs, _ = graphlib.unflatten_into(static.graphdef, state, index_ref)
         else:
             objs = [leaves[i] for i in static.obj_slots]
+    given = {}
     if static.graph:
         for slot, obj in zip(static.obj_slots, objs):
             leaves[slot] = obj
-    return Entered(jax.tree_util.tree_unflatten(static.treedef, leaves), objs, pure, index_ref)
+        if not static.graph_updates:
+            given = {id(v): v.get_raw_value() for _, v in _input_variables(objs)}
+    return Entered(jax.tree_util.tree_unflatten(static.treedef, leaves), objs, pure, index_ref, given)
+
+
+def _input_variables(objs: list[tp.Any]) -> tp.Iterator[tuple[Path, variablelib.Variable[tp.Any]]]:
+    """The Variables of a call's input objects (each once) with their paths below them."""
+    for path, value in graphlib.iter_graph(objs, graph=True):
+        if is_variable(value):
+            yield tuple(path), value
 
 
 def exit(
@@ -357,13 +369,24 @@ def exit(
     out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
     if not static.graph:
         out_static = dataclasses.replace(out_static, updated=_updated(name, static, entered))
+    elif not static.graph_updates:  # only the Variables given new values are written back, as flax's
+        updated = tuple(
+            path for path, v in _input_variables(objs)
+            if name in _WRITES_EVERY_VARIABLE or v.get_raw_value() is not entered.given.get(id(v))
+        )
+        out_static = dataclasses.replace(out_static, updated_paths=updated)
     return Result(out_static, in_part, out_tree)
 
 
+_WRITES_EVERY_VARIABLE = ("cond", "switch", "scan")
+"""Without graph updates, the transforms whose every input Variable counts as updated, as
+flax writes each back: the branches of cond and switch must return the same static part,
+and scan carries its inputs through every step."""
+
+
 def _updated(name: str, static: InStatic, entered: Entered) -> tuple[int, ...]:
-    """Tree mode: which input Variables the call gave new values. The branches of cond and
-    switch must return the same static part, so there every Variable counts as updated."""
-    if name in ("cond", "switch"):
+    """Tree mode: which input Variables the call gave new values."""
+    if name in _WRITES_EVERY_VARIABLE:
         return tuple(range(len(entered.objects)))
     given = [entered.pure.leaves[slot].get_raw_value() for slot in static.obj_slots]
     return tuple(i for i, (v, old) in enumerate(zip(entered.objects, given)) if v.get_raw_value() is not old)
@@ -458,14 +481,17 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
     if out_static.holes:
         in_part, out_tree = refs.fill_holes((in_part, out_tree), lifted.pure)
     if not lifted.static.graph:
-        if out_static.updated and lifted.originals and inside_transformation():
-            check_current_trace_of_updated([lifted.originals[i] for i in out_static.updated])
-        for original, new in zip(lifted.originals, in_part):
+        updated = [(lifted.originals[i], in_part[i]) for i in out_static.updated] if lifted.originals else []
+        if updated and inside_transformation():
+            check_current_trace_of_updated([original for original, _ in updated])
+        for original, new in updated:  # the others hold what the call was given
             _assign(original, new)
         return _relink(out_tree, out_static.aliases) if out_static.aliases else out_tree
+    written = _written(lifted, out_static)
     if out_static.unchanged and lifted.variables is not None:
         for variable, value in zip(lifted.variables, in_part):
-            variable.set_raw_value(value)
+            if written is None or id(variable) in written:
+                variable.set_raw_value(value)
         return out_tree
     leaves, treedef = jax.tree_util.tree_flatten(
         out_tree, is_leaf=lambda x: isinstance(x, ObjectStates)
@@ -481,11 +507,23 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
         state = statelib.merge_state(*states) if states else statelib.State({})
         in_copies, out_objs = graphlib.unflatten_into(out_static.graphdef, state, index_ref)
     if not structural:
-        mapping = _write_back(lifted.originals, in_copies, structural=False)
+        mapping = _write_back(lifted.originals, in_copies, structural=False, written=written)
         out_objs = [mapping.get(id(obj), obj) for obj in out_objs]
     for slot, obj in zip(slots, out_objs):
         leaves[slot] = obj
     return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def _written(lifted: Lifted, out_static: OutStatic) -> set[int] | None:
+    """Graph mode without graph updates: the ids of the caller's Variables the call gave new
+    values (under a JAX trace each must come from it); None with graph updates (all are)."""
+    if lifted.static.graph_updates:
+        return None
+    paths = set(out_static.updated_paths)
+    updated = [v for path, v in _input_variables(lifted.originals) if path in paths]
+    if updated and inside_transformation():
+        check_current_trace_of_updated(updated)
+    return {id(v) for v in updated}
 
 
 def caller_objects(lifted: Lifted) -> tp.Mapping[int, tp.Any]:
@@ -498,11 +536,15 @@ def caller_objects(lifted: Lifted) -> tp.Mapping[int, tp.Any]:
 
 def apply_same(lifted: Lifted, pure: Layout) -> tp.Any:
     """Outside: the result has the inputs' own structure (loops); rebuild and write back.
-    Without graph updates the graph nodes come back new, holding the caller's Variables."""
+    Without graph updates the graph nodes come back new, holding the caller's Variables;
+    every one of them is written, so under a JAX trace each must come from it, as in flax."""
+    if not lifted.static.graph_updates and inside_transformation():
+        check_current_trace_of_updated([v for v in caller_objects(lifted).values() if is_variable(v)])
     if lifted.static.graph and not lifted.static.graph_updates and lifted.outer_index is not None:
         variables = {i: obj for i, obj in _index_ref(lifted.outer_index).items() if is_variable(obj)}
         return enter(lifted.static, pure, variables).args
-    value, copies, _, _ = enter(lifted.static, pure)
+    entered = enter(lifted.static, pure)
+    value, copies = entered.args, entered.objects
     if not lifted.static.graph:
         for original, new in zip(lifted.originals, copies):
             _assign(original, new)
@@ -544,9 +586,12 @@ def _assign(original: variablelib.Variable[tp.Any], new: tp.Any) -> None:
     original.set_raw_value(new.get_raw_value() if is_variable(new) else new)
 
 
-def _write_back(originals: list[tp.Any], copies: list[tp.Any], structural: bool) -> dict[int, tp.Any]:
+def _write_back(
+    originals: list[tp.Any], copies: list[tp.Any], structural: bool, written: set[int] | None = None
+) -> dict[int, tp.Any]:
     """Update the caller's objects from their copies of the same structure (by path when
-    ``structural``, else Variable by Variable); map copy ids to originals."""
+    ``structural``, else Variable by Variable: those whose ids are in ``written``, if given);
+    map copy ids to originals."""
     if structural:
         graphlib.update(originals, graphlib.state(copies, graph=True))
     orig_items = dict(_iter_objects(originals))
@@ -555,7 +600,7 @@ def _write_back(originals: list[tp.Any], copies: list[tp.Any], structural: bool)
         original = orig_items.get(path)
         if original is None or type(original) is not type(copy):
             continue
-        if is_variable(copy) and not structural:
+        if is_variable(copy) and not structural and (written is None or id(original) in written):
             _assign(original, copy)
         mapping[id(copy)] = original
     return mapping
