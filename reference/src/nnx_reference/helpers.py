@@ -44,12 +44,16 @@ class List(Module, MutableSequence[A]):
         return self.__dict__[self._index(index)]
 
     def __setitem__(self, index: tp.Any, value: tp.Any) -> None:
-        if isinstance(index, slice):
-            items = list(self)
-            items[index] = value
-            self._reset(items)
-        else:
+        """Sets one place, or the places of a slice to as many values (as flax: each place
+        keeps its kind, so data set into a place holding a static value is a ValueError)."""
+        if not isinstance(index, slice):
             self._setattr(self._index(index), value)
+            return
+        places, values = range(self._length)[index], list(value)
+        if len(places) != len(values):
+            raise ValueError("Length mismatch")
+        for place, item in zip(places, values):
+            self._setattr(place, item)
 
     def __delitem__(self, index: tp.Any) -> None:
         items = list(self)
@@ -57,9 +61,13 @@ class List(Module, MutableSequence[A]):
         self._reset(items)
 
     def insert(self, index: int, value: A) -> None:
+        """Each item from ``index`` on moves up one place; a place keeps its kind, as in
+        flax: data moved into a place that holds a static value is a ValueError."""
         items = list(self)
         items.insert(index, value)
-        self._reset(items)
+        for i, item in enumerate(items[:-1]):
+            self._setattr(i, item)
+        self.append(items[-1])
 
     def append(self, value: A) -> None:
         self._setattr(self._length, value)

@@ -1,6 +1,6 @@
 """Differential tests of the pytree helpers: ``Object`` (an NNX object that is not a pytree),
-``nnx.dataclass``, the ``Dict`` Module and ``register_data_type`` leave flax's state, leaves
-and results."""
+``nnx.dataclass``, the ``Dict`` and ``List`` Modules and ``register_data_type`` leave flax's
+state, leaves and results."""
 
 from __future__ import annotations
 
@@ -104,5 +104,43 @@ def test_a_registered_data_type_is_state_of_a_module_as_in_flax(nnx: Any, flax_n
         state = nnx.state(model)
         return registered is Box, sorted(str(path) for path, _ in nnx.to_flat_state(state)), [
             type(leaf).__name__ for _, leaf in nnx.to_flat_state(state)]
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+LIST_ITEMS = {"ints": [2, 3, 4], "Params": ["P", "P", "P"], "a Param among ints": ["P", 2, 3]}
+"""The items a List starts with, by kind ("P": a new Param)."""
+
+LIST_OPERATIONS = {
+    "append a Param": lambda n, x: x.append(n.Param(jnp.ones(1))),
+    "append an int": lambda n, x: x.append(7),
+    "insert an int first": lambda n, x: x.insert(0, 7),
+    "insert a Param first": lambda n, x: x.insert(0, n.Param(jnp.ones(1))),
+    "insert an int before the last": lambda n, x: x.insert(-1, 7),
+    "set the second to a Param": lambda n, x: x.__setitem__(1, n.Param(jnp.ones(1))),
+    "set the first to an int": lambda n, x: x.__setitem__(0, 7),
+    "set a slice to as many ints": lambda n, x: x.__setitem__(slice(1, 3), [8, 9]),
+    "set a slice to fewer values": lambda n, x: x.__setitem__(slice(0, 2), [8]),
+    "pop the last": lambda n, x: x.pop(),
+    "extend": lambda n, x: x.extend([5, n.Param(jnp.ones(1))]),
+    "reverse": lambda n, x: x.reverse(),
+    "clear": lambda n, x: x.clear(),
+}
+"""Operations whose outcome does not depend on how a delete leaves the places it empties
+(flax 0.12.12 keeps each place's kind there and a stale last place; see reference/README.md)."""
+
+
+@pytest.mark.apis("List")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("operation", LIST_OPERATIONS)
+@pytest.mark.parametrize("items", LIST_ITEMS)
+def test_a_list_operation_leaves_flax_s_items_and_state(nnx: Any, flax_nnx: Any, items: str, operation: str) -> None:
+    """Each place keeps its kind: data set into a place that holds a static value is
+    flax's ValueError, and a slice is set to as many values as it has places."""
+
+    def scenario(nnx: Any) -> Any:
+        made = nnx.List([nnx.Param(jnp.ones(1)) if item == "P" else item for item in LIST_ITEMS[items]])
+        LIST_OPERATIONS[operation](nnx, made)
+        return list(made), len(made), nnx.state(made)
 
     assert_same(flax_nnx, nnx, scenario)
