@@ -39,7 +39,7 @@ _ATOMS = (type(None), bool, int, float, complex, str, bytes, type, Variable, Pyt
 def is_container(x: tp.Any) -> bool:
     """Whether the graph walks through ``x`` as a container: a list, tuple, dict or other
     JAX pytree node that is neither a graph node nor a Variable."""
-    if isinstance(x, _ATOMS) or callable(x) and not isinstance(x, (list, tuple, dict)):
+    if isinstance(x, _ATOMS):  # a callable pytree (jax.tree_util.Partial) is walked through, as in flax
         return False
     if isinstance(x, (list, tuple, dict)):
         return True

@@ -5,7 +5,8 @@ child held at two keys under each (the docstring's example, a Linear, has no chi
 tell these apart). ``vars_as`` gives a copy of the node whose filtered Variables have the
 asked ``ref`` mode, leaving the node as it was; ``current_update_context`` is the
 innermost ``update_context`` of its tag, and a ValueError naming the tag outside any.
-``graphlib.is_graph_node`` and ``graphlib.is_node`` answer as flax's do (differential)."""
+``graphlib.is_graph_node`` and ``graphlib.is_node`` answer as flax's do, and a callable pytree
+held by a node is walked through as in flax (differential)."""
 
 from __future__ import annotations
 
@@ -129,5 +130,30 @@ def test_is_graph_node_and_is_node_answer_as_flax_for_each_kind_of_value_in_both
                         "is_graph_node": nnx.graphlib.is_graph_node(value), "is_node": nnx.graphlib.is_node(value)
                     }
         return answers
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("iter_graph", "state", "split", "merge", "List")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("arguments", [(), (1,)], ids=["no argument", "an int argument"])
+@pytest.mark.parametrize("holder", ["a Module attribute", "a List item"])
+def test_a_callable_pytree_held_by_a_node_is_walked_through_as_in_flax(
+    nnx: Any, flax_nnx: Any, holder: str, arguments: tuple
+) -> None:
+    """A ``jax.tree_util.Partial`` is a pytree node, though callable: iter_graph goes into
+    it; it stays out of the state and comes back from a split and merge."""
+
+    def scenario(nnx: Any) -> Any:
+        partial = jax.tree_util.Partial(jnp.add, *arguments)
+        if holder == "a List item":
+            node = nnx.List([partial, nnx.Param(jnp.ones(1))])
+        else:
+            node = nnx.Module()
+            node.f, node.w = partial, nnx.Param(jnp.ones(1))
+        paths = [tuple(path) for path, _ in nnx.iter_graph(node)]
+        merged = nnx.merge(*nnx.split(node))
+        return paths, nnx.state(node), type(merged[0] if holder == "a List item" else merged.f).__name__
 
     assert_same(flax_nnx, nnx, scenario)

@@ -79,6 +79,32 @@ def test_graphdef_is_the_graphdef_split_gives(nnx: Any, flax_nnx: Any, seed: int
     assert_same_outcome(flax_nnx, nnx, call, f"graphdef(model, graph={graph})")
 
 
+@pytest.mark.apis("graphdef", "GraphDef")
+@pytest.mark.documented(None)
+@given(seed=strategies.seeds, graph=GRAPH_MODES)
+def test_graphdefs_hash_and_compare_by_structure_as_in_flax(nnx: Any, flax_nnx: Any, seed: int, graph: bool | None) -> None:
+    """Graphdefs of two models of one structure are equal and hash alike (one finds the
+    other as a dict key), those of another structure are not equal."""
+
+    def call(nnx: Any) -> Any:
+        first, second = nnx.graphdef(_model(nnx, seed), graph=graph), nnx.graphdef(_model(nnx, seed + 1), graph=graph)
+        other = nnx.graphdef(nnx.Linear(2, 3, rngs=nnx.Rngs(seed)), graph=graph)
+        return first == second, hash(first) == hash(second), {first: "found"}.get(second), first == other
+
+    assert_same_outcome(flax_nnx, nnx, call, f"graphdefs of equal and other structures (graph={graph})")
+
+
+@pytest.mark.kind("property")
+@pytest.mark.apis("graphdef", "GraphDef")
+@pytest.mark.documented("api transforms page: jit's static arguments (split's graphdef among them) hashable and immutable")
+@pytest.mark.parametrize("attribute", ["nodes", "new_attribute"])
+def test_a_graphdef_is_immutable(nnx: Any, attribute: str) -> None:
+    """Setting an attribute raises (flax 0.12.12: TypeError; any exception will do)."""
+    graphdef = nnx.graphdef(_model(nnx, 0))
+    with pytest.raises(Exception):
+        setattr(graphdef, attribute, None)
+
+
 @pytest.mark.apis("find_duplicates")
 @given(seed=strategies.seeds, only=st.sampled_from(["everything", "Param", "Linear"]))
 def test_find_duplicates_lists_the_paths_of_shared_nodes(nnx: Any, flax_nnx: Any, seed: int, only: str) -> None:

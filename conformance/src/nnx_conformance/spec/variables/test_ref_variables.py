@@ -133,3 +133,22 @@ def test_a_ref_variable_made_inside_a_transform_is_returned_or_refused_as_in_fla
         return type(variable).__name__, variable.ref, type(variable.get_raw_value()).__name__
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("eval_shape", "Variable")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("returned", ["the Variable", "its Module and a value"])
+def test_eval_shape_gives_an_input_ref_variable_back_abstract_as_in_flax(nnx: Any, flax_nnx: Any, returned: str) -> None:
+    """The Variable eval_shape returns holds a ShapeDtypeStruct; the caller's keeps its Ref."""
+
+    def scenario(nnx: Any) -> Any:
+        model = nnx.Dict(v=nnx.Param(np.ones(2, np.float32), ref=True))
+        if returned == "the Variable":
+            out = nnx.eval_shape(lambda m: m.v, model).get_raw_value()
+        else:
+            module, value = nnx.eval_shape(lambda m: (m, m.v[...]), model)
+            out = (module.v.get_raw_value(), value)
+        return [type(x).__name__ for x in jax.tree.leaves(out)], type(model.v.get_raw_value()).__name__
+
+    assert_same(flax_nnx, nnx, scenario)
