@@ -2,7 +2,8 @@
 node of a pytree into a ``NodeStates`` (its graphdef and its States) whose leaves are the
 Variables' values, ``from_tree`` turns them back, shared references included, so that a
 graph can cross a plain JAX transformation; ``pure`` replaces each Variable of a tree with
-its value, as its docstring states."""
+its value, as its docstring states. A NodeStates keeps its metadata through ``jax.tree.map``
+(differential)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance import strategies as nst
+from nnx_conformance.assertions import assert_same
 from nnx_conformance.snapshots import VariableEntry, difference, snapshot, state_snapshot, variables_by_path
 
 pytestmark = pytest.mark.kind("property")
@@ -106,3 +108,25 @@ def test_pure_replaces_every_variable_with_its_value(nnx: Any, data: st.DataObje
         assert np.array_equal(np.asarray(value), np.asarray(variable[...])), (
             f"pure(state) at {path}: expected the value {np.asarray(variable[...])}, got {value!r}"
         )
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("to_tree", "NodeStates")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("prefix", [None, 0], ids=["no prefix", "a prefix"])
+def test_node_states_keep_their_metadata_through_a_tree_map_as_in_flax(nnx: Any, flax_nnx: Any, prefix: Any) -> None:
+    """A NodeStates is a pytree whose metadata (the prefix a split_fn gave it) survives jax.tree.map."""
+
+    def scenario(nnx: Any) -> Any:
+        model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        if prefix is None:
+            tree = nnx.to_tree((model,))
+        else:
+            tree = nnx.to_tree(
+                (model,), prefix=(prefix,),
+                split_fn=lambda ctx, path, p, leaf: nnx.NodeStates.from_split(*ctx.split(leaf), metadata=p),
+            )
+        mapped = jax.tree.map(lambda x: x, tree)
+        return mapped[0].metadata, mapped[0].graphdef == tree[0].graphdef, type(nnx.from_tree(mapped)[0]).__name__
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -98,3 +98,20 @@ def test_embed_attend_puts_its_logits_on_the_out_sharding_it_is_given_as_flax(
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax failed to attend with out_sharding={spec}: {outcome.error!r}"
+
+
+@pytest.mark.apis("Embed")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("num_embeddings", [1, 2])
+def test_embed_gradients_over_many_lookups_equal_flax_bit_for_bit(nnx: Any, flax_nnx: Any, num_embeddings: int) -> None:
+    """Summed over many lookups of few rows, the embedding's gradient has flax's bits (a
+    table of one row is broadcast there, its gradient a sum in another order than a gather's)."""
+
+    def scenario(nnx: Any) -> Any:
+        layer = nnx.Embed(num_embeddings, 3, rngs=nnx.Rngs(0))
+        ids = np.random.default_rng(1).integers(0, num_embeddings, (97, 13))
+        weights = strategies.layer_input((97, 13, 3), 2)
+        grads = nnx.grad(lambda m: (m(ids) * weights).sum())(layer)
+        return np.asarray(grads["embedding"][...]).tobytes().hex()
+
+    assert_same(flax_nnx, nnx, scenario)

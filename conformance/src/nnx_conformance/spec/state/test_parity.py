@@ -1,6 +1,7 @@
 """Parity of State with flax.nnx on drawn Module graphs: filter, split, merge,
 flat_state (and its repr), from_flat_path, to_pure_dict, replace_by_pure_dict, map, map_state and the
-mapping methods give flax's States, dicts and values, and leave the State as flax does."""
+mapping methods give flax's States, dicts and values, and leave the State as flax does;
+``State.merge`` is a static method there too."""
 
 from __future__ import annotations
 
@@ -154,5 +155,19 @@ def test_a_state_made_from_a_dict_does_not_share_it_as_in_flax(nnx: Any, flax_nn
         given["b"] = jax.numpy.zeros(1)
         state["c"] = jax.numpy.zeros(2)
         return sorted(state.keys()), sorted(given)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("State")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("called", ["on the class", "on an instance"])
+def test_state_merge_is_a_static_method_as_in_flax(nnx: Any, flax_nnx: Any, called: str) -> None:
+    """Called on an instance, the instance is not one of the States merged."""
+
+    def scenario(nnx: Any) -> Any:
+        _, kernel, rest = nnx.split(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.PathContains("kernel"), ...)
+        merged = nnx.State.merge(kernel, rest) if called == "on the class" else kernel.merge(rest)
+        return sorted(str(key) for key in merged.keys())
 
     assert_same(flax_nnx, nnx, scenario)
