@@ -141,6 +141,29 @@ def test_custom_vjp_updates_g_and_tangents_of_an_argument_holding_a_module_mirro
     assert_same(flax_nnx, nnx, scenario)
 
 
+@pytest.mark.apis("custom_vjp", "grad")
+@pytest.mark.documented(CUSTOM_VJP_DOC)
+def test_custom_vjp_gives_each_of_two_modules_its_own_tangent(nnx: Any, flax_nnx: Any) -> None:
+    """With graph updates and two Modules of one structure, each gets the State bwd gave it."""
+
+    def scenario(nnx: Any) -> Any:
+        @nnx.custom_vjp(graph_updates=True)
+        def f(first: Any, second: Any) -> Any:
+            return first.x[...] * second.y[...]
+
+        def bwd(res: Any, g: Any) -> Any:
+            input_updates_g, out_g = g
+            return tuple(
+                jax.tree.map(lambda v, scale=scale: out_g * scale * jnp.ones_like(v), updates)
+                for scale, updates in zip((3.0, 5.0), input_updates_g)
+            )
+
+        f.defvjp(lambda first, second: (f(first, second), None), bwd)
+        return nnx.grad(f, argnums=(0, 1))(_bar(nnx), _bar(nnx))
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @pytest.mark.apis("custom_vjp")
 @pytest.mark.documented(CUSTOM_VJP_DOC)
 @pytest.mark.parametrize("mode", [(True, True), (True, False), (False, False)], ids=["graph updates", "graph mode without updates", "tree mode"])
