@@ -43,8 +43,8 @@ HOOK_NAMES = ("on_get_value", "on_set_value", "on_create_value", "on_add_axis", 
 class VarDefaults:
     """The defaults new Variables take for ``hijax`` and ``ref``."""
 
-    hijax: bool = False
-    ref: bool = False
+    hijax: bool
+    ref: bool
 
 
 _HIJAX = Setting(False)

@@ -72,3 +72,16 @@ def test_the_defaults_var_defaults_returns_are_read_only_as_flax_s(nnx: Any, fla
 
     assert_same(flax_nnx, nnx, scenario)
 
+
+
+@pytest.mark.apis("var_defaults")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("given", [{}, {"hijax": True}, {"hijax": True, "ref": False}], ids=["none", "one", "both"])
+def test_the_defaults_class_needs_both_fields_as_flax_s(nnx: Any, flax_nnx: Any, given: dict[str, bool]) -> None:
+    """The class of what ``var_defaults()`` returns has no defaults of its own."""
+
+    def scenario(nnx: Any) -> Any:
+        made = type(nnx.var_defaults())(**given)
+        return made.hijax, made.ref
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -2,7 +2,8 @@
 outside it: as in flax, the call runs, or raises flax's error (``TraceContextError`` when
 it would write a Variable of the outer level: always for the loops, cond, switch and
 scan without graph updates, which write back every Variable; for the others only the
-Variables the function updated), and the Module's Variables never keep a tracer."""
+Variables the function updated), and the Module's Variables never keep a tracer. A Module
+holding an unhashable static value goes through each transform as in flax."""
 
 from __future__ import annotations
 
@@ -87,5 +88,32 @@ def test_a_module_from_outside_a_raw_jit_is_used_or_refused_and_keeps_no_tracer_
             model.alias = model.kernel
         out = jax.jit(lambda x: _call(nnx, transform, step, model, x, MODES[mode]))(jnp.float32(1.0))
         return out, [type(v.get_raw_value()).__name__ for v in (model.kernel, model.bias)]
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+class _Unhashable:
+    """A static attribute value that compares by content and has no hash."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Unhashable) and other.value == self.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@pytest.mark.apis(*TRANSFORMS)
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_a_module_with_an_unhashable_static_attribute_goes_through_a_transform_as_in_flax(
+    nnx: Any, flax_nnx: Any, transform: str, mode: str
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        model.tag = _Unhashable(1)
+        return _call(nnx, transform, _read, model, jnp.float32(1.0), MODES[mode])
 
     assert_same(flax_nnx, nnx, scenario)
