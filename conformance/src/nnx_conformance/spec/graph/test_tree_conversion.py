@@ -130,3 +130,15 @@ def test_node_states_keep_their_metadata_through_a_tree_map_as_in_flax(nnx: Any,
         return mapped[0].metadata, mapped[0].graphdef == tree[0].graphdef, type(nnx.from_tree(mapped)[0]).__name__
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("NodeStates")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("count", [0, 1, 2])
+def test_node_states_state_needs_exactly_one_state_as_in_flax(nnx: Any, flax_nnx: Any, count: int) -> None:
+    def scenario(nnx: Any) -> Any:
+        graphdef, state = nnx.split(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+        return nnx.NodeStates(graphdef, (state,) * count, None).state
+
+    assert_same(flax_nnx, nnx, scenario)

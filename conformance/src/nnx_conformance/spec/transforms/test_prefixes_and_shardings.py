@@ -176,6 +176,20 @@ def _recipe_pairs(draw: st.DrawFn) -> tuple[Recipe, Recipe]:
     return first, first if change == "same" else draw(_recipes)
 
 
+@pytest.mark.apis("StateAxes", "StateSharding")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("kind", ["StateAxes", "StateSharding"])
+@pytest.mark.parametrize("values", [(0, 1), (1, 0), (None, 0), (0, 0)], ids=["0-1", "1-0", "None-0", "0-0"])
+def test_prefix_objects_with_one_filter_and_other_values_compare_as_flax(
+    nnx: Any, flax_nnx: Any, kind: str, values: tuple[Any, Any]
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        first, second = (getattr(nnx, kind)({nnx.Param: value, ...: None}) for value in values)
+        return first == second, second == first
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @pytest.mark.apis("StateAxes", "StateSharding", "DiffState")
 @given(recipes=_recipe_pairs())
 def test_prefix_objects_compare_and_hash_as_flax(nnx: Any, flax_nnx: Any, recipes: tuple[Recipe, Recipe]) -> None:
