@@ -61,6 +61,7 @@ def test_a_state_axes_outside_a_tuple_is_refused_as_by_flax(
     assert outcome.error is not None, f"flax's {transform} refuses a StateAxes outside a tuple"
 
 
+@pytest.mark.graph_mode("graph")  # StateAxes need graph mode with graph updates; tree mode refuses them first
 @pytest.mark.apis("vmap", "StateAxes")
 @pytest.mark.documented(None)
 def test_an_empty_state_axes_in_out_axes_gives_no_axis_to_a_returned_module(nnx: Any, flax_nnx: Any) -> None:

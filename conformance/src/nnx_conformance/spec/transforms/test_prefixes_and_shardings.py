@@ -213,6 +213,7 @@ OUT_STATE_AXES = {
 }
 
 
+@pytest.mark.graph_mode("graph")  # StateAxes need graph mode with graph updates; tree mode refuses them first
 @pytest.mark.apis("vmap", "StateAxes")
 @pytest.mark.documented(None)
 @given(
