@@ -11,7 +11,7 @@ from .._tracing import check_same_trace, current_trace_state, inside_transformat
 from ..errors import TraceContextError
 from ..reprlib import is_ref
 from .prefix import VariablePrefix
-from .trees import is_variable
+from .trees import broadcast_prefix, is_node_leaf, is_variable
 
 
 def _variables_of(obj: tp.Any, every_path: bool) -> tp.Iterator[tuple[tuple, variablelib.Variable]]:
@@ -83,6 +83,25 @@ def check_consistent_aliasing(occurrences: tp.Iterable[list[Reached]]) -> None:
                 if key in mismatched
             )
             raise ValueError(f"Inconsistent aliasing detected. The following nodes have different prefixes:\n{nodes}")
+
+
+def check_output_aliasing(out: tp.Any, out_prefix: tp.Any) -> None:
+    """Graph mode without graph updates: a Variable the output holds twice must get one
+    output prefix, named as flax's error names it, by its path in the output (``0/a``)."""
+    leaves = jax.tree_util.tree_leaves(out, is_leaf=is_node_leaf)
+    slots = tuple(i for i, leaf in enumerate(leaves) if is_node_leaf(leaf))
+    if len(slots) < 2:
+        return
+    prefixes = broadcast_prefix(out_prefix, out, is_node_leaf)
+    roots = key_paths(out, is_node_leaf, slots)
+    check_consistent_aliasing(reached(leaves[i], prefixes[i], root) for i, root in zip(slots, roots))
+
+
+def key_paths(args: tp.Any, is_leaf: tp.Callable[[tp.Any], bool], slots: tuple[int, ...]) -> list[tuple]:
+    """The path in ``args`` of each leaf at ``slots``: where flax's aliasing errors without
+    graph updates name an object's Variables from (``0/1/...``: the second positional argument)."""
+    paths = [keypath for keypath, _ in jax.tree_util.tree_flatten_with_path(args, is_leaf=is_leaf)[0]]
+    return [tuple(graphlib.jax_key(k) for k in paths[i]) for i in slots]
 
 
 def _variable_paths(

@@ -36,7 +36,9 @@ from .checks import (
     check_current_trace_of_updated,
     check_no_aliasing,
     check_no_sharing,
+    check_output_aliasing,
     has_shared_variables,
+    key_paths,
     reached,
 )
 from .trees import (
@@ -243,7 +245,7 @@ def lift(
     if coalesce:
         return _lift_flat(graph_updates, arg_leaves, treedef, slots, objs, roots, tree_input_paths)
     obj_prefixes = tuple(prefixes[i] for i in slots)
-    obj_roots = _key_paths(args, objects, slots) if not graph_updates else [()] * len(objs)
+    obj_roots = key_paths(args, objects, slots) if not graph_updates else [()] * len(objs)
     check_consistent_aliasing(reached(o, p, r) for o, p, r in zip(objs, obj_prefixes, obj_roots))
     groups = _groups_for(objs, obj_prefixes, expand)
     outer_index = graphlib.RefMap()
@@ -255,25 +257,6 @@ def lift(
     arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
     pure, prefix = to_jax(Layout(arg_leaves, states)), Layout(arg_prefixes, [g.prefix for g in groups])
     return Lifted(static, pure, prefix, objs, outer_index=outer_index)
-
-
-def _check_output_aliasing(out: tp.Any, out_prefix: tp.Any) -> None:
-    """Graph mode without graph updates: a Variable the output holds twice must get one
-    output prefix, named as flax's error names it, by its path in the output (``0/a``)."""
-    leaves = jax.tree_util.tree_leaves(out, is_leaf=is_node_leaf)
-    slots = tuple(i for i, leaf in enumerate(leaves) if is_node_leaf(leaf))
-    if len(slots) < 2:
-        return
-    prefixes = broadcast_prefix(out_prefix, out, is_node_leaf)
-    roots = _key_paths(out, is_node_leaf, slots)
-    check_consistent_aliasing(reached(leaves[i], prefixes[i], root) for i, root in zip(slots, roots))
-
-
-def _key_paths(args: tp.Any, is_leaf: tp.Callable[[tp.Any], bool], slots: tuple[int, ...]) -> list[tuple]:
-    """The path in ``args`` of each leaf at ``slots``: where flax's aliasing errors without
-    graph updates name an object's Variables from (``0/1/...``: the second positional argument)."""
-    paths = [keypath for keypath, _ in jax.tree_util.tree_flatten_with_path(args, is_leaf=is_leaf)[0]]
-    return [tuple(graphlib.jax_key(k) for k in paths[i]) for i in slots]
 
 
 def _lift_flat(
@@ -405,7 +388,7 @@ def _exit(
 ) -> Result:
     """The result of a traced call; graph objects keep the indices ``ref_index`` gives them."""
     if static.asked_graph and not static.graph_updates:
-        _check_output_aliasing(out, out_prefix)
+        check_output_aliasing(out, out_prefix)
     if not static.graph:
         check_no_aliasing(
             name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.downgraded,
