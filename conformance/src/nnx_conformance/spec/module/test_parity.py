@@ -89,6 +89,7 @@ def _captures(sow_type: str, reduction: str, captured: tuple[str, ...]) -> Any:
     return scenario
 
 
+@pytest.mark.graph_mode("graph")  # in tree mode flax 0.12.12's grad differentiates the Rngs count (uint32) and fails
 @pytest.mark.apis("capture", "Module.perturb")
 @pytest.mark.documented(INTERMEDIATES_GUIDE)
 def test_capture_with_init_perturbations_gives_flax_gradients(nnx: Any, flax_nnx: Any) -> None:
@@ -155,6 +156,7 @@ def test_sow_and_perturb_store_nothing_outside_capture_under_the_sow_capture_noo
     assert attributes == ["bn", "dropout", "linear"], f"flax's sow and perturb store nothing in the Block: {attributes}"
 
 
+@pytest.mark.graph_mode("graph")  # in tree mode flax 0.12.12's grad differentiates the Rngs count (uint32) and fails
 @pytest.mark.apis("Module.perturb", "grad")
 @pytest.mark.documented(INTERMEDIATES_GUIDE)
 @given(shift=st.lists(st.integers(-3, 3).map(float), min_size=3, max_size=3))
