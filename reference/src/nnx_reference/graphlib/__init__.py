@@ -19,7 +19,9 @@ Internals other modules may rely on:
   (a cycle), raises ``ValueError`` naming the paths.
 * :class:`GraphDef` is immutable, hashable and compared by structure (types,
   static attribute values, metadata, indices), so it can key caches and be a
-  static argument of ``jax.jit``.
+  static argument of ``jax.jit``. A graph-mode one holding an unhashable static value
+  raises flax's ``TypeError`` from ``hash()`` except inside ``hashing_for_caches()``,
+  where that value hashes by its type and repr: the caches hash graphdefs there.
 * ``flatten(node, ref_index=...)`` fills ``ref_index`` (a :class:`RefMap`, object ->
   index; an object already in it is a reference); ``unflatten(graphdef, state,
   index_ref=...)`` fills ``index_ref`` (index -> object). A graph keeps its identities
@@ -65,7 +67,7 @@ from ._traversal import (
 
 # Not in __all__: the names the modules built on graphlib use (Key and PathParts are
 # also documented, as nnx.graph.Key), and the type GraphDef.apply returns.
-from ._defs import RefMap  # noqa: F401, I001
+from ._defs import RefMap, hashing_for_caches  # noqa: F401, I001
 from ._mode import Mode, graph_mode, graph_updates, resolve_graph, resolve_mode  # noqa: F401
 from ._nodes import Key, PathParts, is_graph_node, is_node, jax_key  # noqa: F401
 from ._split_merge import ApplyCaller, flatten_into, unflatten_into  # noqa: F401

@@ -7,8 +7,11 @@ one :class:`TreeDef`. All records are immutable and compared by structure.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import typing as tp
+from collections.abc import Iterator
 
 import jax
 
@@ -16,8 +19,29 @@ from ..variablelib import Variable
 from ._nodes import Key, PathParts
 
 
+_FOR_CACHES = contextvars.ContextVar("_FOR_CACHES", default=False)
+
+
+@contextlib.contextmanager
+def hashing_for_caches() -> Iterator[None]:
+    """Within it, an unhashable static value hashes by its type and repr.
+
+    A graphdef holding one has no ``hash()`` (``TypeError``, as flax's), yet the
+    transforms' caches key on graphdefs; they hash inside this context."""
+    token = _FOR_CACHES.set(True)
+    try:
+        yield
+    finally:
+        _FOR_CACHES.reset(token)
+
+
+def hashing_leniently() -> bool:
+    """Whether hashing happens inside :func:`hashing_for_caches`."""
+    return _FOR_CACHES.get()
+
+
 class StaticDef:
-    """A static value inside a GraphDef, hashed/compared robustly."""
+    """A static value inside a GraphDef, compared robustly and hashed as the value is."""
 
     __slots__ = ("value",)
 
@@ -28,6 +52,8 @@ class StaticDef:
         try:
             return hash(self.value)
         except TypeError:
+            if not hashing_leniently():
+                raise
             return hash((type(self.value).__name__, repr(self.value)))
 
     def __eq__(self, other: object) -> bool:

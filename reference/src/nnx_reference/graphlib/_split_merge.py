@@ -15,6 +15,8 @@ from ._defs import (
     RootDefinition,
     TreeDef,
     def_repr,
+    hashing_for_caches,
+    hashing_leniently,
     leaf_paths,
 )
 from ._flatten import flatten_node
@@ -66,6 +68,13 @@ jax.tree_util.register_pytree_with_keys(
 )
 
 
+class _Hash(tp.NamedTuple):
+    """A graphdef's hash, and whether it holds no unhashable static value."""
+
+    value: int
+    strict: bool
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class GraphDef(tp.Generic[A]):
     """The structure of a graph (or tree): everything but its state leaves."""
@@ -74,11 +83,17 @@ class GraphDef(tp.Generic[A]):
     num_leaves: int
 
     def __hash__(self) -> int:
-        cached = self.__dict__.get("_hash")
+        cached: _Hash | None = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash((self.root, self.num_leaves))
+            try:
+                cached = _Hash(hash((self.root, self.num_leaves)), strict=True)
+            except TypeError:
+                with hashing_for_caches():
+                    cached = _Hash(hash((self.root, self.num_leaves)), strict=False)
             object.__setattr__(self, "_hash", cached)
-        return cached  # type: ignore[no-any-return]
+        if not (cached.strict or hashing_leniently()):
+            hash(self.root)  # raises the TypeError of the unhashable static value, as flax's
+        return cached.value
 
     def apply(self, state: tp.Any, *states: tp.Any, graph: bool | None = None) -> ApplyCaller:
         """An object whose method calls run on ``merge(self, state, ...)`` and return ``(out, (graphdef, state))``.

@@ -10,6 +10,7 @@ import typing as tp
 import jax
 from jax.sharding import PartitionSpec
 
+from .. import graphlib
 from . import checks, lift, trees
 from .general import eval_shape
 from .prefix import PrefixMapping, VariablePrefix
@@ -115,6 +116,10 @@ class JitStatic(tp.NamedTuple):
 
     inputs: lift.InStatic
     statics: Statics
+
+    def __hash__(self) -> int:
+        with graphlib.hashing_for_caches():  # the graphdefs of its inputs may hold unhashable statics
+            return hash(tuple(self))
 
 
 class _Prepared(tp.NamedTuple):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import typing as tp
 import weakref
 
+from .. import graphlib
 from .trees import reported_as
 
 _MAX_PER_FUNCTION = 64
@@ -31,7 +32,8 @@ def pure_function(
         per_key = _PURE.setdefault(fun, {})
     except TypeError:  # not weakly referable or not hashable: nothing to cache by
         return build(fun)
-    found = per_key.get(key)
+    with graphlib.hashing_for_caches():
+        found = per_key.get(key)
     if found is None:
         if len(per_key) >= _MAX_PER_FUNCTION:
             per_key.clear()
@@ -40,5 +42,7 @@ def pure_function(
         def call(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
             return reference()(*args, **kwargs)  # type: ignore[misc]
 
-        found = per_key[key] = build(reported_as(fun, call))
+        found = build(reported_as(fun, call))
+        with graphlib.hashing_for_caches():
+            per_key[key] = found
     return found

@@ -41,3 +41,34 @@ def test_graphdefs_with_equal_static_values_built_apart_are_equal_as_flax_s(
         return first == second, hash(first) == hash(second), first == other
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+UNHASHABLE_PLACES = {
+    "a static attribute": lambda nnx, module: setattr(module, "s", [1, 2]),
+    "Variable metadata": lambda nnx, module: setattr(module, "q", nnx.Param(jnp.ones(2), tags=[1, 2])),
+}
+
+
+@pytest.mark.apis("graphdef", "GraphDef")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+@pytest.mark.parametrize("place", UNHASHABLE_PLACES)
+def test_hashing_a_graphdef_that_holds_an_unhashable_value_is_as_flax_s(
+    nnx: Any, flax_nnx: Any, place: str, graph: bool
+) -> None:
+    """A list held as a static attribute or as Variable metadata: flax's graph-mode
+    GraphDef then has no hash (``TypeError``) but still compares equal; its tree-mode
+    GraphDef, a JAX treedef, hashes."""
+
+    def scenario(nnx: Any) -> Any:
+        def made() -> Any:
+            module = nnx.Module()
+            module.p = nnx.Param(jnp.ones(2))
+            UNHASHABLE_PLACES[place](nnx, module)
+            return module
+
+        first, second = (nnx.graphdef(made(), graph=graph) for _ in range(2))
+        equal = first == second
+        return equal, hash(first) == hash(second)
+
+    assert_same(flax_nnx, nnx, scenario)
