@@ -11,7 +11,7 @@ import inspect
 import typing as tp
 from collections.abc import MutableMapping, MutableSequence
 
-from . import reprlib
+from . import _structure, reprlib
 from .module import Module
 from .training.train_state import TrainState  # noqa: F401 (flax keeps it in nnx.helpers)
 
@@ -56,18 +56,38 @@ class List(Module, MutableSequence[A]):
             self._setattr(place, item)
 
     def __delitem__(self, index: tp.Any) -> None:
-        items = list(self)
-        del items[index]
-        self._reset(items)
+        """Deletes one place, or those of a slice from the last one down (see :meth:`_delete`):
+        flax's order for a positive step; for a negative one flax's ascending order
+        removes other items, which the mutable-sequence contract rules out."""
+        if not isinstance(index, slice):
+            self._delete(self._index(index))
+            return
+        for place in sorted(range(self._length)[index], reverse=True):
+            self._delete(place)
+
+    def _delete(self, index: int) -> None:
+        """Removes the place ``index``; each later item moves down one place, and the
+        last place stays behind as an attribute past the List's length, as in flax
+        0.12.12. An item moved into the removed place takes its own kind; moved into a
+        place it keeps, the place's kind (data into a static place is a ValueError)."""
+        _structure.touched(self)
+        del self.__dict__[index]
+        self._pytree__nodes.pop(index, None)
+        for place in range(index + 1, self._length):
+            self._setattr(place - 1, self.__dict__[place])
+        self._length -= 1
 
     def insert(self, index: int, value: A) -> None:
-        """Each item from ``index`` on moves up one place; a place keeps its kind, as in
-        flax: data moved into a place that holds a static value is a ValueError."""
+        """As flax's: the last item is appended, each item from ``index`` on moves up one
+        place, from the last down, and ``value`` takes place ``index``. A place keeps its
+        kind: data moved into a place that holds a static value is a ValueError, raised
+        with the places above it already moved."""
+        place = min(max(index + self._length if index < 0 else index, 0), self._length)  # as list.insert
         items = list(self)
-        items.insert(index, value)
-        for i, item in enumerate(items[:-1]):
-            self._setattr(i, item)
+        items.insert(place, value)
         self.append(items[-1])
+        for i in range(len(items) - 2, place - 1, -1):
+            self._setattr(i, items[i])
 
     def append(self, value: A) -> None:
         self._setattr(self._length, value)
@@ -75,14 +95,6 @@ class List(Module, MutableSequence[A]):
 
     def __iter__(self) -> tp.Iterator[A]:
         return (self.__dict__[i] for i in range(self._length))
-
-    def _reset(self, items: list[tp.Any]) -> None:
-        for i in range(self._length):
-            self.__dict__.pop(i, None)
-            self._pytree__nodes.pop(i, None)
-        self._length = 0
-        for item in items:
-            self.append(item)
 
     def __nnx_repr__(self, summarize: bool = True) -> str:
         if not self._length:
