@@ -169,7 +169,8 @@ class JitWrapped:
         )
         _refuse_placement_with_shardings(device, backend, in_shardings)
         self._jit_kwargs = dict(keep_unused=keep_unused, inline=inline)
-        self.jitted_fn = jax.jit(self._pure_fn, static_argnums=(0,), **self._jit_kwargs)
+        self._traced = trees.reported_as(fun, self._traced_fn())
+        self.jitted_fn = jax.jit(self._traced, static_argnums=(0,), **self._jit_kwargs)
         self._tree_jit = TreeJit("jit", fun, self._jit_kwargs)
         self._jitted_by_layout: dict[_Frozen, jax.stages.Wrapped] = {}
         self._specs_by_positions: dict[tuple[int, tuple[int, ...]], tuple[tp.Any, ...]] = {}
@@ -178,6 +179,14 @@ class JitWrapped:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+    def _traced_fn(self) -> tp.Callable[[JitStatic, trees.Layout | None, trees.Layout], lift.Result]:
+        """A function of its own for jax.jit to trace (named after the user's by ``reported_as``)."""
+
+        def traced(static: JitStatic, donated: trees.Layout | None, kept: trees.Layout) -> lift.Result:
+            return self._pure_fn(static, donated, kept)
+
+        return traced
 
     def _pure_fn(self, static: JitStatic, donated: trees.Layout | None, kept: trees.Layout) -> lift.Result:
         """The pure function jax.jit compiles; ``static`` holds all structure."""
@@ -249,7 +258,7 @@ class JitWrapped:
                 in_part = [None for _ in in_part]
             out = trees.out_prefix_for_jax(self.out_shardings, _expand_sharding)
             options["out_shardings"] = lift.Result(None, in_part, out)
-        jitted = jax.jit(self._pure_fn, static_argnums=(0,), **options)
+        jitted = jax.jit(self._traced, static_argnums=(0,), **options)
         self._jitted_by_layout[key] = jitted
         return jitted
 

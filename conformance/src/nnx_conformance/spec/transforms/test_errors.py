@@ -196,9 +196,14 @@ def _scan_returns_text(m: Any, x: Any) -> Any:
 RETURNING_TEXT = {
     "jit": lambda n, m: n.jit(returns_text)(m),
     "jit in tree mode": lambda n, m: n.jit(returns_text, graph=False)(m),
+    "jit without graph updates": lambda n, m: n.jit(returns_text, graph_updates=False)(m),
+    "jit donating its argument": lambda n, m: n.jit(returns_text, donate_argnums=0)(m),
+    "jit with in_shardings": lambda n, m: n.jit(returns_text, in_shardings=(None,))(m),
     "eval_shape": lambda n, m: n.eval_shape(returns_text, m),
     "remat": lambda n, m: n.remat(returns_text)(m),
+    "remat in tree mode": lambda n, m: n.remat(returns_text, graph=False)(m),
     "cond": lambda n, m: n.cond(True, returns_text, returns_text, m),
+    "cond in tree mode": lambda n, m: n.cond(True, returns_text, returns_text, m, graph=False),
     "switch": lambda n, m: n.switch(0, [returns_text, returns_text], m),
     "scan": lambda n, m: n.scan(_scan_returns_text, in_axes=(n.Carry, 0), out_axes=(n.Carry, 0))(m, jnp.ones(2)),
 }
