@@ -5,7 +5,7 @@ the method of every Module class involved is temporarily wrapped to record the
 inputs and outputs of each call. Each called Module is one row; one column per
 Variable type totals that Module's state. FLOPs, when asked for, come from XLA's
 cost analysis of each call lowered on its own (forward, and forward plus
-backward). ``summary_table`` draws the table (with ``rich`` when installed).
+backward). ``summary_table`` draws the table with ``rich``.
 """
 
 from __future__ import annotations
