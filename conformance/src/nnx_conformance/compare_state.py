@@ -12,6 +12,7 @@ under test and of flax.nnx.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -98,6 +99,8 @@ class _Describer:
             return ("type", obj.__name__)
         if isinstance(obj, BaseException):
             return ("exception", type(obj).__name__)
+        if dataclasses.is_dataclass(obj):
+            return (type(obj).__name__, [(f.name, self(getattr(obj, f.name))) for f in dataclasses.fields(obj)])
         if callable(obj):
             return ("callable", getattr(obj, "__qualname__", type(obj).__name__))
         return ("object", type(obj).__name__)

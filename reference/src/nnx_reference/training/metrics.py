@@ -171,11 +171,11 @@ class Welford(Metric):
         count = self.count[...]
         batch_count = values.size
         batch_mean = values.mean()
-        batch_m2 = ((values - batch_mean) ** 2).sum()
+        batch_m2 = values.var() * batch_count  # flax's bits: the variance times the count
         new_count = count + batch_count
         delta = batch_mean - self.mean[...]
         self.mean[...] = self.mean[...] + delta * batch_count / new_count
-        self.m2[...] = self.m2[...] + batch_m2 + delta**2 * count * batch_count / new_count
+        self.m2[...] = self.m2[...] + (batch_m2 + delta**2 * count * batch_count / new_count)
         self.count[...] = new_count
 
     def compute(self) -> Statistics:

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.assertions import assert_same
+from nnx_conformance.compare_state import Described, describe
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("training/metrics")]
 
@@ -116,6 +117,33 @@ def test_a_metric_takes_and_refuses_the_values_and_masks_flax_s_does(
         given_mask = MASK_KINDS[mask]()
         made.update(values=VALUE_KINDS[values](), **({} if given_mask is None else {"mask": given_mask}))
         return made.compute()
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+METRICS = {
+    "Average": lambda nnx: nnx.metrics.Average(),
+    "Welford": lambda nnx: nnx.metrics.Welford(),
+    "Accuracy": lambda nnx: nnx.metrics.Accuracy(),
+}
+
+
+@pytest.mark.apis("metrics.Average", "metrics.Welford", "metrics.Accuracy", "Metric")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("metric", METRICS)
+def test_a_metric_starts_and_resets_to_flax_s_state_and_statistics(nnx: Any, flax_nnx: Any, metric: str) -> None:
+    """Before any update and after ``reset``, a metric's state (values and dtypes) and what
+    it computes are flax's."""
+
+    def scenario(nnx: Any) -> Any:
+        made = METRICS[metric](nnx)
+        fresh = Described(describe(nnx, (nnx.state(made), made.compute())))  # before reset writes its Variables
+        if metric == "Accuracy":
+            made.update(logits=jnp.array([[0.2, 0.8], [0.9, 0.1]]), labels=jnp.array([1, 1]))
+        else:
+            made.update(values=jnp.array([1.0, 4.0, 7.0]))
+        made.reset()
+        return fresh, nnx.state(made), made.compute()
 
     assert_same(flax_nnx, nnx, scenario)
 
