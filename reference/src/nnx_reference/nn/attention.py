@@ -74,6 +74,7 @@ def dot_product_attention_weights(
     is_causal: bool = False,
 ):
     """Softmax attention weights ``[batch..., heads, q_length, kv_length]`` for query and key."""
+    _check_dropout_rate(dropout_rate)
     query, key = promote_dtype((query, key), dtype=dtype)
     dtype = query.dtype
     if query.ndim != key.ndim:
@@ -105,12 +106,16 @@ def dot_product_attention_weights(
     return weights
 
 
+def _check_dropout_rate(dropout_rate: float) -> None:
+    """Raises flax's ValueError for a rate outside ``[0, 1)``, dropout or not."""
+    if not 0.0 <= dropout_rate < 1.0:
+        raise ValueError(f"dropout_rate must be in the range [0, 1), got {dropout_rate!r}.")
+
+
 def _one_batch_axis(x: Array | None) -> Array | None:
     """``x`` (``[batch..., a, b, c]``) with its batch axes flattened into one, or one added."""
     if x is None or x.ndim == 4:
         return x
-    if x.ndim == 3:
-        return jnp.expand_dims(x, 0)
     return jnp.reshape(x, (-1, *x.shape[-3:]))
 
 
@@ -149,6 +154,7 @@ def dot_product_attention(
         raise ValueError(
             f"k, v lengths must match, but got {key.shape[-3]} and {value.shape[-3]}."
         )
+    _check_dropout_rate(dropout_rate)
     q_heads, kv_heads = query.shape[-2], key.shape[-2]
     if q_heads % kv_heads != 0:
         raise ValueError(

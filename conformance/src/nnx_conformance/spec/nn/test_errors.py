@@ -191,6 +191,33 @@ def test_multi_head_attention_needs_decode_from_the_constructor_or_the_call(nnx:
         layer(jnp.ones((1, 3, 4)))
 
 
+OUT_OF_RANGE_RATES = {"negative": -0.1, "one": 1.0, "above one": 1.5, "nan": float("nan")}
+
+RATE_CALLS = {
+    "dot_product_attention, deterministic": lambda nnx, rate: nnx.dot_product_attention(
+        jnp.ones((1, 3, 2, 4)), jnp.ones((1, 3, 2, 4)), jnp.ones((1, 3, 2, 4)), dropout_rate=rate, deterministic=True
+    ),
+    "MultiHeadAttention called in eval mode": lambda nnx, rate: nnx.MultiHeadAttention(
+        2, 4, dropout_rate=rate, decode=False, rngs=nnx.Rngs(0)
+    )(jnp.ones((1, 3, 4)), deterministic=True),
+    "MultiHeadAttention called in train mode": lambda nnx, rate: nnx.MultiHeadAttention(
+        2, 4, dropout_rate=rate, decode=False, rngs=nnx.Rngs(0, dropout=1)
+    )(jnp.ones((1, 3, 4)), deterministic=False),
+}
+
+
+@attention
+@pytest.mark.kind("differential")
+@pytest.mark.apis("dot_product_attention", "MultiHeadAttention")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("rate", OUT_OF_RANGE_RATES)
+@pytest.mark.parametrize("call", RATE_CALLS)
+def test_attention_refuses_a_dropout_rate_outside_zero_to_one_as_flax(nnx: Any, flax_nnx: Any, call: str, rate: str) -> None:
+    """flax's ValueError naming the rate, with or without dropout (never a NaN output)."""
+    given = OUT_OF_RANGE_RATES[rate]
+    assert_same(flax_nnx, nnx, lambda nnx: RATE_CALLS[call](nnx, given), mentions=("dropout_rate", repr(given)))
+
+
 @attention
 @pytest.mark.apis("MultiHeadAttention")
 def test_decoding_before_init_cache_raises(nnx: Any) -> None:
