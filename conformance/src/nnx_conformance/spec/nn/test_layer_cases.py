@@ -30,6 +30,7 @@ def cases() -> list[Case]:
     x3 = jax.random.normal(key(1), (2, 5, 3))
     x8 = jax.random.normal(key(1), (2, 5, 8))
     x4d = jax.random.normal(key(1), (2, 7, 6, 4))
+    x5d = jax.random.normal(key(1), (2, 5, 4, 3, 2))
     normal = jax.nn.initializers.normal()
     out: list[Case] = [
         Case("Linear", lambda n, r: n.Linear(3, 4, rngs=r), x3),
@@ -73,6 +74,8 @@ def cases() -> list[Case]:
         Case("Conv2d unbatched", lambda n, r: n.Conv(4, 6, (3, 2), rngs=r), x4d[0]),
         Case("Conv1d two batch axes", lambda n, r: n.Conv(4, 6, (3,), rngs=r), x4d),
         Case("Conv2d causal", lambda n, r: n.Conv(4, 6, (3, 2), padding="CAUSAL", rngs=r), x4d),
+        Case("Conv3d", lambda n, r: n.Conv(2, 3, (3, 2, 2), strides=(1, 2, 1), rngs=r), x5d),
+        Case("ConvTranspose3d", lambda n, r: n.ConvTranspose(2, 3, (2, 3, 2), strides=(2, 1, 1), rngs=r), x5d),
     ]
     # circular padding folds an output longer than its period by an even and an odd overhang
     # (kernel over stride: 3 over 1, 3 over 2), with the kernel transposed and not
