@@ -113,7 +113,8 @@ def axis_metadata(
 
     Only when ``metadata`` names a ``PARTITION_NAME``; ``objects`` are ``(object, prefix)``.
     Each Variable moves once, or with ``every_path`` once per path ``jax.tree`` takes to it.
-    Every name to remove is checked before any Variable changes.
+    The transforms move the names of their copies of the caller's Variables, so a name
+    that cannot be removed leaves the caller's Variables as they were.
     """
     if PARTITION_NAME not in metadata:
         return
@@ -125,9 +126,6 @@ def axis_metadata(
             if is_scanned(axis) and (every_path or id(var) not in moved):
                 moved.add(id(var))
                 moves.append((path, var, axis))
-    if not add:
-        for path, var, axis in moves:
-            _moved_partition(path, var, axis, name, add)
     for path, var, axis in moves:
         if (sharding := _moved_partition(path, var, axis, name, add)) is not None:
             var.set_metadata("out_sharding", sharding)

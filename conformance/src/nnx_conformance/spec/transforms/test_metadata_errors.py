@@ -45,6 +45,20 @@ def test_removing_a_partition_name_from_an_axis_of_another_name_raises_and_chang
     assert got == SHARDING, f"after the error the Param's out_sharding is {got}, expected {SHARDING} as before"
 
 
+@pytest.mark.apis("transform_metadata", "vmap")
+@pytest.mark.parametrize("transform", sorted(MAPPED))
+def test_a_removal_that_fails_for_one_variable_changes_no_other(nnx: Any, transform: str) -> None:
+    """Every name to remove is checked before any Variable changes: a Param whose axis 1
+    is named 'c', met before the one whose axis 1 is 'b', keeps its name and shape."""
+    model = _model(nnx)
+    model.a = nnx.Param(jnp.zeros((2, 3, 4)), out_sharding=("x", "c", "y"), eager_sharding=False)
+    mapped = MAPPED[transform](nnx, lambda m: None)
+    with pytest.raises(ValueError, match=re.escape("Expected to remove 'c' at index 1")):
+        mapped(model)
+    got = (model.a.get_metadata()["out_sharding"], model.a.shape)
+    assert got == (("x", "c", "y"), (2, 3, 4)), f"after the error the other Param is {got}, expected it as before"
+
+
 @pytest.mark.apis("transform_metadata")
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
 def test_transform_metadata_refuses_to_return_an_input_variable_and_restores_it(nnx: Any, graph: bool) -> None:
