@@ -70,6 +70,8 @@ class _Describer:
 
     def __call__(self, obj: Any) -> Any:
         nnx = self.nnx
+        if isinstance(obj, (float, complex)) and obj != obj:  # NaN: described by repr, so equal to itself
+            return (type(obj).__name__, repr(obj))
         if obj is None or isinstance(obj, (bool, int, float, str, complex)):
             return (type(obj).__name__, obj)
         if isinstance(obj, (jax.Array, np.ndarray, np.generic)):

@@ -219,6 +219,19 @@ def test_attention_refuses_a_dropout_rate_outside_zero_to_one_as_flax(nnx: Any, 
 
 
 @attention
+@pytest.mark.kind("differential")
+@pytest.mark.apis("MultiHeadAttention")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("rate", OUT_OF_RANGE_RATES)
+def test_attention_built_with_an_out_of_range_dropout_rate_holds_flax_s_state(nnx: Any, flax_nnx: Any, rate: str) -> None:
+    """The rate is checked when the layer is called, not built: the layer built is flax's,
+    a kept dropout stream included or not."""
+    given = OUT_OF_RANGE_RATES[rate]
+    assert_same(flax_nnx, nnx, lambda nnx: nnx.MultiHeadAttention(
+        2, 4, dropout_rate=given, keep_rngs=True, decode=False, rngs=nnx.Rngs(0, dropout=1)))
+
+
+@attention
 @pytest.mark.apis("MultiHeadAttention")
 def test_decoding_before_init_cache_raises(nnx: Any) -> None:
     layer = nnx.MultiHeadAttention(2, 4, decode=True, rngs=nnx.Rngs(0))
