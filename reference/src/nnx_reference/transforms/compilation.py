@@ -394,7 +394,7 @@ def jit_partial(
     inline: bool = False,
     graph: bool | None = None,
     graph_updates: bool | None = None,
-) -> tp.Callable:
+) -> PartialJit:
     """``jit`` of ``fun`` with ``partial_args`` bound as its first positional arguments.
 
     Updates to the Variables of the bound arguments are propagated after every call;
@@ -418,11 +418,33 @@ def jit_partial(
         graph_updates=graph_updates,
     )
 
-    @functools.wraps(fun)
-    def call(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        return jitted(*partial_args, *args, **kwargs)
+    return PartialJit(jitted, partial_args)
 
-    return call
+
+class PartialJit:
+    """What :func:`jit_partial` returns: the jitted function with ``partial_args`` bound as
+    its first positional arguments, named after it, and its ``lower``, ``trace`` and
+    ``eval_shape`` with them bound too, as flax's."""
+
+    def __init__(self, jitted: JitWrapped, partial_args: tuple[tp.Any, ...]) -> None:
+        self.jitted = jitted
+        self.partial_args = partial_args
+        functools.update_wrapper(self, jitted.fun)
+
+    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        return self.jitted(*self.partial_args, *args, **kwargs)
+
+    def lower(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        """See :meth:`JitWrapped.lower`."""
+        return self.jitted.lower(*self.partial_args, *args, **kwargs)
+
+    def trace(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        """See :meth:`JitWrapped.trace`."""
+        return self.jitted.trace(*self.partial_args, *args, **kwargs)
+
+    def eval_shape(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        """See :meth:`JitWrapped.eval_shape`."""
+        return self.jitted.eval_shape(*self.partial_args, *args, **kwargs)
 
 
 class ShardMapOptions(tp.TypedDict, total=False):

@@ -278,6 +278,30 @@ def test_jit_partial_calls_with_the_model_bound(
     assert_same_outcome(flax_nnx, nnx, call, f"jit_partial(forward, model, graph_updates={graph_updates})(x)")
 
 
+@pytest.mark.apis("jit_partial")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("method", ["lower", "trace", "eval_shape"])
+def test_jit_partial_lowers_traces_and_evaluates_shapes_with_the_model_bound(
+    nnx: Any, flax_nnx: Any, method: str
+) -> None:
+    """As a jitted function's own methods, with the bound model first: what ``eval_shape``
+    gives, and the lowered or traced function's output shapes; the model is not updated."""
+    x = strategies.layer_input((4, 2), 0)
+
+    def call(nnx: Any) -> Any:
+        model = _model(nnx, 0)
+
+        def forward(model: Any, x: Any) -> Any:
+            model.linear.kernel[...] += 1
+            return model.norm(model.linear(x))
+
+        made = getattr(nnx.jit_partial(forward, model, graph=False), method)(x)
+        shapes = made if method == "eval_shape" else made.out_info
+        return jax.tree.map(lambda a: (a.shape, str(a.dtype)), shapes), _state_of(nnx, model)
+
+    assert_same_outcome(flax_nnx, nnx, call, f"jit_partial(forward, model, graph=False).{method}(x)")
+
+
 @pytest.mark.apis("fork_rngs", "with_rngs")
 @given(seed=strategies.seeds, function=st.sampled_from(["fork_rngs", "with_rngs"]), split=st.sampled_from([None, 2, (2, 3)]))
 def test_rng_streams_of_a_model_fork_and_split_as_flax_does(

@@ -25,7 +25,7 @@ def body(x: Any, y: Any = 1) -> Any:
 
 TRANSFORMS = {
     "jit": lambda nnx: nnx.jit(body),
-    "jit_partial": lambda nnx: nnx.jit_partial(body),
+    "jit_partial": lambda nnx: nnx.jit_partial(body, graph=False),  # it refuses graph updates
     "vmap": lambda nnx: nnx.vmap(body),
     "pmap": lambda nnx: nnx.pmap(body),
     "remat": lambda nnx: nnx.remat(body),
