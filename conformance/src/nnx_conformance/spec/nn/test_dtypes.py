@@ -19,6 +19,12 @@ DOC = "api nn/dtypes page: canonicalize_dtype and promote_dtype (inferred dtype,
 
 arguments = st.lists(st.sampled_from([None, *DTYPES]), min_size=1, max_size=3)
 overrides = st.sampled_from([None, *DTYPES])
+inexact_flags = st.sampled_from([True, False, None])
+"""``inexact`` given as True or False, or left out (None) to take its default."""
+
+
+def _inexact(inexact: bool | None) -> dict[str, bool]:
+    return {} if inexact is None else {"inexact": inexact}
 
 
 def _args(dtypes: list[Any]) -> tuple[Any, ...]:
@@ -27,17 +33,17 @@ def _args(dtypes: list[Any]) -> tuple[Any, ...]:
 
 @pytest.mark.apis("nn.dtypes.canonicalize_dtype")
 @pytest.mark.documented(DOC)
-@given(dtypes=arguments, dtype=overrides, inexact=st.booleans())
+@given(dtypes=arguments, dtype=overrides, inexact=inexact_flags)
 def test_canonicalize_dtype_gives_flax_dtype(
-    nnx: Any, flax_nnx: Any, dtypes: list[Any], dtype: Any, inexact: bool
+    nnx: Any, flax_nnx: Any, dtypes: list[Any], dtype: Any, inexact: bool | None
 ) -> None:
     assert_same(
-        flax_nnx, nnx, lambda nnx: nnx.nn.dtypes.canonicalize_dtype(*_args(dtypes), dtype=dtype, inexact=inexact)
+        flax_nnx, nnx, lambda nnx: nnx.nn.dtypes.canonicalize_dtype(*_args(dtypes), dtype=dtype, **_inexact(inexact))
     )
 
 
 @pytest.mark.apis("nn.dtypes.promote_dtype")
 @pytest.mark.documented(DOC)
-@given(dtypes=arguments, dtype=overrides, inexact=st.booleans())
-def test_promote_dtype_casts_as_flax(nnx: Any, flax_nnx: Any, dtypes: list[Any], dtype: Any, inexact: bool) -> None:
-    assert_same(flax_nnx, nnx, lambda nnx: nnx.nn.dtypes.promote_dtype(_args(dtypes), dtype=dtype, inexact=inexact))
+@given(dtypes=arguments, dtype=overrides, inexact=inexact_flags)
+def test_promote_dtype_casts_as_flax(nnx: Any, flax_nnx: Any, dtypes: list[Any], dtype: Any, inexact: bool | None) -> None:
+    assert_same(flax_nnx, nnx, lambda nnx: nnx.nn.dtypes.promote_dtype(_args(dtypes), dtype=dtype, **_inexact(inexact)))
