@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -60,6 +61,22 @@ def test_a_new_array_attribute_after_init_is_data(nnx: Any, flax_nnx: Any) -> No
         holder = gs.classes(nnx).node()
         holder.n = jnp.ones(2)
         return holder, nnx.state(holder)
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Module", "state")
+@pytest.mark.documented(None)
+def test_an_attribute_set_past_the_module_s_setattr_is_static_as_in_flax(nnx: Any, flax_nnx: Any) -> None:
+    """An array put in with ``object.__setattr__`` is not state: not in ``nnx.state``, not a
+    JAX leaf, kept through split and merge as a static value."""
+
+    def scenario(nnx: Any) -> Any:
+        holder = gs.classes(nnx).node()
+        holder.p = nnx.Param(jnp.zeros(2))
+        object.__setattr__(holder, "extra", jnp.ones(3))
+        merged = nnx.merge(*nnx.split(holder))
+        return nnx.state(holder), len(jax.tree.leaves(holder)), merged.extra is holder.extra
 
     assert_same(flax_nnx, nnx, scenario)
 
