@@ -225,11 +225,13 @@ def test_survivors_the_reference_s_own_tests_kill_are_counted_apart_from_the_sui
 def test_the_reference_s_own_tests_judge_a_copy_of_the_package(tmp_path: Path) -> None:
     copy = mutation.fresh_copy(PACKAGE, tmp_path / "copy")
     assert not mutation.run_own_tests(REPO, tmp_path / "copy", 300), "expected the unmutated copy to pass its own tests"
-    table = copy / "summary_table.py"
-    centred = 'return " " * ((width - len(text)) // 2) + text'
-    assert centred in table.read_text(), "the plain table's centring line this test breaks has moved"
-    table.write_text(table.read_text().replace(centred, "return text"))
-    assert mutation.run_own_tests(REPO, tmp_path / "copy", 300), "expected the own tests to kill a broken plain table"
+    optimizer = copy / "training" / "optimizer.py"
+    check = "if params_paths != grads_paths:"
+    assert check in optimizer.read_text(), "the optimizer's structure check this test breaks has moved"
+    optimizer.write_text(optimizer.read_text().replace(check, "if False:"))
+    assert mutation.run_own_tests(REPO, tmp_path / "copy", 300), (
+        "expected the own tests to kill an optimizer that no longer names the paths where grads differ"
+    )
 
 
 def test_a_sample_with_a_floor_per_module_draws_from_every_module(tmp_path: Path) -> None:
