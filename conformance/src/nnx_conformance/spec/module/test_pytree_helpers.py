@@ -9,7 +9,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nnx_conformance.assertions import assert_same
@@ -156,6 +156,11 @@ LIST_STEPS = st.lists(
 @pytest.mark.apis("List")
 @pytest.mark.documented(None)
 @given(kinds=st.lists(KINDS, max_size=5), steps=LIST_STEPS)
+@example(kinds=["Param", "int", "int"], steps=[("insert", 0, 0, "int")])
+@example(kinds=["int", "int", "int", "int"], steps=[("insert", 2, 0, "Param")])
+@example(kinds=["int", "Param", "data"], steps=[("insert", -1, 0, "int"), ("delete", 0, 0, "int")])
+@example(kinds=["Param", "Param", "int", "int"], steps=[("delete a slice", 0, 2, "int"), ("append", 0, 0, "Param")])
+@example(kinds=["int", "Param", "int"], steps=[("pop", 0, 0, "int"), ("remove", 1, 0, "int")])
 def test_list_operations_leave_flax_s_items_places_and_state(
     nnx: Any, flax_nnx: Any, kinds: list[str], steps: list[tuple[str, int, int, str]]
 ) -> None:
