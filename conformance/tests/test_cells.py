@@ -93,3 +93,10 @@ def test_the_implementations_module_path_reads_as_flax_nnx(tmp_path: Path) -> No
     source = "print(\"<class 'fakennx.graphlib.Thing'>\", 'not_fakennx.x')"
     output = "<class 'flax.nnx.graphlib.Thing'> not_fakennx.x"
     assert _evaluate_one(tmp_path, source, output) == ""
+
+
+def test_a_number_one_unit_off_in_its_last_documented_digit_matches(tmp_path: Path) -> None:
+    # In binary, 0.05561923 - 0.05561922 is just above 1e-8; the documented precision is decimal.
+    assert _evaluate_one(tmp_path, "print(0.05561923, 2.5e-3)", "0.05561922 2.4e-3") == ""
+    assert "Expected" in _evaluate_one(tmp_path, "print(0.05561924)", "0.05561922")
+    assert "Expected" in _evaluate_one(tmp_path, "print(0.0557)", "0.05561922")
