@@ -100,3 +100,4 @@ def test_a_number_one_unit_off_in_its_last_documented_digit_matches(tmp_path: Pa
     assert _evaluate_one(tmp_path, "print(0.05561923, 2.5e-3)", "0.05561922 2.4e-3") == ""
     assert "Expected" in _evaluate_one(tmp_path, "print(0.05561924)", "0.05561922")
     assert "Expected" in _evaluate_one(tmp_path, "print(0.0557)", "0.05561922")
+    assert "Expected" in _evaluate_one(tmp_path, "print(2)", "1"), "integers compare exactly"

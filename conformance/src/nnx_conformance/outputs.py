@@ -26,7 +26,8 @@ from .impl import FLAX_NNX
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
+# A float as NUMBER reads one: a decimal point or an exponent (integers compare exactly).
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)")
 
 
 def _within_last_digit(want: str, got: str) -> bool:
