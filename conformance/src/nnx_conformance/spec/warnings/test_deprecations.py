@@ -1,7 +1,7 @@
 """Parity of deprecations and no-op capture with flax.nnx: the DeprecationWarnings flax
 emits (nnx.Data[...], Module.sow/perturb outside nnx.capture, nnx.vars_as, Variable.value
-read or set, the Module and State methods that have a function of their own) and the
-line each points at, and sow/perturb with ``capture_noop=True`` storing nothing outside
+read or set, the Module and State methods that have a function of their own), its
+UserWarnings (recurrent cells' settings, Variable hooks) and the line each points at, and sow/perturb with ``capture_noop=True`` storing nothing outside
 nnx.capture."""
 
 from __future__ import annotations
@@ -115,8 +115,22 @@ def _cell_settings(nnx: Any) -> Any:
     return nnx.LSTMCell(2, 3, carry_init=nnx.initializers.zeros_init(), keep_rngs=True, rngs=nnx.Rngs(0))
 
 
-WARNED = {**{use: scenario for use, (scenario, _) in DEPRECATED.items()}, "cell settings": _cell_settings}
-"""Every use that warns, by name: the deprecated ones and the recurrent cells' settings."""
+def _unchanged(variable: Any, value: Any) -> Any:
+    return value
+
+
+def _variable_hooks(nnx: Any) -> Any:
+    """Variables made with hooks, given directly and through ``with_metadata`` (UserWarnings)."""
+    init = nnx.with_metadata(nnx.initializers.ones, on_get_value=_unchanged)
+    return nnx.Param(jnp.ones(1), on_set_value=_unchanged), nnx.Linear(1, 1, kernel_init=init, rngs=nnx.Rngs(0))
+
+
+WARNED = {
+    **{use: scenario for use, (scenario, _) in DEPRECATED.items()},
+    "cell settings": _cell_settings,
+    "Variable hooks": _variable_hooks,
+}
+"""Every use that warns, by name: the deprecated ones, the recurrent cells' settings, hooks."""
 
 
 def _blamed(nnx: Any, use: str) -> list[tuple[str, str, str]]:
@@ -131,7 +145,8 @@ def _blamed(nnx: Any, use: str) -> list[tuple[str, str, str]]:
             for w in caught if issubclass(w.category, (DeprecationWarning, UserWarning))]
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "LSTMCell", "Rngs", "abstract_with_sharding", "pure")
+@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "LSTMCell", "Rngs", "abstract_with_sharding", "pure",
+                  "with_metadata")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(WARNED))
 def test_a_warning_points_where_flax_s_points(nnx: Any, flax_nnx: Any, use: str) -> None:
