@@ -208,6 +208,9 @@ def _unary(op: tp.Callable[[tp.Any], tp.Any]) -> tp.Any:
     return staticmethod(lambda tracer: op(_get(tracer)))
 
 
+_NOT_READ_THROUGH = frozenset({"shape", "dtype", "ndim", "size"})
+
+
 class AbstractVariable(hijax.HiType):
     """The JAX type of a hijax Variable: its class, its metadata and its value's leaf types.
 
@@ -233,11 +236,15 @@ class AbstractVariable(hijax.HiType):
         return self.treedef.node_data()[1]
 
     def __getattr__(self, name: str) -> tp.Any:
-        if not name.startswith("_"):
-            for key, value in self.metadata:
-                if key == name:
-                    return value
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        """A metadata entry by name; any other public name reads through to a tracer's value
+        (``v.T`` inside ``jit``), as a Variable's attributes read through to its value, except
+        the shape, dtype, ndim and size a tracer asks of its type (flax's tracer has none)."""
+        if name.startswith("_") or name in _NOT_READ_THROUGH:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        for key, value in self.metadata:
+            if key == name:
+                return value
+        return hijax.aval_property(lambda tracer: getattr(_get(tracer), name))
 
     def __hash__(self) -> int:
         return hash((self.var_type, self.treedef, self.avals))

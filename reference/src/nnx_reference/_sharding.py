@@ -75,9 +75,10 @@ def partition_spec(names: tp.Any) -> PartitionSpec:
 
 
 def shard_value(value: tp.Any, out_sharding: tp.Any, mesh: jax.sharding.Mesh | None) -> tp.Any:
-    """Places ``value`` according to ``out_sharding`` (Variable creation with eager
-    sharding): on the mesh of a NamedSharding, on ``mesh`` if given, else on the mesh of
-    the current ``jax.set_mesh``."""
+    """Places every leaf of ``value`` according to ``out_sharding`` (Variable creation with
+    eager sharding): on the mesh of a NamedSharding, on ``mesh`` if given, else on the mesh
+    of the current ``jax.set_mesh``. A leaf that is no array becomes one, as JAX takes it
+    (a NumPy array, a Python number), or fails there (a string, a ShapeDtypeStruct)."""
     if isinstance(out_sharding, NamedSharding):
         return _place(value, out_sharding, out_sharding.mesh, out_sharding.spec)
     spec = partition_spec(out_sharding)
@@ -107,10 +108,9 @@ def on_mesh(value: jax.ShapeDtypeStruct, metadata: tp.Mapping[str, tp.Any]) -> j
 
 
 def _place(value: tp.Any, sharding: NamedSharding | PartitionSpec, mesh: tp.Any, spec: PartitionSpec) -> tp.Any:
-    """``value`` resharded (Explicit mesh axes) or constrained (Auto ones) to ``sharding``."""
-    if _all_explicit(mesh, spec):
-        return jax.sharding.reshard(value, sharding)
-    return jax.lax.with_sharding_constraint(value, sharding)
+    """Each leaf of ``value`` resharded (Explicit mesh axes) or constrained (Auto ones) to ``sharding``."""
+    place = jax.sharding.reshard if _all_explicit(mesh, spec) else jax.lax.with_sharding_constraint
+    return jax.tree.map(lambda leaf: place(leaf, sharding), value)
 
 
 def _all_explicit(mesh: tp.Any, spec: PartitionSpec) -> bool:

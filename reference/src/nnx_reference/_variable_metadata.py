@@ -34,6 +34,11 @@ MISSING: tp.Any = _Missing()
 REQUIRED_METADATA = ("hijax", "ref", "eager_sharding")
 HOOK_NAMES = ("on_get_value", "on_set_value", "on_create_value", "on_add_axis", "on_remove_axis")
 """The metadata keys a Variable runs as hooks, in the order a :class:`VariableMetadata` adds them."""
+HOOKS_DEPRECATED = (
+    "Variable hooks are deprecated. Create your own Variable type and overload `get_value` "
+    "and `set_value` instead."
+)
+"""flax's UserWarning for a Variable made with hooks (it points inside the library, as flax's)."""
 
 
 # ---------------------------------------------------------------- defaults
@@ -108,7 +113,15 @@ def with_metadata(
     on_remove_axis: tp.Any = (),
     **metadata: tp.Any,
 ) -> tp.Callable[..., VariableMetadata[tp.Any]]:
-    """Wraps an initializer so that its output carries ``metadata`` (and hooks) into a Variable."""
+    """Wraps an initializer so that its output carries ``metadata`` (and hooks) into a Variable;
+    hooks are deprecated (flax's UserWarning)."""
+    if any((on_set_value, on_get_value, on_create_value, on_add_axis, on_remove_axis)):
+        warnings.warn(
+            "Variable hooks are deprecated in favor of users creating their own Variable types and "
+            "overloading `get_value` and `set_value` instead.",
+            UserWarning,
+            stacklevel=1,
+        )
 
     @functools.wraps(initializer)
     def wrapper(*args: tp.Any, **kwargs: tp.Any) -> VariableMetadata[tp.Any]:

@@ -242,6 +242,16 @@ class _ReprGuard(threading.local):
 _REPR_GUARD = _ReprGuard()
 
 
+_deep_copy: tp.Callable[[tp.Any], tp.Any] | None = None
+
+
+def set_deep_copy(copy_graph: tp.Callable[[tp.Any], tp.Any]) -> None:
+    """Sets how ``copy.deepcopy`` copies a Pytree: graphlib, which sits above this module,
+    registers its copy of a whole graph when it is imported."""
+    global _deep_copy
+    _deep_copy = copy_graph
+
+
 class Pytree:
     """Base class for all NNX objects; instances are JAX pytrees of their data attributes."""
 
@@ -364,6 +374,12 @@ class Pytree:
 
     def __getstate__(self) -> dict[str, tp.Any]:
         return {k: v for k, v in self.__dict__.items() if k != TRACE_STATE}
+
+    def __deepcopy__(self, memo: dict[int, tp.Any]) -> tp.Self:
+        """A copy of the whole graph below this object (graphlib's ``deep_copy``); ``memo``
+        does not reach inside it, as in flax."""
+        assert _deep_copy is not None, "graphlib registers the deep copy on import"
+        return _deep_copy(self)
 
     def __setstate__(self, state: dict[str, tp.Any]) -> None:
         self.__dict__.update(state)

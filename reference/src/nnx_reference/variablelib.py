@@ -10,7 +10,6 @@ can select it. Every Variable carries the required metadata ``hijax``, ``ref`` a
 
 from __future__ import annotations
 
-import copy
 import functools
 import typing as tp
 import warnings
@@ -24,6 +23,7 @@ from ._sharding import shard_value, use_eager_sharding, using_eager_sharding
 from ._tracing import check_same_trace, current_trace_state, inside_transformation
 from ._variable_metadata import (
     HOOK_NAMES,
+    HOOKS_DEPRECATED,
     MISSING,
     Metadata,
     REQUIRED_METADATA,
@@ -118,6 +118,8 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
                 if hooks := getattr(value, name):
                     metadata.setdefault(name, hooks)
             value = value.raw_value
+        if any(metadata.get(name) for name in HOOK_NAMES):
+            warnings.warn(HOOKS_DEPRECATED, UserWarning, stacklevel=1)
         defaults = var_defaults()
         assert isinstance(defaults, VarDefaults)
         metadata.update(
@@ -131,7 +133,7 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         for hook in self._hooks("on_create_value"):
             value = hook(self, value)
         value = self.create_value(value)
-        if metadata["eager_sharding"] and metadata.get("out_sharding") is not None and isinstance(value, jax.Array):
+        if metadata["eager_sharding"] and metadata.get("out_sharding"):  # an empty one places nothing, as flax's
             value = shard_value(value, metadata["out_sharding"], metadata.get("mesh"))
         if wants_ref(metadata):
             value = as_ref(value)
@@ -364,13 +366,14 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
     # -- attribute access
 
     def __getattr__(self, name: str) -> tp.Any:
-        """Metadata by name; any other attribute (``__array__`` too) is the value's."""
-        if name in ("_raw_value", "_var_metadata", "_trace_state"):
+        """Metadata by name; any other attribute (``__array__``, ``__deepcopy__`` too) is the
+        stored value's, as flax's: read past hooks, of a ref Variable's ``jax.Ref`` itself."""
+        if name in _INTERNALS:
             raise AttributeError(name)
         metadata = self.__dict__.get("_var_metadata", {})
         if name in metadata:
             return metadata[name]
-        return getattr(self.get_value(), name)
+        return getattr(self._raw_value, name)
 
     def __setattr__(self, name: str, value: tp.Any) -> None:
         if name == "value":
@@ -380,13 +383,21 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         if name == "raw_value":
             self.set_raw_value(value)
             return
-        if name.startswith("_"):
+        if name in _INTERNALS:
             object.__setattr__(self, name, value)
             return
         raise AttributeError(
             f"Cannot set attribute {name}. To set Variable metadata use either:\n\n"
             f"  variable.set_metadata({name}=value)\n\nor\n\n"
             f"  variable.set_metadata('{name}', value)"
+        )
+
+    def __delattr__(self, name: str) -> None:
+        if name in _INTERNALS:
+            object.__delattr__(self, name)
+            return
+        raise AttributeError(
+            f"Cannot delete attribute {name}. To delete Variable metadata use:\n\n  variable.del_metadata('{name}')"
         )
 
     # -- array protocol
@@ -418,9 +429,6 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         """A shallow copy: a new Variable holding the very same value (a ref Variable's Ref too)."""
         return type(self)._new(self._raw_value, dict(self._var_metadata))
 
-    def __deepcopy__(self, memo: dict[int, tp.Any]) -> Variable[A]:
-        return type(self)._new(copy.deepcopy(self._raw_value, memo), copy.deepcopy(self._var_metadata, memo))
-
     def __getstate__(self) -> dict[str, tp.Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_trace_state"}
 
@@ -430,6 +438,7 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         object.__setattr__(self, "_trace_state", current_trace_state())
 
 
+_INTERNALS = frozenset({"_raw_value", "_var_metadata", "_trace_state"})  # a Variable's own attributes
 _REQUIRED_DEFAULTS = {"hijax": False, "ref": False, "eager_sharding": True}
 
 

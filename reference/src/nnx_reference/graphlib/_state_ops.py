@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import typing as tp
 import warnings
@@ -9,7 +10,7 @@ from collections.abc import MutableSequence
 
 import jax
 
-from .. import _structure, reprlib
+from .. import _structure, pytreelib, reprlib
 from ..pytreelib import Pytree
 from ..statelib import State, from_flat_state, split_flat
 from ..variablelib import Variable
@@ -105,6 +106,25 @@ def clone(node: A, variables: bool = True, *, arrays: bool = False, graph: bool 
             leaf = _copy_arrays(leaf)
         leaves.append((path, leaf))
     return unflatten_leaves(gdef, leaves, None, False)
+
+
+def deep_copy(node: A) -> A:
+    """``copy.deepcopy`` of a Pytree, as flax's: a copy of its graph (in graph mode whatever the
+    global mode, so what it shares stays shared) with deep copies of its static values and,
+    for each Variable, a new one of its type holding deep copies of its value and metadata (a
+    ref Variable a Ref of its own)."""
+    gdef, flat = flatten_for(node, True, "deepcopy")
+    return unflatten_leaves(copy.deepcopy(gdef), [(path, _deep_copied(leaf)) for path, leaf in flat], None, False)
+
+
+def _deep_copied(leaf: tp.Any) -> tp.Any:
+    if not isinstance(leaf, Variable):
+        return copy.deepcopy(leaf)
+    raw = leaf.get_raw_value()
+    return leaf.copy(copy.deepcopy(raw[...] if reprlib.is_ref(raw) else raw), **copy.deepcopy(leaf.get_metadata()))
+
+
+pytreelib.set_deep_copy(deep_copy)
 
 
 def _copy_arrays(tree: tp.Any) -> tp.Any:
