@@ -1,4 +1,5 @@
 """Parity of Variables with flax.nnx: reprs, copy.copy, copies of ref Variables, pickling, has_metadata,
+the metadata set_metadata and del_metadata may not change (hijax, ref),
 ``from_metadata`` given some of the required keys, metadata drawn over the
 documented Variable types, a Variable made with an ``out_sharding`` (and a ``mesh``), and what
 ``variable[index] = value`` stores (dtype, weak type, the array itself or a copy)."""
@@ -263,3 +264,48 @@ def test_which_writes_go_through_an_overridden_set_raw_value_as_in_flax(nnx: Any
         return seen, variable[...]
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+METADATA_WRITES = {
+    "set_metadata(hijax=...)": lambda v, new: v.set_metadata(hijax=new),
+    "set_metadata(ref=...)": lambda v, new: v.set_metadata(ref=new),
+    "set_metadata(eager_sharding=...)": lambda v, new: v.set_metadata(eager_sharding=new),
+    "set_metadata('hijax', ...)": lambda v, new: v.set_metadata("hijax", new),
+    "set_metadata('ref', ...)": lambda v, new: v.set_metadata("ref", new),
+    "set_metadata of a dict with hijax": lambda v, new: v.set_metadata({**v.get_metadata(), "hijax": new}),
+    "set_metadata of a dict with ref": lambda v, new: v.set_metadata({**v.get_metadata(), "ref": new}),
+    "set_metadata of a dict with eager_sharding": lambda v, new: v.set_metadata({**v.get_metadata(), "eager_sharding": new}),
+}
+MADE_AS = {"plain": {}, "hijax": {"hijax": True}, "ref": {"ref": True}}
+
+
+@pytest.mark.apis("Variable.set_metadata")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("changed", [False, True], ids=["the same value", "another value"])
+@pytest.mark.parametrize("write", sorted(METADATA_WRITES))
+@pytest.mark.parametrize("made", sorted(MADE_AS))
+def test_set_metadata_keeps_what_a_variable_was_made_as_as_flax(
+    nnx: Any, flax_nnx: Any, made: str, write: str, changed: bool
+) -> None:
+    """``hijax`` and ``ref`` cannot change (ValueError naming the key), nor can
+    ``eager_sharding`` in a dict that replaces all metadata; the same value is accepted."""
+    key = next(k for k in ("eager_sharding", "hijax", "ref") if k in write)
+
+    def scenario(nnx: Any) -> Any:
+        variable = nnx.Param(jnp.ones(2), **MADE_AS[made])
+        METADATA_WRITES[write](variable, variable.get_metadata(key) != changed)
+        return type(variable).__name__, variable.get_metadata(), variable[...]
+
+    assert_same(flax_nnx, nnx, scenario, mentions=(f"`{key}`",))
+
+
+@pytest.mark.apis("Variable.del_metadata")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("key", ["hijax", "ref", "eager_sharding", "tag"])
+def test_del_metadata_refuses_hijax_and_ref_as_flax(nnx: Any, flax_nnx: Any, key: str) -> None:
+    def scenario(nnx: Any) -> Any:
+        variable = nnx.Param(jnp.ones(2), tag="t")
+        variable.del_metadata(key)
+        return variable.get_metadata()
+
+    assert_same(flax_nnx, nnx, scenario, mentions=(f"`{key}`",))

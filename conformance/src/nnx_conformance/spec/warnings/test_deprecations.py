@@ -1,11 +1,12 @@
 """Parity of deprecations and no-op capture with flax.nnx: the DeprecationWarnings flax
 emits (nnx.Data[...], Module.sow/perturb outside nnx.capture, nnx.vars_as, Variable.value
-read or set, the Module and State methods that have a function of their own), its
+read or set, nnx.VariableState, the Module and State methods that have a function of their own), its
 UserWarnings (recurrent cells' settings, Variable hooks) and the line each points at, and sow/perturb with ``capture_noop=True`` storing nothing outside
 nnx.capture."""
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any
 
@@ -83,6 +84,11 @@ def _sharding_names(nnx: Any) -> Any:
     return variable.sharding_names, variable
 
 
+def _variable_state(nnx: Any) -> Any:
+    module = sys.modules[nnx.__name__]  # the module itself: through the suite's proxy, the proxy reads the name
+    return module.VariableState(jnp.ones(1))
+
+
 DEPRECATED = {
     "abstract_with_sharding": (_abstract_with_sharding, ("as_abstract",)),
     "pure": (_pure, ("as_pure",)),
@@ -93,6 +99,7 @@ DEPRECATED = {
     "Rngs.fork with split": (_fork_with_split, ("'split' argument of 'fork'",)),
     "Module methods": (_module_methods, ("'m.iter_modules()'", "'m.iter_children()'")),
     "Variable.value": (_value_access, ("'.value' access", "'.value' setter")),
+    "VariableState": (_variable_state, ("'VariableState'",)),
     "State methods": (_state_methods, (
         "nnx.split_state", "nnx.to_pure_dict", "nnx.replace_by_pure_dict", "nnx.to_flat_state",
         "nnx.from_flat_state", "nnx.map_state", "nnx.filter_state", "nnx.merge_state", "nnx.diff",
