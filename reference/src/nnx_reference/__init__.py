@@ -42,6 +42,7 @@ from .summary import *  # noqa: F403
 from .training import *  # noqa: F403
 from .transforms import *  # noqa: F403
 from .variablelib import *  # noqa: F403
+from .variablelib import old_name as __getattr__  # noqa: F401 (``VariableState``, with flax's warning)
 from .visualization import *  # noqa: F403
 
 #: ``config`` holds the NNX options of ``flax.config`` (``config.update("nnx_sow_capture_noop", True)``).
@@ -50,3 +51,4 @@ graph = graphlib
 object = pytreelib
 
 __version__ = "0.1.0"
+

@@ -318,13 +318,19 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         return default
 
     def set_metadata(self, *args: tp.Any, **kwargs: tp.Any) -> None:
-        """Replaces all metadata (a dict), sets one entry (name, value), or updates from kwargs."""
+        """Replaces all metadata (a dict), sets one entry (name, value), or updates from kwargs.
+
+        ``hijax`` and ``ref`` stay as the Variable was made (ValueError, as flax's), and so does
+        ``eager_sharding`` in a dict that replaces all metadata."""
         if len(args) == 1 and isinstance(args[0], tp.Mapping) and not kwargs:
+            self._check_unchanged(args[0], REQUIRED_METADATA)
             required = {k: self._var_metadata[k] for k in REQUIRED_METADATA if k in self._var_metadata}
             object.__setattr__(self, "_var_metadata", Metadata({**args[0], **required}))
         elif len(args) == 2 and not kwargs:
+            self._check_unchanged({args[0]: args[1]}, _FIXED_METADATA)
             self._var_metadata[args[0]] = args[1]
         elif not args:
+            self._check_unchanged(kwargs, _FIXED_METADATA)
             self._var_metadata.update(kwargs)
         else:
             raise TypeError(
@@ -336,8 +342,17 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         """Whether the metadata has an entry ``name``."""
         return name in self._var_metadata
 
+    def _check_unchanged(self, updates: tp.Mapping[str, tp.Any], keys: tp.Iterable[str]) -> None:
+        for key in keys:
+            if key in updates and key in self._var_metadata and updates[key] != self._var_metadata[key]:
+                raise ValueError(
+                    f"Cannot change `{key}` metadata, expected {self._var_metadata[key]}, got {updates[key]}"
+                )
+
     def del_metadata(self, name: str) -> None:
-        """Deletes the metadata entry ``name``."""
+        """Deletes the metadata entry ``name`` (not ``hijax`` or ``ref``: ValueError, as flax's)."""
+        if name in _FIXED_METADATA:
+            raise ValueError(f"Cannot delete `{name}` metadata")
         del self._var_metadata[name]
 
     @property
@@ -438,6 +453,20 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         object.__setattr__(self, "_trace_state", current_trace_state())
 
 
+def old_name(name: str) -> type[Variable[tp.Any]]:
+    """The package's ``__getattr__``: ``VariableState``, flax's old name of :class:`Variable`, is
+    the class, with flax's DeprecationWarning; any other name is missing."""
+    if name != "VariableState":
+        raise AttributeError(f"module {__package__!r} has no attribute {name!r}")
+    warnings.warn(
+        "'VariableState' was removed, this is just an alias to 'Variable'. Plase use 'Variable' directly instead.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return Variable
+
+
+_FIXED_METADATA = ("hijax", "ref")  # what a Variable was made as: its class and storage
 _INTERNALS = frozenset({"_raw_value", "_var_metadata", "_trace_state"})  # a Variable's own attributes
 _REQUIRED_DEFAULTS = {"hijax": False, "ref": False, "eager_sharding": True}
 
