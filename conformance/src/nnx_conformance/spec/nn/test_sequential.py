@@ -1,7 +1,9 @@
-"""Differential tests of Sequential: its calls, keyword routing and iteration are flax's."""
+"""Differential tests of Sequential: its calls, keyword routing and iteration are flax's, and
+it is an iterable of callables as a type (``Sequential[...]`` in annotations)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -45,3 +47,13 @@ def test_sequential_calls_a_layer_whose_signature_python_cannot_read_without_key
     scenario = lambda nnx: nnx.Sequential(nnx.Dropout(0.5, rngs=nnx.Rngs(seed)), max)(x, **{keyword: True})  # noqa: E731
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax failed to call max after a Dropout: {outcome.error!r}"
+
+
+@pytest.mark.apis("Sequential")
+def test_sequential_is_an_iterable_type_that_subscripts_as_flax_s(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        alias = nnx.Sequential[nnx.Linear]
+        return alias.__origin__.__name__, [arg.__name__ for arg in alias.__args__], issubclass(nnx.Sequential, Iterable)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax subscripts Sequential: {outcome.error!r}"
