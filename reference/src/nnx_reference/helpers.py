@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import typing as tp
-from collections.abc import MutableMapping, MutableSequence
+from collections.abc import Iterable, MutableMapping, MutableSequence
 
 from . import _structure, reprlib
 from .module import Module
@@ -143,8 +143,9 @@ class Dict(Module, MutableMapping[str, A]):
     __eq__ = object.__eq__  # type: ignore[assignment]
 
 
-class Sequential(Module):
-    """Calls its layers in order, feeding each output to the next."""
+class Sequential(Module, Iterable[tp.Callable[..., tp.Any]]):
+    """Calls its layers in order, feeding each output to the next; an iterable of its layers
+    (so ``Sequential[...]`` subscripts, as flax's)."""
 
     def __init__(self, *fns: tp.Callable[..., tp.Any]) -> None:
         self.layers = List(fns)
