@@ -1,6 +1,6 @@
 """Differential tests of the pytree helpers: ``Object`` (an NNX object that is not a pytree),
-``nnx.dataclass``, the ``Dict`` and ``List`` Modules and ``register_data_type`` leave flax's
-state, leaves and results."""
+``nnx.dataclass``, the ``Dict`` and ``List`` Modules (their equality, hash and keys too) and
+``register_data_type`` leave flax's state, leaves and results."""
 
 from __future__ import annotations
 
@@ -210,3 +210,34 @@ def test_deleting_a_slice_of_negative_step_removes_the_items_a_python_list_would
 def _identity(item: Any) -> Any:
     """An int by value, any other item by identity."""
     return item if isinstance(item, int) else id(item)
+
+
+COMPARISONS = {
+    "two Lists of the same items": lambda n: n.List([1, 2]) == n.List([1, 2]),
+    "two Lists of other items": lambda n: n.List([1, 2]) == n.List([3]),
+    "a List and a list": lambda n: n.List([1, 2]) == [1, 2],
+    "a List and a Dict": lambda n: n.List([]) == n.Dict(),
+    "a List != a List": lambda n: n.List([1]) != n.List([2]),
+    "hash of a List": lambda n: hash(n.List([1])),
+    "a List among others": lambda n: n.List([jnp.zeros(2)]) in [n.List([1])],
+    "two Dicts of the same items": lambda n: n.Dict(a=1, b=n.Param(2)) == n.Dict(a=1, b=n.Param(2)),
+    "two Dicts of other items": lambda n: n.Dict(a=1) == n.Dict(a=2),
+    "a Dict and a dict": lambda n: n.Dict(a=1) == {"a": 1},
+    "a dict and a Dict": lambda n: {"a": 1} == n.Dict(a=1),
+    "a Dict of arrays and itself": lambda n: (lambda d: d == d)(n.Dict(c=jnp.zeros(2))),
+    "two Dicts of arrays": lambda n: n.Dict(c=jnp.zeros(2)) == n.Dict(c=jnp.zeros(2)),
+    "hash of a Dict, twice": lambda n: (lambda d: hash(d) == hash(d))(n.Dict(a=1)),
+    "a set of two equal Dicts": lambda n: len({n.Dict(a=1), n.Dict(a=1)}),
+    "a Dict made with an int key": lambda n: n.Dict({1: 2}),
+    "an int key set on a Dict": lambda n: n.Dict().__setitem__(0, n.Param(1)),
+}
+
+
+@pytest.mark.apis("List", "Dict")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("case", sorted(COMPARISONS))
+def test_lists_and_dicts_compare_hash_and_key_as_flax_s(nnx: Any, flax_nnx: Any, case: str) -> None:
+    """flax 0.12.12: a List equals any List of its exact type whatever its items, and has no
+    hash; a Dict compares its items as a Mapping, hashes by identity, and keeps items as
+    attributes, so a key that is no string is a TypeError. The docs are silent."""
+    assert_same(flax_nnx, nnx, COMPARISONS[case])
