@@ -103,12 +103,16 @@ class List(Module, MutableSequence[A]):
         lines[-1] = lines[-1][:-1]
         return "\n".join(["List([", *lines, "])"])
 
-    __hash__ = object.__hash__  # type: ignore[assignment]
-    __eq__ = object.__eq__  # type: ignore[assignment]
+    def __eq__(self, other: object) -> bool:
+        """flax's: a List equals any List of exactly its type, whatever the items (so it has no hash)."""
+        return True if type(other) is type(self) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Dict(Module, MutableMapping[str, A]):
-    """A dict Module: values that are data (arrays, Variables, Modules) become pytree children."""
+    """A dict Module with string keys: values that are data (arrays, Variables, Modules) become
+    pytree children; ``==`` compares items, as a Mapping's."""
 
     def __init__(self, *args: tp.Any, **kwargs: tp.Any) -> None:
         for key, value in dict(*args, **kwargs).items():
@@ -120,6 +124,8 @@ class Dict(Module, MutableMapping[str, A]):
         return self.__dict__[key]  # type: ignore[no-any-return]
 
     def __setitem__(self, key: str, value: A) -> None:
+        if not isinstance(key, str):  # flax keeps items as attributes
+            raise TypeError(f"attribute name must be string, not '{type(key).__name__}'")
         self._setattr(key, value)
 
     def __delitem__(self, key: str) -> None:
@@ -139,8 +145,7 @@ class Dict(Module, MutableMapping[str, A]):
     def __nnx_repr__(self, summarize: bool = True) -> str:
         return "Dict(" + reprlib.mapping_repr(dict(self.items()), repr) + ")"
 
-    __hash__ = object.__hash__  # type: ignore[assignment]
-    __eq__ = object.__eq__  # type: ignore[assignment]
+    __hash__ = object.__hash__  # type: ignore[assignment]  # by identity, though == compares items as a Mapping's
 
 
 class Sequential(Module, Iterable[tp.Callable[..., tp.Any]]):
