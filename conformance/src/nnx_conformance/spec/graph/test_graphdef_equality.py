@@ -1,10 +1,12 @@
 """Differential test of GraphDef equality: static attributes are compared by value, so
-Modules built apart with equal static values have equal GraphDefs, as flax's."""
+Modules built apart with equal static values have equal GraphDefs, as flax's; unhashable
+statics and a raw ``jax.Ref`` attribute hash (or refuse to) as flax's."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -72,3 +74,22 @@ def test_hashing_a_graphdef_that_holds_an_unhashable_value_is_as_flax_s(
         return equal, hash(first) == hash(second)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("graphdef", "GraphDef", "jit", "data")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+def test_a_graphdef_of_a_module_holding_a_raw_ref_hashes_and_jits_as_flax_s(nnx: Any, flax_nnx: Any, graph: bool) -> None:
+    """A ``jax.Ref`` held as a data attribute (not in a Variable): the GraphDefs of two
+    splits are equal with equal hashes, and ``nnx.jit`` runs the Module twice."""
+
+    def scenario(nnx: Any) -> Any:
+        module = nnx.Module()
+        module.r = nnx.data(jax.new_ref(jnp.ones(2)))
+        module.p = nnx.Param(jnp.ones(2))
+        first, second = nnx.graphdef(module, graph=graph), nnx.graphdef(module, graph=graph)
+        step = nnx.jit(lambda m: m.p[...] + m.r[...], graph=graph)
+        return first == second, hash(first) == hash(second), len({first, second}), step(module), step(module)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax hashes and jits the Module: {outcome.error!r}"

@@ -291,3 +291,23 @@ def test_a_prefix_object_that_needs_graph_updates_is_refused_in_flax_s_words(
     as flax's does)."""
     outcome = assert_same(flax_nnx, nnx, lambda n: _prefix_object_refused(n, transform, graph))
     assert "cannot contain" in str(outcome.result), f"flax refuses the prefix object given to {transform}"
+
+
+def _three_outputs(nnx: Any, out_axes: tuple[int, ...]) -> Any:
+    def made(x: Any) -> Any:
+        twice, once = nnx.Param(x), nnx.Param(x)
+        return twice, twice, once
+
+    out = nnx.vmap(made, out_axes=out_axes, graph=True, graph_updates=False)(jnp.ones((2, 2)))
+    return out, out[0] is out[1]
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.apis("vmap")
+@pytest.mark.parametrize("out_axes", [(0, 1, 0), (0, 0, 1), (0, 0, 0)], ids=str)
+def test_an_output_holding_a_variable_twice_beside_another_gets_one_prefix_as_in_flax(
+    nnx: Any, flax_nnx: Any, out_axes: tuple[int, ...]
+) -> None:
+    """Graph mode without graph updates: a Variable the output holds twice (among three)
+    must get one ``out_axes`` entry, else flax's aliasing ValueError names both paths."""
+    assert_same(flax_nnx, nnx, lambda n: _three_outputs(n, out_axes), mentions=("Inconsistent aliasing",) if out_axes[1] else ())

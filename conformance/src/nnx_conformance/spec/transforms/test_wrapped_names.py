@@ -34,6 +34,7 @@ TRANSFORMS = {
     "custom_vjp": lambda nnx: nnx.custom_vjp(body),
     "split_rngs": lambda nnx: nnx.split_rngs(splits=2)(body),
     "make_jaxpr": lambda nnx: nnx.make_jaxpr(body, graph_updates=False),  # it refuses graph updates
+    "transform_metadata": lambda nnx: nnx.transform_metadata(partition="p")(body),
     "shard_map": lambda nnx: nnx.shard_map(
         body, mesh=jax.sharding.Mesh(jax.devices(), ("devices",)), in_specs=P(), out_specs=P()
     ),

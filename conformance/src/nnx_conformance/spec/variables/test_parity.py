@@ -309,3 +309,20 @@ def test_del_metadata_refuses_hijax_and_ref_as_flax(nnx: Any, flax_nnx: Any, key
         return variable.get_metadata()
 
     assert_same(flax_nnx, nnx, scenario, mentions=(f"`{key}`",))
+
+
+@pytest.mark.apis("Variable.copy_from")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("source_hijax", [False, True], ids=["from a plain BatchStat", "from a hijax BatchStat"])
+@pytest.mark.parametrize("target_hijax", [False, True], ids=["a plain Param", "a hijax Param"])
+def test_copy_from_another_type_names_what_it_got_as_flax(
+    nnx: Any, flax_nnx: Any, target_hijax: bool, source_hijax: bool
+) -> None:
+    """flax's ValueError names the source's type, as a plain Param sees a hijax one
+    (``HijaxVariable``) and as a hijax Param sees any (its Variable type)."""
+    got = "HijaxVariable" if source_hijax and not target_hijax else "BatchStat"
+
+    def scenario(nnx: Any) -> Any:
+        nnx.Param(jnp.ones(2), hijax=target_hijax).copy_from(nnx.BatchStat(jnp.ones(2), hijax=source_hijax))
+
+    assert_same(flax_nnx, nnx, scenario, mentions=(f"got {got}",))
