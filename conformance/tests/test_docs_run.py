@@ -164,3 +164,23 @@ def test_each_page_starts_from_the_variable_defaults_the_run_began_with(
         GuidePage("guide:b", [("nnx.var_defaults().hijax", "False")]),
     )
     run_docs(impl="fakedefaults").assert_outcomes(passed=2)
+
+
+BROKEN_DEFAULTS_IMPL = {
+    "brokendefaults/__init__.py": '''
+        """A fake implementation whose var_defaults raises."""
+
+        def var_defaults(*, hijax=None, ref=None):
+            raise TypeError("VarDefaults() takes no arguments")
+    ''',
+}
+
+
+def test_an_implementation_whose_var_defaults_raises_still_gets_its_report(
+    pytester: pytest.Pytester, run_docs
+) -> None:
+    write_fake_impl(pytester.path, BROKEN_DEFAULTS_IMPL)
+    write_spec(pytester.path, GuidePage("guide:a", [("1 + 1", "2"), ("nnx.var_defaults()", "")]))
+    result = run_docs(impl="brokendefaults")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "INTERNALERROR" not in result.stdout.str(), "the run survives the implementation's failure"
