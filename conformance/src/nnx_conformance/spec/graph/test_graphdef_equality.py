@@ -1,9 +1,12 @@
 """Differential test of GraphDef equality: static attributes are compared by value, so
 Modules built apart with equal static values have equal GraphDefs, as flax's; unhashable
-statics and a raw ``jax.Ref`` attribute hash (or refuse to) as flax's."""
+statics and a raw ``jax.Ref`` attribute hash (or refuse to) as flax's, and a copied
+GraphDef equals its original."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 import jax
@@ -93,3 +96,24 @@ def test_a_graphdef_of_a_module_holding_a_raw_ref_hashes_and_jits_as_flax_s(nnx:
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax hashes and jits the Module: {outcome.error!r}"
+
+
+COPIES = {"copy.deepcopy": copy.deepcopy, "a pickle round trip": lambda g: pickle.loads(pickle.dumps(g))}
+
+
+@pytest.mark.apis("graphdef", "GraphDef", "merge", "data")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+@pytest.mark.parametrize("how", COPIES)
+def test_a_copied_graphdef_equals_and_hashes_as_the_original_as_flax_s(nnx: Any, flax_nnx: Any, how: str, graph: bool) -> None:
+    """A GraphDef of a Module with Variables, an array data attribute and a static one, copied:
+    equal to the original, of the same hash, and it merges back."""
+
+    def scenario(nnx: Any) -> Any:
+        module = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        module.raw = nnx.data(jnp.ones(2))
+        original = nnx.graphdef(module, graph=graph)
+        copied = COPIES[how](original)
+        return copied == original, hash(copied) == hash(original), nnx.merge(copied, nnx.state(module))
+
+    assert_same(flax_nnx, nnx, scenario)
