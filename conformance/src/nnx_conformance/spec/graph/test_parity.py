@@ -335,3 +335,17 @@ def test_merge_refuses_a_list_of_leaves_of_another_count_as_flax(nnx: Any, flax_
 
     outcome = assert_same(flax_nnx, nnx, scenario, mentions=("number of leaves",))
     assert isinstance(outcome.error, ValueError), "flax refuses a list of leaves of another count with ValueError"
+
+
+@pytest.mark.apis("split", "merge", "List")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+def test_split_and_merge_rebuild_a_graph_of_more_than_256_leaves_as_flax(nnx: Any, flax_nnx: Any, graph: bool) -> None:
+    """Leaf counts past the small integers CPython keeps one object of are compared by value."""
+
+    def scenario(nnx: Any) -> Any:
+        params = nnx.List([nnx.Param(jnp.full((1,), float(i))) for i in range(300)])
+        rebuilt = nnx.merge(*nnx.split(params, graph=graph))
+        return len(rebuilt), rebuilt[299], rebuilt[0]
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -266,6 +266,34 @@ def test_cached_partial_binds_clones_that_share_the_variables(nnx: Any, flax_nnx
 
 @pytest.mark.apis("cached_partial", "jit")
 @pytest.mark.documented(None)
+@pytest.mark.parametrize("mode", ["graph", "tree"], ids=["called in global graph mode", "called in global tree mode"])
+def test_cached_partial_binds_a_module_holding_one_param_twice(nnx: Any, flax_nnx: Any, mode: str) -> None:
+    """The bound Module is cloned as a graph: the Param its two attributes hold stays one,
+    updated by each call, whichever global mode the calls run under."""
+
+    def scenario(nnx: Any) -> Any:
+        model = nnx.Module()
+        model.p = nnx.Param(jnp.ones(2))
+        model.q = model.p
+
+        @nnx.jit
+        def step(m: Any, x: Any) -> Any:
+            m.p[...] += x
+            return m.q[...].sum()
+
+        bound = nnx.cached_partial(step, model)
+        nnx.set_graph_mode(mode == "graph")
+        try:
+            return bound(jnp.ones(2)), bound(jnp.ones(2)), model.p[...], model.p is model.q
+        finally:
+            nnx.set_graph_mode(True)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax binds the Module: {outcome.error!r}"
+
+
+@pytest.mark.apis("cached_partial", "jit")
+@pytest.mark.documented(None)
 @pytest.mark.parametrize("change", ["a new attribute", "a replaced Param"])
 @pytest.mark.parametrize("holder", ["the bound module", "a module in a list", "a module in a dict"])
 @pytest.mark.parametrize("at_call", [1, 3], ids=["on the first call", "on the third call"])
