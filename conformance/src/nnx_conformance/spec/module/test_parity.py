@@ -69,6 +69,22 @@ def test_capture_collects_what_flax_collects(
     assert_same(flax_nnx, nnx, _captures(sow_type, reduction, captured))
 
 
+@pytest.mark.apis("capture", "Intermediate")
+@pytest.mark.documented(INTERMEDIATES_GUIDE)
+def test_capture_of_method_outputs_leaves_the_module_s_methods_as_they_were(nnx: Any, flax_nnx: Any) -> None:
+    """``method_outputs`` records each Module method's output while ``fn`` runs; after it the
+    Modules call as before (a method of their own class, one inherited from Linear)."""
+
+    def scenario(nnx: Any) -> Any:
+        block = _block(nnx, "Intermediate", "tuple")
+        block.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+        out = nnx.capture(block, nnx.Intermediate, method_outputs=nnx.Intermediate)(X)
+        return out, block(X), block.lin(X)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax calls the Module after the capture: {outcome.error!r}"
+
+
 @pytest.mark.apis("capture", "Perturbation")
 @pytest.mark.documented(None)
 def test_capture_of_intermediates_and_perturbations_sorts_them_as_flax_does(nnx: Any, flax_nnx: Any) -> None:
