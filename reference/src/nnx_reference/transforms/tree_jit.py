@@ -5,7 +5,8 @@ lifting: Modules and Variables are pytrees, so the arguments flatten in one pass
 (``jax.tree_util``) to arrays, and the compiled function rebuilds fresh copies
 from them. While tracing, the function records which Variables it assigned; their
 new values are the only ones it returns, so a call that mutates nothing writes
-nothing back.
+nothing back, except in graph mode with graph updates, which writes every Variable
+(each holds a new array after the call, as in flax).
 
 The flattening stops at the first Pytree reached twice, and a leaf reached twice
 shows a shared Variable, so a shared object or a cycle goes to the general path
@@ -243,7 +244,7 @@ class TreeJit:
             args, kwargs = insert_statics(*entered.args, key.statics)
             out = self.fun(*args, **kwargs)
             if start.treedef == key.treedef and _kept_structure(entered.args, start) and not _has_objects(out):
-                return _assigned(start.nodes, before, out)
+                return _assigned(start.nodes, before, out, every=key.mode.graph_updates)
             result = lift.exit(self.name, lifted.static, entered, out, None, same_prefixes=False)
             return Outcome(Assigned(()), None, [], result)
 
@@ -260,10 +261,13 @@ def _raw(x: tp.Any) -> tp.Any:
     return x.get_raw_value() if is_variable(x) else None
 
 
-def _assigned(nodes: list[tp.Any], before: list[tp.Any], out: tp.Any) -> Outcome:
-    """The outcome of a call that kept its structure: the Variables whose value changed."""
+def _assigned(nodes: list[tp.Any], before: list[tp.Any], out: tp.Any, every: bool = False) -> Outcome:
+    """The outcome of a call that kept its structure: the Variables whose value changed, or
+    with ``every`` all of them (graph updates write every input Variable back, as flax's do,
+    so each holds a new array after the call)."""
     positions = tuple(
-        i for i, (x, old) in enumerate(zip(nodes, before)) if is_variable(x) and x.get_raw_value() is not old
+        i for i, (x, old) in enumerate(zip(nodes, before))
+        if is_variable(x) and (every or x.get_raw_value() is not old)
     )
     return Outcome(Assigned(positions), out, [nodes[i].get_raw_value() for i in positions], None)
 

@@ -89,6 +89,33 @@ def test_new_attributes_and_submodules_made_inside_a_transform_appear_after_it(
     assert_same(flax_nnx, nnx, scenario)
 
 
+@pytest.mark.apis("jit")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize(
+    "mode", [(True, True), (True, False), (False, False)],
+    ids=["graph mode with graph updates", "graph mode without graph updates", "tree mode"],
+)
+def test_jit_gives_every_variable_a_new_array_exactly_where_flax_does(
+    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool]
+) -> None:
+    """With graph updates flax writes each input Variable back from the compiled function's
+    outputs, so a Variable the call left alone holds a new array object too; without them
+    only the updated Variables do. Three calls: the first traces, the later ones may be cached."""
+
+    def scenario(nnx: Any) -> Any:
+        m = _pair(nnx)
+        f = nnx.jit(lambda m: (m.z.__setitem__(..., m.z[...] + 1), m.a[...].sum())[1],
+                    graph=mode[0], graph_updates=mode[1])
+        kept = []
+        for _ in range(3):
+            before = m.a[...], m.z[...]
+            f(m)
+            kept.append((m.a[...] is before[0], m.z[...] is before[1]))
+        return m, kept
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
 @pytest.mark.apis("jit", "set_graph_mode")
 @pytest.mark.documented(None)
 def test_jit_graph_true_under_global_tree_mode_accepts_a_shared_param(nnx: Any, flax_nnx: Any) -> None:
