@@ -23,6 +23,8 @@ A = tp.TypeVar("A")
 class List(Module, MutableSequence[A]):
     """A list Module: items that are data (arrays, Variables, Modules) become pytree children."""
 
+    _records_method_outputs = False
+
     def __init__(self, items: tp.Iterable[A] = (), /) -> None:
         self._length = 0
         for item in items:

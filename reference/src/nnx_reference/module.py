@@ -47,6 +47,9 @@ def _as_variable_type(variable_type: type[Variable[tp.Any]] | str) -> type[Varia
 class Module(Pytree):
     """Base class for all neural network modules."""
 
+    _records_method_outputs: tp.ClassVar[bool] = True
+    """Whether ``capture(..., method_outputs=...)`` makes this class's methods sow (List's do not)."""
+
     def sow(
         self,
         variable_type: type[Variable[tp.Any]] | str,
@@ -312,11 +315,8 @@ def capture(
         try:
             result = call(*args, **kwargs)
         finally:
-            for cls, name, original in restore:
-                if original is None:
-                    delattr(cls, name)
-                else:
-                    setattr(cls, name, original)
+            for cls, name, original in reversed(restore):
+                setattr(cls, name, original)
             items = _remove_captures(modules)
         if not collected:
             return result
@@ -368,20 +368,28 @@ _BASE_METHODS = frozenset(dir(Module))
 
 
 def _wrap_methods(modules: list[tuple[PathParts, Module]], variable_type: type[Variable[tp.Any]]) -> list[tuple[type, str, tp.Any]]:
-    """Makes every public method (and ``__call__``) of the Modules' classes sow its output.
+    """Makes the public methods (and ``__call__``) that each Module's own class defines sow
+    their output, as flax does: an inherited method sows only where its defining class is
+    among the Modules' classes, List's methods never do, and a callable class attribute
+    (a jitted method) counts as a method. Module's own methods are left alone (they sow).
 
-    Returns ``(class, name, original or None)`` triples for the caller to undo.
+    Returns ``(class, name, original)`` triples for the caller to undo.
     """
     restore: list[tuple[type, str, tp.Any]] = []
-    for cls in dict.fromkeys(type(m) for _, m in modules):
-        names = [n for n in dir(cls) if n == "__call__" or (not n.startswith("_") and n not in _BASE_METHODS)]
-        for name in names:
-            method = getattr(cls, name, None)
-            if not inspect.isfunction(method):
+    for cls in dict.fromkeys(type(m) for _, m in modules if m._records_method_outputs):
+        for name, method in list(vars(cls).items()):
+            public = name == "__call__" or not name.startswith("_")
+            if not public or (cls is Module and name in _BASE_METHODS) or not _is_method(method):
                 continue
-            restore.append((cls, name, cls.__dict__.get(name)))
+            restore.append((cls, name, method))
             setattr(cls, name, _sowing(method, name, variable_type))
     return restore
+
+
+def _is_method(value: tp.Any) -> bool:
+    """Whether a class attribute is called with the instance first: a function or another
+    callable object, not a class, static or class method."""
+    return callable(value) and not isinstance(value, (type, staticmethod, classmethod))
 
 
 def _sowing(method: tp.Callable[..., tp.Any], name: str, variable_type: type[Variable[tp.Any]]) -> tp.Callable[..., tp.Any]:

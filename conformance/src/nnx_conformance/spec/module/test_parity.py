@@ -71,18 +71,50 @@ def test_capture_collects_what_flax_collects(
 
 @pytest.mark.apis("capture", "Intermediate")
 @pytest.mark.documented(INTERMEDIATES_GUIDE)
-def test_capture_of_method_outputs_leaves_the_module_s_methods_as_they_were(nnx: Any, flax_nnx: Any) -> None:
-    """``method_outputs`` records each Module method's output while ``fn`` runs; after it the
-    Modules call as before (a method of their own class, one inherited from Linear)."""
+@pytest.mark.parametrize("base_among_modules", [True, False], ids=["base class among the modules", "base class not among them"])
+def test_capture_of_method_outputs_records_the_methods_flax_records_and_leaves_them_as_they_were(
+    nnx: Any, flax_nnx: Any, base_among_modules: bool
+) -> None:
+    """``method_outputs`` records the output of each public method and ``__call__`` that a
+    Module's own class defines (a jitted one too; an inherited one where its class is among
+    the Modules'; a List's never); after the call the Modules call as before.
+
+    Every class is made afresh: flax 0.12.12's ``tabulate`` leaves ``sow`` in the class
+    dict of each Module it tabulated, so a capture of a tabulated class (nnx.Linear, after
+    the display tests in the same process) wraps ``sow`` itself and recurses."""
 
     def scenario(nnx: Any) -> Any:
-        block = _block(nnx, "Intermediate", "tuple")
-        block.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
-        out = nnx.capture(block, nnx.Intermediate, method_outputs=nnx.Intermediate)(X)
-        return out, block(X), block.lin(X)
+        class Base(nnx.Linear):
+            def __call__(self, x: Any) -> Any:
+                return super().__call__(x) + 1
+
+        class Dense(Base):
+            def scaled(self, x: Any) -> Any:
+                return self(x) * 2
+
+            @nnx.jit
+            def jitted(self, x: Any) -> Any:
+                return self(x) - 1
+
+        class Layers(nnx.List):
+            def total(self, x: Any) -> Any:
+                return sum(layer(x) for layer in self)
+
+        class Top(nnx.Module):
+            def __init__(self) -> None:
+                rngs = nnx.Rngs(1)
+                self.layers = Layers([(Base if base_among_modules else Dense)(2, 2, rngs=rngs)])
+                self.dense = Dense(2, 2, rngs=rngs)
+
+            def __call__(self, x: Any) -> Any:
+                return self.layers.total(x) + self.dense.scaled(x) + self.dense.jitted(x)
+
+        top = Top()
+        out = nnx.capture(top, nnx.Intermediate, method_outputs=nnx.Intermediate)(X)
+        return out, top(X), top.dense.scaled(X), top.layers.total(X)
 
     outcome = assert_same(flax_nnx, nnx, scenario)
-    assert outcome.error is None, f"flax calls the Module after the capture: {outcome.error!r}"
+    assert outcome.error is None, f"flax calls the Modules after the capture: {outcome.error!r}"
 
 
 @pytest.mark.apis("capture", "Perturbation")
