@@ -195,7 +195,8 @@ class JitWrapped:
         args, kwargs = insert_statics(dynamic_args, dynamic_kwargs, static.statics)
         out = self.fun(*args, **kwargs)
         return lift.exit(
-            "jit", static.inputs, entered, out, self.out_shardings, _expand_sharding, same_prefixes=False
+            "jit", static.inputs, entered, out, self.out_shardings, _expand_sharding, same_prefixes=False,
+            donated=_is_donated,
         )
 
     def _prepare(self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> _Prepared:

@@ -333,12 +333,15 @@ def exit(
     expand: Expand = whole,
     same_prefixes: bool = True,
     carry_arg: int | None = None,
+    donated: tp.Callable[[tp.Any], bool] | None = None,
 ) -> Result:
     """Inside a transform: the pure result of the call that :func:`enter` prepared.
 
     ``same_prefixes``: input and output prefixes are the same kind of thing (axes),
     so a Variable must get the same one on both sides. ``carry_arg``: tree-mode
     scan's carry argument (whose return as the carry scan has already checked).
+    ``donated``: whether an input prefix entry donates its buffers (jit); without graph
+    updates the Variables it covers are written back too, since their arrays are gone.
 
     The result's ``in_part`` holds the updated input objects (one entry per input
     group, so the input prefixes apply); its ``out_tree`` is the output with every
@@ -351,11 +354,14 @@ def exit(
     (in_part, out_tree), holes = refs.to_holes(to_jax((result.in_part, result.out_tree)), entered.pure)
     out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
     if not static.graph:
-        out_static = dataclasses.replace(out_static, updated=_updated(name, static, entered))
+        out_static = dataclasses.replace(out_static, updated=_updated(name, static, entered, donated))
     elif not static.graph_updates:  # only the Variables given new values are written back, as flax's
+        every = name in _WRITES_EVERY_VARIABLE or (
+            donated is not None and any(donated(group.prefix) for group in static.groups)
+        )
         updated = tuple(
             path for path, v in _input_variables(objs)
-            if name in _WRITES_EVERY_VARIABLE or v.get_raw_value() is not entered.given.get(id(v))
+            if every or v.get_raw_value() is not entered.given.get(id(v))
         )
         out_static = dataclasses.replace(out_static, updated_paths=updated)
     return Result(out_static, in_part, out_tree)
@@ -367,12 +373,17 @@ flax writes each back: the branches of cond and switch must return the same stat
 and scan carries its inputs through every step."""
 
 
-def _updated(name: str, static: InStatic, entered: Entered) -> tuple[int, ...]:
-    """Tree mode: which input Variables the call gave new values."""
+def _updated(
+    name: str, static: InStatic, entered: Entered, donated: tp.Callable[[tp.Any], bool] | None
+) -> tuple[int, ...]:
+    """Tree mode: which input Variables the call gave new values, or donated."""
     if name in _WRITES_EVERY_VARIABLE:
         return tuple(range(len(entered.objects)))
     given = [entered.pure.leaves[slot].get_raw_value() for slot in static.obj_slots]
-    return tuple(i for i, (v, old) in enumerate(zip(entered.objects, given)) if v.get_raw_value() is not old)
+    gone = [donated is not None and donated(p) for p in static.obj_prefixes] or [False] * len(given)
+    return tuple(
+        i for i, (v, old, lost) in enumerate(zip(entered.objects, given, gone)) if lost or v.get_raw_value() is not old
+    )
 
 
 def _exit(

@@ -116,6 +116,37 @@ def test_jit_gives_every_variable_a_new_array_exactly_where_flax_does(
     assert_same(flax_nnx, nnx, scenario)
 
 
+@pytest.mark.apis("jit")
+@pytest.mark.documented("api transforms page (jit: donate_argnums and donate_argnames for a model and an optimizer)")
+@pytest.mark.parametrize(
+    "mode", [(True, True), (True, False), (False, False)],
+    ids=["graph mode with graph updates", "graph mode without graph updates", "tree mode"],
+)
+@pytest.mark.parametrize("donation", ["donate_argnums=0", "donate_argnames='m' by keyword"])
+def test_jit_donating_a_module_writes_every_donated_variable_back_as_flax(
+    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool], donation: str
+) -> None:
+    """A donated Module's arrays are gone after the call, so each of its Variables holds
+    the compiled function's output, updated or not; a second call runs on them."""
+
+    def scenario(nnx: Any) -> Any:
+        m = _pair(nnx)
+        by_keyword = donation.endswith("by keyword")
+        options = {"donate_argnames": "m"} if by_keyword else {"donate_argnums": 0}
+
+        def bump(m: Any, x: Any) -> Any:
+            m.z[...] += 1
+            return m.a[...].sum() + x
+
+        f = nnx.jit(bump, graph=mode[0], graph_updates=mode[1], **options)
+        kept = m.a[...]
+        outs = [f(m=m, x=jnp.ones(())) if by_keyword else f(m, jnp.ones(())) for _ in range(2)]
+        return outs, m, m.a[...] is kept
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax runs a jit donating its Module twice: {outcome.error!r}"
+
+
 @pytest.mark.apis("jit", "set_graph_mode")
 @pytest.mark.documented(None)
 def test_jit_graph_true_under_global_tree_mode_accepts_a_shared_param(nnx: Any, flax_nnx: Any) -> None:
