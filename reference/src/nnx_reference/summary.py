@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import textwrap
 import typing as tp
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
@@ -65,11 +66,26 @@ def _render(value: tp.Any) -> str:
         return f"[dim]{np.dtype(dtype).name}[/dim][{','.join(str(d) for d in value.shape)}]"
     if isinstance(value, type):
         return f"type[{value.__name__}]"
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+    if _is_sequence(value):
         return "\n".join(_item("- ", _render(v)) for v in value)
     if isinstance(value, Mapping):
-        return "\n".join(_item(f"{k}: ", _render(v)) for k, v in value.items())
+        return "\n".join(_entry(k, v) for k, v in sorted(value.items(), key=lambda kv: kv[0]))
     return str(value)
+
+
+def _is_sequence(value: tp.Any) -> bool:
+    return isinstance(value, (list, tuple)) and not hasattr(value, "_fields")
+
+
+def _entry(key: tp.Any, value: tp.Any) -> str:
+    """One mapping entry in YAML's block style: a non-empty mapping below its key, indented
+    two spaces; a non-empty sequence below its key, not indented; anything else after it."""
+    text = _render(value)
+    if isinstance(value, Mapping) and value:
+        return f"{key}:\n" + textwrap.indent(text, "  ")
+    if _is_sequence(value) and value:
+        return f"{key}:\n{text}"
+    return _item(f"{key}: ", text)
 
 
 def _render_output(value: tp.Any) -> str:
@@ -78,15 +94,15 @@ def _render_output(value: tp.Any) -> str:
 
 
 def _item(prefix: str, text: str) -> str:
-    pad = " " * len(prefix) if not prefix.startswith("- ") else "  "
-    return prefix + text.replace("\n", "\n" + pad)
+    """``text`` after ``prefix``, its later lines aligned under its first."""
+    return prefix + text.replace("\n", "\n" + " " * len(prefix))
 
 
 def _render_inputs(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> str:
     if len(args) == 1 and not kwargs:
         return _render(args[0])
     lines = [_item("- ", _render(a)) for a in args]
-    lines += [_item(f"{k}: ", _render(v)) for k, v in kwargs.items()]
+    lines += [_entry(k, v) for k, v in sorted(kwargs.items())]
     return "\n".join(lines)
 
 

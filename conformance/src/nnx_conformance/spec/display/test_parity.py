@@ -80,7 +80,8 @@ def _two_inputs(nnx: Any) -> Any:
 
 def _methods_and_values(nnx: Any) -> Any:
     """Calls through public methods (``sow`` included), a method called twice with the same
-    inputs, and inputs and outputs that are Python values, classes and nested containers."""
+    inputs, and inputs and outputs that are Python values, classes and nested containers
+    (mappings in mappings, positional and by keyword, whose rows span several lines)."""
 
     class Inner(nnx.Module):
         def __init__(self, rngs: Any) -> None:
@@ -100,7 +101,8 @@ def _methods_and_values(nnx: Any) -> Any:
 
         def __call__(self, x: Any) -> Any:
             y = self.first.helper(x) + self.first.helper(x)
-            return self.second(y, 3, "text", None, int, nnx.Param, [x, (x,)], {"key": x}, mode="fast")[0]
+            nested = {"key": x, "nested": {"inner": x, "deep": {"leaf": [x, 1]}}}
+            return self.second(y, 3, "text", None, int, nnx.Param, [x, (x,)], nested, mode="fast", table=nested)[0]
 
     return Outer(nnx.Rngs(2))
 
