@@ -31,7 +31,7 @@ def _matrices_of(layer: Module) -> list[tuple[tuple, tp.Any]]:
     return [(path, p) for path, p in _variables_of(layer, Param) if p[...].ndim > 1]
 
 
-def _l2_normalize(x: Array, axis=None, eps: float = 1e-12) -> Array:
+def _l2_normalize(x: Array, axis: int | tuple[int, ...] | None = None, *, eps: float) -> Array:
     return x * lax.rsqrt(jnp.sum(x * x, axis=axis, keepdims=True) + eps)
 
 

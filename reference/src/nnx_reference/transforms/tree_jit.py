@@ -245,7 +245,7 @@ class TreeJit:
             out = self.fun(*args, **kwargs)
             if start.treedef == key.treedef and _kept_structure(entered.args, start) and not _has_objects(out):
                 return _assigned(start.nodes, before, out, every=key.mode.graph_updates)
-            result = lift.exit(self.name, lifted.static, entered, out, None, same_prefixes=False)
+            result = lift.exit(self.name, lifted.static, entered, out, None)  # coalesced: no prefixes to compare
             return Outcome(Assigned(()), None, [], result)
 
         return reported_as(self.fun, pure)
