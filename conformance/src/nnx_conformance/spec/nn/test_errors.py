@@ -58,8 +58,8 @@ def test_conv_rejects_an_unknown_padding_string(nnx: Any) -> None:
 @pytest.mark.apis("Conv")
 @pytest.mark.parametrize(
     "padding",
-    [[(1, 1)], [(1, 1, 1), (0, 0)], [(1, 1), (1, 1), "SAME"]],
-    ids=["one-pair-for-two-axes", "triple", "two-pairs-and-one-more-entry"],
+    [[(1, 1)], [(1, 1, 1), (0, 0)], [(1, 1), (1, 1), "SAME"], [(1,), (0, 0)], [(), (0, 0)]],
+    ids=["one-pair-for-two-axes", "triple", "two-pairs-and-one-more-entry", "a one-tuple", "an empty tuple"],
 )
 def test_conv_rejects_a_padding_sequence_that_is_not_one_pair_per_spatial_axis(nnx: Any, padding: Any) -> None:
     layer = nnx.Conv(3, 4, (3, 3), padding=padding, rngs=nnx.Rngs(0))
