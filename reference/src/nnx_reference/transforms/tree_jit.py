@@ -11,7 +11,7 @@ nothing back, except in graph mode with graph updates, which writes every Variab
 The flattening stops at the first Pytree reached twice, and a leaf reached twice
 shows a shared Variable, so a shared object or a cycle goes to the general path
 (``compilation.JitWrapped``), which handles sharing in graph mode and reports it in
-tree mode. So does a structure with Refs, empty Variables (see :func:`_handled`) or
+tree mode. So does a structure with Refs (a compiled function returns none) or
 hijax Variables (JAX types of their own, not pytrees).
 
 In graph mode the function is traced as the general path traces it (lift, enter,
@@ -119,15 +119,6 @@ class PlanKey(tp.NamedTuple):
     mode: graphlib.Mode
 
 
-def _handled(nodes: list[tp.Any], leaves: list[tp.Any]) -> bool:
-    """Whether every Variable holds plain leaves: none empty, no Refs."""
-    for variable in filter(is_variable, nodes):
-        values = jax.tree_util.tree_leaves(variable.get_raw_value())
-        if not values or any(map(reprlib.is_ref, values)):
-            return False
-    return not any(map(reprlib.is_ref, leaves))
-
-
 class TreeJit:
     """The fast path of one jitted function: a compiled plan per argument structure."""
 
@@ -159,7 +150,7 @@ class TreeJit:
         key = PlanKey(flat.treedef, statics, mode)
         jitted = self.plans.get(key, False)
         if jitted is False:
-            jitted = self._plan(key, flat, call)
+            jitted = self._plan(key, flat)
         if jitted is None:
             return False, None
         try:
@@ -202,13 +193,12 @@ class TreeJit:
         """Forgets the cached call when one of its objects is garbage collected."""
         self.cached = None
 
-    def _plan(self, key: PlanKey, flat: Flat, tree: tp.Any) -> jax.stages.Wrapped | None:
+    def _plan(self, key: PlanKey, flat: Flat) -> jax.stages.Wrapped | None:
         if len(self.plans) >= _MAX_PLANS:
             self.plans.clear()
             self.uncacheable.clear()
         pure = self._graph_pure(key) if key.mode.graph else self._tree_pure(key)
-        nodes = flat.nodes if key.mode.graph else nodes_of(tree)
-        jitted = jax.jit(pure, **self.jit_kwargs) if _handled(nodes, flat.leaves) else None
+        jitted = None if any(map(reprlib.is_ref, flat.leaves)) else jax.jit(pure, **self.jit_kwargs)
         self.plans[key] = jitted
         return jitted
 
