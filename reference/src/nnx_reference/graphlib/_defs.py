@@ -182,8 +182,6 @@ def def_repr(d: RootDefinition) -> str:
         return f"VariableDef(type={d.type.__name__}, index={d.index})"
     if isinstance(d, ContainerDef):
         return f"ContainerDef({', '.join(f'{k!r}: {def_repr(c)}' for k, c in d.children)})"
-    if isinstance(d, TreeDef):
-        return f"TreeDef(treedef={d.treedef}, paths={d.paths})"
     return repr(d)
 
 
