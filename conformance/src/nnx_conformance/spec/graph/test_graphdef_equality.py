@@ -30,6 +30,7 @@ STATIC_VALUES = {
 OTHER_KINDS = {
     "a Param": lambda nnx: nnx.Param(jnp.ones(1)),
     "a submodule": lambda nnx: nnx.Linear(1, 1, rngs=nnx.Rngs(0)),
+    "a submodule without state": lambda nnx: nnx.Module(),
     "an array": lambda nnx: jnp.ones(1),
     "None": lambda nnx: None,
 }
@@ -38,23 +39,26 @@ OTHER_KINDS = {
 @pytest.mark.apis("graphdef", "GraphDef")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
+@pytest.mark.parametrize("place", ["an attribute", "an item of a data list"])
 @pytest.mark.parametrize("other", OTHER_KINDS)
-def test_a_graphdef_with_a_static_attribute_differs_from_one_with_another_kind_there(
-    nnx: Any, flax_nnx: Any, other: str, graph: bool
+def test_a_graphdef_with_a_static_value_differs_from_one_with_another_kind_there(
+    nnx: Any, flax_nnx: Any, other: str, place: str, graph: bool
 ) -> None:
     """A place that holds a static value in one Module and a Variable, a submodule, an
     array or None in another makes their GraphDefs unequal, compared either way round: an
-    attribute, and an item of a list attribute that holds an array (so data) in both."""
+    attribute, or an item of a list attribute that holds an array (so data) in both."""
 
     def scenario(nnx: Any) -> Any:
         def made(value: Callable[[], Any]) -> Any:
             module = nnx.Module()
-            module.x = value()
-            module.items = nnx.data([jnp.zeros(1), value()])
+            if place == "an attribute":
+                module.x = value()
+            else:
+                module.items = nnx.data([jnp.zeros(1), value()])
             return nnx.graphdef(module, graph=graph)
 
-        static, another = made(lambda: 1), made(lambda: OTHER_KINDS[other](nnx))
-        return static == another, another == static, static == made(lambda: 1)
+        static, another = made(lambda: "static"), made(lambda: OTHER_KINDS[other](nnx))
+        return static == another, another == static, static == made(lambda: "static")
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax compares the GraphDefs: {outcome.error!r}"
