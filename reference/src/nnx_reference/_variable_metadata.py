@@ -74,11 +74,14 @@ DEPRECATED_SHARDING_KEYS = ("sharding_names", "sharding")
 """Older names of the ``out_sharding`` metadata key, renamed (with a warning) on creation."""
 
 
-def rename_sharding_keys(metadata: dict[str, tp.Any]) -> None:
-    """Renames the deprecated sharding keys of a new Variable's ``metadata`` in place, warning."""
+def rename_sharding_keys(metadata: dict[str, tp.Any], stacklevel: int = 2) -> None:
+    """Renames the deprecated sharding keys of a Variable's new ``metadata`` in place, warning
+    (with ``warnings.warn``'s ``stacklevel``)."""
     for key in DEPRECATED_SHARDING_KEYS:
         if key in metadata:
-            warnings.warn(f"{key!r} is deprecated, use 'out_sharding' instead.", DeprecationWarning, stacklevel=2)
+            warnings.warn(
+                f"{key!r} is deprecated, use 'out_sharding' instead.", DeprecationWarning, stacklevel=stacklevel
+            )
             metadata["out_sharding"] = metadata.pop(key)
 
 

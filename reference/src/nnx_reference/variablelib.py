@@ -323,13 +323,18 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         ``hijax`` and ``ref`` stay as the Variable was made (ValueError, as flax's), and so does
         ``eager_sharding`` in a dict that replaces all metadata."""
         if len(args) == 1 and isinstance(args[0], tp.Mapping) and not kwargs:
-            self._check_unchanged(args[0], REQUIRED_METADATA)
+            replacing = dict(args[0])
+            rename_sharding_keys(replacing, stacklevel=3)
+            self._check_unchanged(replacing, REQUIRED_METADATA)
             required = {k: self._var_metadata[k] for k in REQUIRED_METADATA if k in self._var_metadata}
-            object.__setattr__(self, "_var_metadata", Metadata({**args[0], **required}))
+            object.__setattr__(self, "_var_metadata", Metadata({**replacing, **required}))
         elif len(args) == 2 and not kwargs:
-            self._check_unchanged({args[0]: args[1]}, _FIXED_METADATA)
-            self._var_metadata[args[0]] = args[1]
+            entry = {args[0]: args[1]}
+            rename_sharding_keys(entry, stacklevel=3)
+            self._check_unchanged(entry, _FIXED_METADATA)
+            self._var_metadata.update(entry)
         elif not args:
+            rename_sharding_keys(kwargs, stacklevel=3)
             self._check_unchanged(kwargs, _FIXED_METADATA)
             self._var_metadata.update(kwargs)
         else:

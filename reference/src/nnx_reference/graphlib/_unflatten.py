@@ -92,6 +92,14 @@ class _UnflattenContext:
         return found
 
 
+def _take_metadata(variable: Variable[tp.Any], d: VariableDef) -> None:
+    """Gives an existing Variable the metadata its definition records, where it differs
+    (a transform with graph updates that set or deleted metadata)."""
+    recorded = {key: static.value for key, static in d.metadata}
+    if recorded != dict(variable._var_metadata):
+        variable.update_from_state(type(variable)._new(variable.get_raw_value(), recorded))
+
+
 def _graph_unflatten(d: Definition, path: PathParts, ctx: _UnflattenContext) -> tp.Any:
     if isinstance(d, (VariableRef, NodeRef)):
         return ctx.index_ref[d.index]
@@ -103,6 +111,7 @@ def _graph_unflatten(d: Definition, path: PathParts, ctx: _UnflattenContext) -> 
                 existing.update_from_state(leaf)
             else:
                 existing.set_raw_value(leaf)
+                _take_metadata(existing, d)
             variable = existing
         elif isinstance(leaf, Variable):
             variable = leaf.copy() if ctx.copy else leaf

@@ -27,6 +27,7 @@ import jax
 
 from .. import _hijax, filterlib, graphlib, statelib, variablelib
 from .._tracing import inside_transformation
+from .._variable_metadata import Metadata
 from . import refs
 from .checks import (
     CALL_ROOTS,
@@ -154,6 +155,7 @@ class OutStatic:
     unchanged: bool = False  # flat layout only: no output objects, input structure kept
     holes: bool = False  # the result holds ``refs.Hole``s for input Refs
     updated: tuple[int, ...] = ()  # tree mode: the input Variables the call gave new values
+    metadata: tuple[tuple[int, tp.Any], ...] = ()  # tree mode: (input Variable, its new sorted metadata items)
     updated_paths: tuple[Path, ...] = ()  # graph mode without updates: where those Variables are
     aliases: tuple[Alias, ...] = ()  # graph mode downgraded to tree mode: a Variable returned twice
 
@@ -354,7 +356,9 @@ def exit(
     (in_part, out_tree), holes = refs.to_holes(to_jax((result.in_part, result.out_tree)), entered.pure)
     out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
     if not static.graph:
-        out_static = dataclasses.replace(out_static, updated=_updated(name, static, entered, donated))
+        out_static = dataclasses.replace(
+            out_static, updated=_updated(name, static, entered, donated), metadata=_new_metadata(static, entered)
+        )
     elif not static.graph_updates:  # only the Variables given new values are written back, as flax's
         every = name in _WRITES_EVERY_VARIABLE or (
             donated is not None and any(donated(group.prefix) for group in static.groups)
@@ -384,6 +388,32 @@ def _updated(
     return tuple(
         i for i, (v, old, lost) in enumerate(zip(entered.objects, given, gone)) if lost or v.get_raw_value() is not old
     )
+
+
+def _new_metadata(static: InStatic, entered: Entered) -> tuple[tuple[int, tp.Any], ...]:
+    """Tree mode: the input Variables whose metadata the call changed, with their metadata
+    now (flax writes it back without graph updates too)."""
+    given = [entered.pure.leaves[slot]._var_metadata.sorted_items() for slot in static.obj_slots]
+    now = [v._var_metadata.sorted_items() for v in entered.objects]
+    return tuple((i, items) for i, (old, items) in enumerate(zip(given, now)) if not _same_items(old, items))
+
+
+def _same_items(a: tuple[tuple[str, tp.Any], ...], b: tuple[tuple[str, tp.Any], ...]) -> bool:
+    """Whether two sorted metadata tuples hold the same keys and values (values that do not
+    compare to a bool count as different unless they are the same object)."""
+    if len(a) != len(b):
+        return False
+    for (key_a, value_a), (key_b, value_b) in zip(a, b):
+        if key_a != key_b:
+            return False
+        if value_a is value_b:
+            continue
+        try:
+            if not bool(value_a == value_b):
+                return False
+        except Exception:
+            return False
+    return True
 
 
 def _exit(
@@ -480,6 +510,8 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
             check_current_trace_of_updated([original for original, _ in updated])
         for original, new in updated:  # the others hold what the call was given
             _assign(original, new)
+        for i, items in out_static.metadata if lifted.originals else ():
+            _replace_metadata(lifted.originals[i], items)
         return _relink(out_tree, out_static.aliases) if out_static.aliases else out_tree
     written = _written(lifted, out_static)
     if out_static.unchanged and lifted.variables is not None:
@@ -578,6 +610,11 @@ def _raw(leaf: tp.Any) -> tp.Any:
 def _assign(original: variablelib.Variable[tp.Any], new: tp.Any) -> None:
     """Write a new value (hooks already ran where it was computed) into ``original``."""
     original.set_raw_value(new.get_raw_value() if is_variable(new) else new)
+
+
+def _replace_metadata(variable: variablelib.Variable[tp.Any], items: tp.Iterable[tuple[str, tp.Any]]) -> None:
+    """Gives ``variable`` exactly the metadata ``items`` (set and deleted entries alike)."""
+    object.__setattr__(variable, "_var_metadata", Metadata(dict(items)))
 
 
 def _write_back(

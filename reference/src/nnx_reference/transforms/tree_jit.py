@@ -213,6 +213,8 @@ class TreeJit:
             before = [_raw(x) for x in nodes]
             args, kwargs = insert_statics(*dynamic, key.statics)
             out = self.fun(*args, **kwargs)
+            if jax.tree_util.tree_structure(dynamic) != key.treedef:
+                raise NotHandled  # a Variable's metadata changed: the general path writes it back
             variables, variables_def = jax.tree_util.tree_flatten(dynamic, is_leaf=is_variable)
             slots = tuple(i for i, x in enumerate(variables) if is_variable(x))
             check_no_aliasing(self.name, variables_def, slots, [variables[i] for i in slots], out)
