@@ -241,3 +241,22 @@ def test_lists_and_dicts_compare_hash_and_key_as_flax_s(nnx: Any, flax_nnx: Any,
     hash; a Dict compares its items as a Mapping, hashes by identity, and keeps items as
     attributes, so a key that is no string is a TypeError. The docs are silent."""
     assert_same(flax_nnx, nnx, COMPARISONS[case])
+
+
+@pytest.mark.apis("List", "update", "state")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("length", [3, 300], ids=["a short List", "a List of 300 items"])
+def test_updating_a_list_from_the_state_of_a_longer_one_appends_the_item_past_its_end_as_flax(
+    nnx: Any, flax_nnx: Any, length: int
+) -> None:
+    """The state of a List one item longer updates a List in place: its items take the
+    values, and the one past its end is appended, however long the List."""
+
+    def scenario(nnx: Any) -> Any:
+        short = nnx.List([nnx.Param(jnp.full(1, i)) for i in range(length)])
+        longer = nnx.List([nnx.Param(jnp.full(1, -i)) for i in range(length + 1)])
+        nnx.update(short, nnx.state(longer))
+        return len(short), short[0], short[length]
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax updates the List: {outcome.error!r}"
