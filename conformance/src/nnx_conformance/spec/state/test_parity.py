@@ -171,3 +171,28 @@ def test_state_merge_is_a_static_method_as_in_flax(nnx: Any, flax_nnx: Any, call
         return sorted(str(key) for key in merged.keys())
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+NON_EXHAUSTIVE_SPLITS = {
+    "split": lambda nnx, m: nnx.split(m, nnx.Param),
+    "State.split": lambda nnx, m: nnx.state(m).split(nnx.Param),
+    "split_state": lambda nnx, m: nnx.split_state(nnx.state(m), nnx.Param),
+}
+
+
+@pytest.mark.apis("split", "State", "split_state")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("call", NON_EXHAUSTIVE_SPLITS)
+def test_a_split_whose_filters_leave_a_remainder_shows_it_in_flax_s_words(nnx: Any, flax_nnx: Any, call: str) -> None:
+    """The ValueError names what no filter took: as a FlatState of (path, Variable) pairs
+    from ``split``, as a nested State from the State splits."""
+
+    def scenario(nnx: Any) -> Any:
+        try:
+            NON_EXHAUSTIVE_SPLITS[call](nnx, nnx.BatchNorm(2, rngs=nnx.Rngs(0)))
+        except ValueError as error:
+            return str(error)
+        return None
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert "non-empty remainder" in str(outcome.result), f"flax's {call} refuses the remainder"
