@@ -14,6 +14,7 @@ from ..graphlib import Mode
 from ..statelib import State
 from ..variablelib import Param
 from . import checks, lift, trees
+from .hijax_trees import from_jax
 from .prefix import VariablePrefix
 from .statics import insert_statics, remove_statics
 
@@ -97,7 +98,7 @@ def _per_arg_grads(lifted: lift.Lifted, grads: tp.Any, argnums: tuple) -> tuple:
     if static.graph and not static.graph_updates:
         # shared Variables without graph updates: gradients are copies of the objects,
         # each Variable holding its gradient (the other groups are never returned)
-        given = lift.from_jax(lifted.pure.states)
+        given = from_jax(lifted.pure.states)
         full = [g if is_diff(group.prefix) else s for group, g, s in zip(static.groups, states, given)]
         objs, _ = graphlib.merge(static.graphdef, *full)
         for group in static.groups:
@@ -183,7 +184,7 @@ def _grad_call(
         pure_fn, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
     )(diff, rest)
     _, aux = lift.apply(lifted, result)
-    per_arg = _per_arg_grads(lifted, lift.from_jax(grads), nums)
+    per_arg = _per_arg_grads(lifted, from_jax(grads), nums)
     return ((value, aux) if has_aux else value), (per_arg[0] if single else per_arg)
 
 

@@ -25,9 +25,8 @@ import typing as tp
 
 import jax
 
-from .. import _hijax, filterlib, graphlib, statelib, variablelib
+from .. import filterlib, graphlib, statelib, variablelib
 from .._tracing import inside_transformation
-from .._variable_metadata import Metadata
 from . import refs
 from .checks import (
     CALL_ROOTS,
@@ -42,6 +41,8 @@ from .checks import (
     key_paths,
     reached,
 )
+from .hijax_trees import from_jax, to_jax
+from .metadata_writes import new_metadata, replace_metadata
 from .trees import (
     Expand,
     Layout,
@@ -54,7 +55,6 @@ from .trees import (
 )
 
 Path = tuple[tp.Hashable, ...]
-_T = tp.TypeVar("_T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -356,8 +356,9 @@ def exit(
     (in_part, out_tree), holes = refs.to_holes(to_jax((result.in_part, result.out_tree)), entered.pure)
     out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
     if not static.graph:
+        given = [entered.pure.leaves[slot] for slot in static.obj_slots]
         out_static = dataclasses.replace(
-            out_static, updated=_updated(name, static, entered, donated), metadata=_new_metadata(static, entered)
+            out_static, updated=_updated(name, static, entered, donated), metadata=new_metadata(given, entered.objects)
         )
     elif not static.graph_updates:  # only the Variables given new values are written back, as flax's
         every = name in _WRITES_EVERY_VARIABLE or (
@@ -388,32 +389,6 @@ def _updated(
     return tuple(
         i for i, (v, old, lost) in enumerate(zip(entered.objects, given, gone)) if lost or v.get_raw_value() is not old
     )
-
-
-def _new_metadata(static: InStatic, entered: Entered) -> tuple[tuple[int, tp.Any], ...]:
-    """Tree mode: the input Variables whose metadata the call changed, with their metadata
-    now (flax writes it back without graph updates too)."""
-    given = [entered.pure.leaves[slot]._var_metadata.sorted_items() for slot in static.obj_slots]
-    now = [v._var_metadata.sorted_items() for v in entered.objects]
-    return tuple((i, items) for i, (old, items) in enumerate(zip(given, now)) if not _same_items(old, items))
-
-
-def _same_items(a: tuple[tuple[str, tp.Any], ...], b: tuple[tuple[str, tp.Any], ...]) -> bool:
-    """Whether two sorted metadata tuples hold the same keys and values (values that do not
-    compare to a bool count as different unless they are the same object)."""
-    if len(a) != len(b):
-        return False
-    for (key_a, value_a), (key_b, value_b) in zip(a, b):
-        if key_a != key_b:
-            return False
-        if value_a is value_b:
-            continue
-        try:
-            if not bool(value_a == value_b):
-                return False
-        except Exception:
-            return False
-    return True
 
 
 def _exit(
@@ -511,7 +486,7 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
         for original, new in updated:  # the others hold what the call was given
             _assign(original, new)
         for i, items in out_static.metadata if lifted.originals else ():
-            _replace_metadata(lifted.originals[i], items)
+            replace_metadata(lifted.originals[i], items)
         return _relink(out_tree, out_static.aliases) if out_static.aliases else out_tree
     written = _written(lifted, out_static)
     if out_static.unchanged and lifted.variables is not None:
@@ -585,24 +560,6 @@ def apply_same(lifted: Lifted, pure: Layout) -> tp.Any:
     return jax.tree_util.tree_unflatten(lifted.static.treedef, leaves)
 
 
-def _map_variables(fn: tp.Callable[[tp.Any], tp.Any], tree: _T) -> _T:
-    """``tree`` with ``fn`` applied to each of its Variables; ``tree`` itself while no hijax
-    Variable was ever built (then there is nothing to convert)."""
-    if not _hijax.any_twin():
-        return tree
-    return jax.tree_util.tree_map(lambda x: fn(x) if is_variable(x) else x, tree, is_leaf=is_variable)  # type: ignore[no-any-return]
-
-
-def to_jax(tree: _T) -> _T:
-    """``tree`` with its hijax Variables as pytrees, as JAX gets the other Variables."""
-    return _map_variables(_hijax.lowered, tree)
-
-
-def from_jax(tree: _T) -> _T:
-    """``tree`` with the pytree Variables that :func:`to_jax` made hijax Variables again."""
-    return _map_variables(_hijax.raised, tree)
-
-
 def _raw(leaf: tp.Any) -> tp.Any:
     return leaf.get_raw_value() if is_variable(leaf) else leaf
 
@@ -610,11 +567,6 @@ def _raw(leaf: tp.Any) -> tp.Any:
 def _assign(original: variablelib.Variable[tp.Any], new: tp.Any) -> None:
     """Write a new value (hooks already ran where it was computed) into ``original``."""
     original.set_raw_value(new.get_raw_value() if is_variable(new) else new)
-
-
-def _replace_metadata(variable: variablelib.Variable[tp.Any], items: tp.Iterable[tuple[str, tp.Any]]) -> None:
-    """Gives ``variable`` exactly the metadata ``items`` (set and deleted entries alike)."""
-    object.__setattr__(variable, "_var_metadata", Metadata(dict(items)))
 
 
 def _write_back(
