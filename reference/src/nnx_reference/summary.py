@@ -58,7 +58,8 @@ def filter_rng_streams(row: CallInfo) -> bool:
 def _render(value: tp.Any) -> str:
     """A YAML-like rendering as rich markup (text is not escaped, as in flax): arrays as ``[dim]float32[/dim][1,32]`` (with the
     dtype JAX would give them), NumPy scalars as their ``repr``, classes as ``type[Param]``,
-    sequences as ``- item`` lines, mappings as ``key: value`` lines, anything else as its ``str``."""
+    sequences as ``- item`` lines, mappings as ``key: value`` lines (empty ones as ``[]`` and ``{}``),
+    anything else as its ``str``."""
     if isinstance(value, np.generic):
         return repr(value)
     if hasattr(value, "shape") and hasattr(value, "dtype"):
@@ -67,9 +68,9 @@ def _render(value: tp.Any) -> str:
     if isinstance(value, type):
         return f"type[{value.__name__}]"
     if _is_sequence(value):
-        return "\n".join(_item("- ", _render(v)) for v in value)
+        return "\n".join(_item("- ", _render(v)) for v in value) or "[]"
     if isinstance(value, Mapping):
-        return "\n".join(_entry(k, v) for k, v in sorted(value.items(), key=lambda kv: kv[0]))
+        return "\n".join(_entry(k, v) for k, v in sorted(value.items(), key=lambda kv: kv[0])) or "{}"
     return str(value)
 
 
@@ -90,7 +91,7 @@ def _entry(key: tp.Any, value: tp.Any) -> str:
 
 def _render_output(value: tp.Any) -> str:
     """An output as JAX returns it: Python and NumPy scalars become arrays."""
-    return _render(jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), jax.dtypes.result_type(leaf)), value))
+    return _render_top(jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), jax.dtypes.result_type(leaf)), value))
 
 
 def _item(prefix: str, text: str) -> str:
@@ -100,10 +101,56 @@ def _item(prefix: str, text: str) -> str:
 
 def _render_inputs(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> str:
     if len(args) == 1 and not kwargs:
-        return _render(args[0])
-    lines = [_item("- ", _render(a)) for a in args]
-    lines += [_entry(k, v) for k, v in sorted(kwargs.items())]
+        return _render_top(args[0])
+    lines = [_item("- ", _render(a)) for a in _shown(args)]
+    lines += [_entry(k, v) for k, v in sorted(_shown(kwargs).items())]
     return "\n".join(lines)
+
+
+def _render_top(value: tp.Any) -> str:
+    """A whole input or output: what :func:`_shown` keeps of it; ``None`` or an empty container as nothing."""
+    empty = value is None or ((_is_sequence(value) or isinstance(value, Mapping)) and not value)
+    return "" if empty else _render(_shown(value))
+
+
+def _shown(value: tp.Any) -> tp.Any:
+    """What flax's table shows of a value: all of it where it holds no leaf; otherwise the
+    value rebuilt from its leaves (:func:`_rebuilt`), followed, for a sequence, by its items
+    after the last one that holds a leaf, as they are."""
+    if not jax.tree.leaves(value):
+        return value
+    shown = _rebuilt(value)
+    if _is_sequence(value):
+        return [*shown, *value[len(shown):]]
+    return shown
+
+
+def _rebuilt(value: tp.Any, in_list: bool = False) -> tp.Any:
+    """A value that holds leaves, as flax rebuilds it from their paths: a mapping without the
+    entries that hold none, a sequence as a list up to the last item that holds one, with the
+    earlier items that hold none emptied; so too a mapping whose kept keys are all integers,
+    unless it is an item of such a list (``in_list``)."""
+    if isinstance(value, Mapping):
+        keys = [key for key, item in value.items() if jax.tree.leaves(item)]
+        as_list = not in_list and all(isinstance(key, int) for key in keys)
+        kept = {key: _rebuilt(value[key], in_list=as_list) for key in keys}
+        return _as_list(kept, value) if as_list else kept
+    if _is_sequence(value):
+        kept = {i: _rebuilt(item, in_list=True) for i, item in enumerate(value) if jax.tree.leaves(item)}
+        return _as_list(kept, dict(enumerate(value)))
+    return value
+
+
+def _as_list(kept: dict[int, tp.Any], original: Mapping[tp.Any, tp.Any]) -> list[tp.Any]:
+    """Places 0 to the last kept key: the kept items, and between them the emptied originals."""
+    return [kept[i] if i in kept else _emptied(original.get(i)) for i in range(max(kept) + 1)]
+
+
+def _emptied(value: tp.Any) -> tp.Any:
+    """An item that holds no leaf as rebuilding leaves it: an empty mapping or list, else None."""
+    if isinstance(value, Mapping):
+        return {}
+    return [] if _is_sequence(value) else None
 
 
 # ---------------------------------------------------------------- call recording
