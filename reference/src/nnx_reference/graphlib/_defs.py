@@ -185,6 +185,18 @@ def def_repr(d: RootDefinition) -> str:
     return repr(d)
 
 
+def without_metadata(d: RootDefinition) -> RootDefinition:
+    """``d`` with every Variable's metadata left out: the graph's shape, types and static values."""
+    if isinstance(d, VariableDef):
+        return dataclasses.replace(d, metadata=())
+    if isinstance(d, NodeDef):
+        attributes = tuple((k, data, without_metadata(c) if data else c) for k, data, c in d.attributes)
+        return dataclasses.replace(d, attributes=attributes)
+    if isinstance(d, ContainerDef):
+        return dataclasses.replace(d, children=tuple((k, without_metadata(c)) for k, c in d.children))
+    return d
+
+
 def leaf_paths(d: RootDefinition, path: PathParts = ()) -> list[PathParts]:
     """The paths of the state leaves ``d`` describes, in flatten order."""
     if isinstance(d, TreeDef):

@@ -10,10 +10,11 @@ import jax
 
 from .._sharding import PARTITION_NAME
 from .. import graphlib
-from ..graphlib import Mode
+from ..graphlib import Mode, without_metadata
 from ..variablelib import Variable
 from . import checks, lift, traced, trees
 from .prefix import PrefixMapping
+from .trees import is_variable
 
 __all__ = [
     "Carry",
@@ -422,9 +423,10 @@ def _loop_body(
         value = lift.enter(static, pure).args
         variables = _variables(value) if keeps_variables else None
         graphdef = graphlib.graphdef(value, graph=True) if keeps_variables and not static.graph_updates else None
+        metadata = _metadata_by_path(value) if graphdef is not None and not static.asked_graph else None
         new_value = step(value)
-        if graphdef is not None and graphlib.graphdef(new_value, graph=True) != graphdef:
-            raise ValueError(_GRAPH_CHANGED.format(name=name))
+        if graphdef is not None:
+            _check_same_graph(name, lowering, graphdef, metadata, new_value)
         if variables is not None and _variables(new_value) != variables:
             if static.graph_updates:
                 raise ValueError(_STRUCTURE_CHANGED.format(name=name))
@@ -435,10 +437,7 @@ def _loop_body(
             # JAX's loop finds a change of the state layout alone, and with graph updates
             # fori_loop's finds any change (while_loop's graph changes are nnx's ValueError)
             if relifted.static == static or (static.graph_updates and name == "fori_loop"):
-                raise TypeError(
-                    f"{lowering} body function carry input and carry output must have the same "
-                    "pytree structure, but they differ"
-                )
+                raise TypeError(f"{lowering} {_CARRY_CHANGED}")
             raise ValueError(_STRUCTURE_CHANGED.format(name=name))
         if not _same_dtypes(relifted.pure, pure):
             raise TypeError(
@@ -449,6 +448,31 @@ def _loop_body(
 
     return body
 
+
+def _check_same_graph(
+    name: str, lowering: str, graphdef: graphlib.GraphDef[tp.Any], metadata: dict[str, dict[str, tp.Any]] | None,
+    new_value: tp.Any,
+) -> None:
+    """A body run without graph updates keeps the graph of its value: a change of its nodes,
+    attributes, Variable types or static values is nnx's ``ValueError``; in tree mode
+    (``metadata``: each Variable's before the body), where a Variable's metadata is part of
+    the carry's pytree structure, a change of that alone is the ``TypeError`` of JAX's loop."""
+    new_graphdef = graphlib.graphdef(new_value, graph=True)
+    if new_graphdef == graphdef:
+        return
+    if metadata is None or without_metadata(new_graphdef.root) != without_metadata(graphdef.root):
+        raise ValueError(_GRAPH_CHANGED.format(name=name))
+    changed = next(path for path, entries in _metadata_by_path(new_value).items() if entries != metadata.get(path))
+    raise TypeError(f"{lowering} {_CARRY_CHANGED}: the body changed the metadata of the Variable at loop value{changed}")
+
+
+def _metadata_by_path(value: tp.Any) -> dict[str, dict[str, tp.Any]]:
+    """The metadata of each Variable of a tree-mode loop value, by its ``jax.tree`` key path."""
+    leaves = jax.tree_util.tree_flatten_with_path(value, is_leaf=is_variable)[0]
+    return {jax.tree_util.keystr(path): leaf.get_metadata() for path, leaf in leaves if is_variable(leaf)}
+
+
+_CARRY_CHANGED = "body function carry input and carry output must have the same pytree structure, but they differ"
 
 _STRUCTURE_CHANGED = (
     "nnx.{name} requires body function's input and output to have the same reference and "

@@ -234,17 +234,9 @@ LOOP_CHANGES = {
 LOOPS = ["fori_loop, concrete bounds", "fori_loop, traced bounds", "while_loop"]
 
 
-@pytest.mark.apis("fori_loop", "while_loop")
-@pytest.mark.documented(None)
-@given(loop=st.sampled_from(LOOPS), change=st.sampled_from(sorted(LOOP_CHANGES)),
-       mode=st.sampled_from([(True, True), (True, False), (False, False)]))
-def test_a_loop_body_that_changes_the_loop_value_is_refused_as_in_flax(
-    nnx: Any, flax_nnx: Any, loop: str, change: str, mode: tuple[bool, bool]
-) -> None:
-    """JAX's ``TypeError`` for a changed value layout or dtype (scan's between concrete
-    bounds, while_loop's otherwise); a changed graph without graph updates is nnx's error.
-    The Module is made inside the traced call, so that its trace is the loop's."""
-    graph, graph_updates = mode
+def _changing_loop(loop: str, change: Callable[[Any, Any], Any], graph: bool, graph_updates: bool) -> Any:
+    """A scenario: a loop whose body applies ``change`` to its Module, made inside the traced
+    call so that its trace is the loop's."""
 
     def scenario(nnx: Any) -> Any:
         def run(upper: Any) -> Any:
@@ -252,7 +244,7 @@ def test_a_loop_body_that_changes_the_loop_value_is_refused_as_in_flax(
             module.p = nnx.Param(jnp.ones(2))
 
             def step(m: Any) -> Any:
-                LOOP_CHANGES[change](nnx, m)
+                change(nnx, m)
                 return m
 
             options = {"graph": graph, "graph_updates": graph_updates}
@@ -264,4 +256,31 @@ def test_a_loop_body_that_changes_the_loop_value_is_refused_as_in_flax(
 
         return run(2) if loop == "fori_loop, concrete bounds" else jax.jit(run)(2)
 
-    assert_same(flax_nnx, nnx, scenario)
+    return scenario
+
+
+LOOP_MODES = [(True, True), (True, False), (False, False)]
+
+
+@pytest.mark.apis("fori_loop", "while_loop")
+@pytest.mark.documented(None)
+@given(loop=st.sampled_from(LOOPS), change=st.sampled_from(sorted(LOOP_CHANGES)), mode=st.sampled_from(LOOP_MODES))
+def test_a_loop_body_that_changes_the_loop_value_is_refused_as_in_flax(
+    nnx: Any, flax_nnx: Any, loop: str, change: str, mode: tuple[bool, bool]
+) -> None:
+    """JAX's ``TypeError`` for a changed value layout or dtype (scan's between concrete
+    bounds, while_loop's otherwise); a changed graph without graph updates is nnx's error."""
+    assert_same(flax_nnx, nnx, _changing_loop(loop, LOOP_CHANGES[change], *mode))
+
+
+@pytest.mark.apis("fori_loop", "while_loop")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("mode", LOOP_MODES, ids=["graph mode with graph updates", "graph mode", "tree mode"])
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_loop_body_that_sets_a_variable_s_metadata_is_refused_with_flax_s_exception(
+    nnx: Any, flax_nnx: Any, loop: str, mode: tuple[bool, bool]
+) -> None:
+    """In tree mode a Variable's metadata is part of the carry's pytree structure: JAX's
+    ``TypeError`` of the loop; in graph mode without graph updates, nnx's ``ValueError``."""
+    outcome = assert_same(flax_nnx, nnx, _changing_loop(loop, lambda nnx, m: m.p.set_metadata("tag", 1), *mode))
+    assert outcome.error is not None or mode == (True, True), "flax refuses a loop body that sets a Variable's metadata"
