@@ -147,6 +147,43 @@ def test_jit_donating_a_module_writes_every_donated_variable_back_as_flax(
     assert outcome.error is None, f"flax runs a jit donating its Module twice: {outcome.error!r}"
 
 
+@pytest.mark.apis("jit")
+@pytest.mark.documented("jit docstring (donate_argnums: without donate_argnums, inspect.signature finds the positional "
+                        "arguments that correspond to donate_argnames)")
+@pytest.mark.parametrize(
+    "mode", [(True, True), (True, False), (False, False)],
+    ids=["graph mode with graph updates", "graph mode without graph updates", "tree mode"],
+)
+def test_jit_donate_argnames_donates_an_argument_passed_positionally_as_donate_argnums_does(
+    nnx: Any, mode: tuple[bool, bool]
+) -> None:
+    """The documented ``donate_argnames=("model", ...)`` with the model passed positionally:
+    each call's outputs and the Module's values after it are those of ``donate_argnums=0``,
+    and no Variable is left on a deleted array."""
+
+    def run(options: dict[str, Any]) -> list[Any]:
+        m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        m.z = nnx.BatchStat(jnp.zeros(()))
+
+        def bump(m: Any, x: Any) -> Any:
+            m.z[...] += 1
+            return m(x)
+
+        f = nnx.jit(bump, graph=mode[0], graph_updates=mode[1], **options)
+        seen = []
+        for _ in range(2):
+            out = f(m, jnp.ones((1, 2)))
+            deleted = [path for path, v in nnx.iter_graph(m) if isinstance(v, nnx.Variable) and v.get_raw_value().is_deleted()]
+            assert not deleted, f"donate_argnames with the Module passed positionally leaves {deleted} on deleted arrays"
+            seen.append((out.tolist(), m.kernel[...].tolist(), m.bias[...].tolist(), m.z[...].tolist()))
+        return seen
+
+    by_name, by_number = run({"donate_argnames": "m"}), run({"donate_argnums": 0})
+    assert by_name == by_number, (
+        f"donate_argnames='m' with the Module passed positionally gives {by_name}, donate_argnums=0 gives {by_number}"
+    )
+
+
 def _tag(nnx: Any, transform: str, mode: tuple[bool, bool]) -> Callable[[Any], Any]:
     """A call of ``nnx.<transform>`` whose function sets, changes and deletes metadata of
     the input Module's Variables (and updates one of them)."""
