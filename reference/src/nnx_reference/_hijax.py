@@ -100,6 +100,12 @@ def raised(variable: Variable) -> Variable:
     return _as(variable, twin(type(variable), True))
 
 
+def class_of(variable: tp.Any) -> type:
+    """The class of a Variable; for a tracer of a hijax Variable, the hijax class it traces."""
+    cls = type(variable)
+    return twin(variable.aval.var_type, True) if issubclass(cls, jax.core.Tracer) else cls
+
+
 def traces_a(instance: tp.Any, cls: type) -> bool:
     """Whether ``instance`` is a tracer of a hijax Variable of type ``cls`` (or a subclass)."""
     if not isinstance(instance, jax.core.Tracer):

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import jax
 
-from .. import reprlib
+from .. import _hijax, reprlib
 from ..pytreelib import Pytree
 from ..variablelib import Variable
 from ._defs import (
@@ -69,7 +69,7 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Defin
         index = ctx.new_index(node)
         ctx.leaves.append((path, node))
         metadata = tuple((k, StaticDef(v)) for k, v in node.get_metadata().items())
-        return VariableDef(type(node), index, metadata, ctx.outer_index(node))
+        return VariableDef(_hijax.class_of(node), index, metadata, ctx.outer_index(node))
     if isinstance(node, Pytree):
         if ctx.seen(node):
             return NodeRef(type(node), ctx.ref_index[node])
