@@ -113,7 +113,10 @@ def test_a_bound_method_of_a_module_is_rejected_with_value_error(nnx: Any, flax_
     assert isinstance(outcome.error, ValueError), f"flax's nnx.{transform} rejects a bound method with ValueError"
 
 
-SCAN_AXES_MENTION = {"out_axes_none": "out_axes", "carry_in_only": "Carry", "carry_with_two_arguments": "Carry"}
+SCAN_AXES_MENTION = {
+    "out_axes_none": "out_axes", "carry_in_only": "Carry", "carry_with_two_arguments": "Carry",
+    "carry_without_arguments": "Carry",
+}
 """What flax's message names for each malformed scan."""
 
 SCAN_AXES = {
@@ -124,6 +127,7 @@ SCAN_AXES = {
     "carry_with_two_arguments": lambda nnx: nnx.scan(lambda c, x: c, in_axes=nnx.Carry, out_axes=nnx.Carry)(
         0.0, jnp.ones(3)
     ),
+    "carry_without_arguments": lambda nnx: nnx.scan(lambda: (), in_axes=nnx.Carry, out_axes=nnx.Carry, length=2)(),
 }
 
 
