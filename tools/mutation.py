@@ -4,7 +4,7 @@ cosmic-ray lists the mutations of ``nnx_reference`` (or of one module); a seeded
 sample of them is drawn, and each mutant is judged in a fresh pytest process against
 a fresh copy of the package, put first on PYTHONPATH, with JAX's persistent compilation
 cache off: nothing compiled from another copy can judge it. The suite and the reference
-are those of the last commit (``git archive HEAD``), so edits in progress in the work
+are those of the last commit (``git archive HEAD``; ``--commit REV``: another's), so edits in progress in the work
 tree judge nothing; ``--worktree`` takes the work tree's instead.
 
 An unmutated copy runs the whole suite first, recording which tests run each line
@@ -21,6 +21,11 @@ those tests kill are counted apart.
 
     python -m tools.mutation [--sample N] [--seed S] [--per-module M] [--module nnx_reference.nn.linear] [--jobs 2]
     python -m tools.mutation --rejudge reports/mutation/results.json --out reports/mutation/rejudged
+    python -m tools.mutation --resume reports/mutation/results.json [--commit REV] [--jobs 2]
+
+A run that was stopped goes on with ``--resume``: the same sample (size, seed, per-module
+draw) of the same commit's reference, judged by that commit's suite (``--commit`` names it
+for a results.json that does not record it); the verdicts already given are kept.
 
 Mutants listed in conformance/mutation/equivalent.txt are left out of the score. The
 score per module is printed; reports/mutation/ gets results.json and survivors.txt
@@ -117,10 +122,10 @@ class Verdict:
     """For a survivor: whether the reference's own tests kill it (a timeout kills); else None."""
 
 
-def committed_tree(root: Path) -> Path:
-    """The last commit's conformance/ and reference/ under ``root``, beside the generated spec pages."""
+def committed_tree(root: Path, commit: str) -> Path:
+    """A commit's conformance/ and reference/ under ``root``, beside the generated spec pages."""
     root.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "HEAD", "conformance", "reference"], cwd=REPO,
+    archive = subprocess.run(["git", "archive", commit, "conformance", "reference"], cwd=REPO,
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
     (root / SPEC_DIR.name).symlink_to(SPEC_DIR, target_is_directory=True)
@@ -335,11 +340,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="judge again the survivors (and errors) of a former run's results.json (the sample options are ignored)")
     parser.add_argument("--worktree", action="store_true",
                         help="judge the work tree's suite and reference, not the last commit's")
+    parser.add_argument("--commit", metavar="REV", help="judge this commit's suite and reference (default: the last commit)")
+    parser.add_argument("--resume", type=Path, metavar="RESULTS",
+                        help="go on with the sample of a former run's results.json (its sample, seed, per-module draw "
+                             "and commit): its verdicts are kept, the mutants it had not judged are judged")
     args = parser.parse_args(argv)
+    if args.resume and args.rejudge:
+        parser.error("--resume goes on with a sample and --rejudge judges survivors again: give one")
+    former = json.loads(args.resume.read_text()) if args.resume else None
+    if former is not None:
+        args.sample, args.seed, args.per_module = former["sample"], former["seed"], former["per_module"]
+        args.commit = args.commit or former.get("commit")
+    commit = _resolved(args.commit or "HEAD")
     equivalents = read_equivalents(args.equivalents)
-    started = time.perf_counter()
+    started = time.perf_counter() - (former or {}).get("wall_s", 0.0)
     with tempfile.TemporaryDirectory(prefix="nnx-mutation-") as tmp:
-        tree = REPO if args.worktree else committed_tree(Path(tmp) / "tree")
+        tree = REPO if args.worktree else committed_tree(Path(tmp) / "tree", commit)
         snapshot = fresh_copy(tree / PACKAGE, Path(tmp) / "snapshot")  # the source the whole run mutates
         try:
             paths = ([module_path(snapshot, m) for m in args.module] if args.module
@@ -354,6 +370,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             chosen = sample(sites, args.sample, args.seed, args.per_module)
             random.Random(args.seed).shuffle(chosen)  # judged in random order: a stopped run is a sample too
             print(f"{len(chosen)} of {len(sites)} mutants (seed {args.seed}) in {len(paths)} modules")
+        verdicts = [Verdict(**m) for m in former["mutants"]] if former is not None else []
+        if verdicts:
+            chosen = _not_judged(chosen, {v.fingerprint for v in verdicts})
+            print(f"{len(verdicts)} judged by {args.resume}; {len(chosen)} to judge")
         copy_root = Path(tmp) / "copy"
         fresh_copy(snapshot, copy_root)
         if not copies_are_imported(tree, copy_root):
@@ -373,10 +393,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                           max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds))
         meta: dict[str, object] = {
             "sample": args.sample, "seed": args.seed, "per_module": args.per_module,
-            "rejudged": str(args.rejudge or ""), "sites": len(sites), "jobs": args.jobs,
+            "rejudged": str(args.rejudge or ""), "commit": "work tree" if args.worktree else commit,
+            "sites": len(sites), "jobs": args.jobs,
             "modules": [str(p.relative_to(snapshot)) for p in paths], "baseline_s": round(baseline.seconds, 1),
         }
-        verdicts: list[Verdict] = []
+        meta["wall_s"] = round(time.perf_counter() - started, 1)
         survivors = write_reports(args.out, verdicts, meta)
         for verdict in _judge_all(chosen, equivalents, judging, Path(tmp) / "copies", args.jobs):
             verdicts.append(verdict)  # the reports are rewritten after each verdict: a stopped run keeps them
@@ -388,6 +409,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nwall time {meta['wall_s']}s; survivors: {survivors}")
     outcomes = {v.outcome for v in verdicts}
     return 1 if "survived" in outcomes else 2 if "error" in outcomes else 0
+
+
+def _resolved(rev: str) -> str:
+    """The commit ``rev`` names, in full."""
+    return subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def _not_judged(sites: Sequence[Site], judged: set[str]) -> list[Site]:
+    """The sites of ``sites`` whose mutant's fingerprint is not in ``judged``."""
+    return [s for s in sites if (m := make_mutant(s, s.path.read_text())) is None or m.fingerprint not in judged]
 
 
 def _judge_all(sites: Sequence[Site], equivalents: dict[str, str], judging: Judging, copies: Path,

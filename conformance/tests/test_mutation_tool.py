@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -190,11 +191,7 @@ def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) 
     equivalents = tmp_path / "equivalent.txt"
     equivalents.write_text(f"{first.fingerprint}  {MODULE}:{sites[0].line} {sites[0].operator}  # listed here\n")
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "tools.mutation", "--sample", "2", "--seed", "0", "--module", MODULE,
-               "-k", "filterlib", "--equivalents", str(equivalents), "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
-    assert done.returncode in (0, 1), f"expected a judged run, got exit {done.returncode}:\n{done.stdout}{done.stderr}"
+    done = _run_tool(tmp_path, "--sample", "2", "--seed", "0", "--equivalents", str(equivalents), "--out", str(out))
     results = json.loads((out / "results.json").read_text())
     outcomes = [m["outcome"] for m in results["mutants"]]
     assert outcomes[0] == "equivalent" and outcomes[1] in ("killed", "survived"), \
@@ -208,6 +205,40 @@ def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) 
         f"expected survivors.txt to list exactly the survivors {survived}:\n{survivors}"
     assert (done.returncode == 1) == bool(survived), f"expected exit 1 only with survivors, got {done.returncode}"
     assert survivors.startswith(f"# {len(survived)} surviving"), survivors
+
+
+def _run_tool(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """tools/mutation.py over MODULE, judged by the suite's filterlib tests, expected to judge."""
+    command = [sys.executable, "-m", "tools.mutation", "--module", MODULE, "-k", "filterlib", *options]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode in (0, 1), f"expected a judged run, got exit {done.returncode}:\n{done.stdout}{done.stderr}"
+    return done
+
+
+def test_a_resumed_run_keeps_the_former_verdicts_and_judges_the_rest_of_its_sample(tmp_path: Path) -> None:
+    sites = mutation_sites.sample(_sites(tmp_path), 2, 0)
+    first = mutation_sites.make_mutant(sites[0], sites[0].path.read_text())
+    assert first is not None
+    kept = mutation.Verdict(MODULE, first.site.line, first.site.operator, first.fingerprint, "killed", "covering",
+                            "a former run's verdict", 1.0, first.diff)
+    former = tmp_path / "former.json"
+    former.write_text(json.dumps({"sample": 2, "seed": 0, "per_module": 0, "commit": "HEAD", "wall_s": 5.0,
+                                  "mutants": [dataclasses.asdict(kept)]}))
+    none = tmp_path / "equivalent.txt"
+    none.write_text("")
+    out = tmp_path / "out"
+    done = _run_tool(tmp_path, "--resume", str(former), "--equivalents", str(none), "--out", str(out))
+    results = json.loads((out / "results.json").read_text())
+    assert "1 judged by" in done.stdout and "1 to judge" in done.stdout, f"expected one mutant left to judge:\n{done.stdout}"
+    assert results["mutants"][0] == dataclasses.asdict(kept), "expected the former verdict kept as it was"
+    judged = results["mutants"][1:]
+    assert [m["fingerprint"] for m in judged] != [first.fingerprint] and len(judged) == 1, \
+        f"expected the other mutant of the sample judged, got {judged}"
+    assert judged[0]["outcome"] in ("killed", "survived"), f"expected the other mutant judged, got {judged[0]}"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert results["commit"] == head and results["sample"] == 2, f"expected the former run's sample at {head}"
+    assert results["wall_s"] >= 5.0, "expected the wall time to count the former run's"
 
 
 def _verdict(outcome: mutation.Outcome, own_tests: bool | None = None) -> mutation.Verdict:
