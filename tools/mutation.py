@@ -4,8 +4,8 @@ cosmic-ray lists the mutations of ``nnx_reference`` (or of one module); a seeded
 sample of them is drawn, and each mutant is judged in a fresh pytest process against
 a fresh copy of the package, put first on PYTHONPATH, with JAX's persistent compilation
 cache off: nothing compiled from another copy can judge it. The suite and the reference
-are those of the last commit (``git archive HEAD``; ``--commit REV``: another's), so edits in progress in the work
-tree judge nothing; ``--worktree`` takes the work tree's instead.
+are those of the last commit (``git archive HEAD``; ``--commit REV``: another's), so
+edits in progress in the work tree judge nothing; ``--worktree`` takes the work tree's instead.
 
 An unmutated copy runs the whole suite first, recording which tests run each line
 (``mutation_lines``): if it fails, nothing is judged. A mutant inside a function body
