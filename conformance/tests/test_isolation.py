@@ -84,3 +84,37 @@ def test_an_internal_error_of_pytest_fails_its_example_and_the_run_goes_on(
         "guide:alone/cell:1": ("failed", internal_error),
         **{f"guide:calm{n}/cell:1": ("passed", "") for n in range(4)},
     }, "the example pytest failed on fails with pytest's error; the rest of its page is blocked, other pages run"
+
+
+# The cell's exception cannot be formatted: reading its notes raises, as the stack running
+# out does there (a RecursionError while pytest builds the failure report).
+_UNFORMATTABLE = """
+class Unformattable(Exception):
+    @property
+    def __notes__(self):
+        raise RecursionError("maximum recursion depth exceeded")
+
+raise Unformattable("the example fails")
+"""
+
+
+def test_in_one_process_a_report_pytest_cannot_build_fails_its_example_and_the_run_goes_on(
+    pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_spec(
+        pytester.path,
+        GuidePage("guide:broken", [("x = 1", None), (_UNFORMATTABLE, None), ("x", "1")]),
+        GuidePage("guide:calm", [("1 + 1", "2")]),
+    )
+    importable(monkeypatch, pytester.path)
+    run = run_suite(pytester, fake_impl, pytester.path / "docs_extracted", "-n", "0")
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED, "pytest failing on a test's report is a failure of that test"
+    assert run.report["complete"], "the one-process run goes on after pytest fails on a report and reports every test"
+    outcomes = {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"]}
+    internal_error = "pytest failed on the test with an internal error: RecursionError: maximum recursion depth exceeded"
+    assert outcomes == {
+        "guide:broken/cell:1": ("passed", ""),
+        "guide:broken/cell:2": ("failed", internal_error),
+        "guide:broken/cell:3": ("passed", ""),
+        "guide:calm/cell:1": ("passed", ""),
+    }, "the example whose report pytest could not build fails with pytest's error; the others run as usual"

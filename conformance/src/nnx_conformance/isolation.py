@@ -72,8 +72,18 @@ def worker_returncode(node: Any) -> int | None:
 
 
 def internal_error_message(reason: str) -> str:
-    """The failure message of a test on which pytest failed in its worker."""
+    """The failure message of a test on which pytest failed."""
     return f"pytest failed on the test with an internal error: {reason}"
+
+
+def unreported_failure(item: pytest.Item, call: pytest.CallInfo[None], error: Exception) -> pytest.TestReport:
+    """The report of a test whose report pytest failed to build (formatting its exception
+    raised ``error``), in a run of one process: the test fails with pytest's error, and the
+    run goes on (an xdist worker ends itself instead: see :class:`WorkerGuard`)."""
+    return pytest.TestReport(
+        item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed", internal_error_message(_one_line(error)),
+        call.when, duration=call.duration, start=call.start, stop=call.stop, user_properties=item.user_properties,
+    )
 
 
 def _internal_error_file(run_dir: Path, worker_id: str) -> Path:

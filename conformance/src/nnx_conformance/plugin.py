@@ -237,9 +237,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Label a suite test's report; a missing nnx name or a timeout fails it with one line."""
-    test_report = yield
+    """Label a suite test's report; a missing nnx name or a timeout fails it with one line,
+    and so, in a run of one process, does pytest's failure to build the report."""
     suite = _suite(item.config)
+    try:
+        test_report = yield
+    except Exception as error:
+        if suite is None or hasattr(item.config, "workerinput"):  # a worker ends itself: see WorkerGuard
+            raise
+        test_report = isolation.unreported_failure(item, call, error)
     if suite is None:
         return test_report
     suite.label(item, test_report)
