@@ -318,29 +318,33 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         return default
 
     def set_metadata(self, *args: tp.Any, **kwargs: tp.Any) -> None:
-        """Replaces all metadata (a dict), sets one entry (name, value), or updates from kwargs.
+        """Replaces all metadata (one argument: a mapping, or pairs as ``dict`` takes them), sets
+        one entry (name, value), or updates from kwargs; positional and keyword arguments do
+        not mix (TypeError, as flax's).
 
         ``hijax`` and ``ref`` stay as the Variable was made (ValueError, as flax's), and so does
         ``eager_sharding`` in a dict that replaces all metadata."""
-        if len(args) == 1 and isinstance(args[0], tp.Mapping) and not kwargs:
+        if args and kwargs:
+            raise TypeError(f"Cannot mix positional and keyword arguments in set_metadata of {self.type.__name__}")
+        if len(args) == 1:
             replacing = dict(args[0])
             rename_sharding_keys(replacing, stacklevel=3)
             self._check_unchanged(replacing, REQUIRED_METADATA)
             required = {k: self._var_metadata[k] for k in REQUIRED_METADATA if k in self._var_metadata}
             object.__setattr__(self, "_var_metadata", Metadata({**replacing, **required}))
-        elif len(args) == 2 and not kwargs:
+        elif len(args) == 2:
             entry = {args[0]: args[1]}
             rename_sharding_keys(entry, stacklevel=3)
             self._check_unchanged(entry, _FIXED_METADATA)
             self._var_metadata.update(entry)
-        elif not args:
+        elif kwargs:
             rename_sharding_keys(kwargs, stacklevel=3)
             self._check_unchanged(kwargs, _FIXED_METADATA)
             self._var_metadata.update(kwargs)
         else:
             raise TypeError(
-                f"set_metadata of {self.type.__name__} takes a dict, a (name, value) pair or keyword "
-                f"arguments, got args={args!r} and kwargs={kwargs!r}"
+                f"set_metadata of {self.type.__name__} takes either 1 or 2 arguments, or at least 1 keyword "
+                f"argument, got args={args!r}, kwargs={kwargs!r}"
             )
 
     def has_metadata(self, name: str) -> bool:

@@ -326,3 +326,34 @@ def test_copy_from_another_type_names_what_it_got_as_flax(
         nnx.Param(jnp.ones(2), hijax=target_hijax).copy_from(nnx.BatchStat(jnp.ones(2), hijax=source_hijax))
 
     assert_same(flax_nnx, nnx, scenario, mentions=(f"got {got}",))
+
+
+SET_METADATA_CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "no arguments": ((), {}),
+    "a name alone": (("tag",), {}),
+    "a list of pairs": (([("tag", 1)],), {}),
+    "a dict": (({"tag": 1, "other": 2},), {}),
+    "None": ((None,), {}),
+    "a name and a value": (("tag", 1), {}),
+    "three arguments": (("a", "b", "c"), {}),
+    "keywords": ((), {"tag": 1, "other": 2}),
+    "a name, a value and a keyword": (("tag", 1), {"other": 2}),
+    "a dict and a keyword": (({"tag": 1},), {"other": 2}),
+}
+
+
+@pytest.mark.apis("Variable.set_metadata")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("call", SET_METADATA_CALLS)
+def test_set_metadata_takes_and_refuses_the_arguments_flax_s_does(nnx: Any, flax_nnx: Any, call: str) -> None:
+    """One argument replaces all metadata as ``dict`` of it (its errors as ``dict``'s), two
+    set one entry, keywords update; none, more than two, or positional and keyword
+    arguments together are a TypeError."""
+    args, kwargs = SET_METADATA_CALLS[call]
+
+    def scenario(nnx: Any) -> Any:
+        variable = nnx.Param(jnp.ones(2), tag=0)
+        variable.set_metadata(*args, **kwargs)
+        return variable.get_metadata()
+
+    assert_same(flax_nnx, nnx, scenario)
