@@ -156,6 +156,24 @@ def as_ref(value: tp.Any) -> tp.Any:
     return jax.new_ref(jax.numpy.asarray(value))
 
 
+def same_items(a: tuple[tuple[str, tp.Any], ...], b: tuple[tuple[str, tp.Any], ...]) -> bool:
+    """Whether two sorted metadata tuples hold the same keys and values (values that do not
+    compare to a bool count as different unless they are the same object)."""
+    if len(a) != len(b):
+        return False
+    for (key_a, value_a), (key_b, value_b) in zip(a, b):
+        if key_a != key_b:
+            return False
+        if value_a is value_b:
+            continue
+        try:
+            if not bool(value_a == value_b):
+                return False
+        except Exception:
+            return False
+    return True
+
+
 class Metadata(dict[str, tp.Any]):
     """A Variable's metadata: a dict that keeps its sorted items (the Variable's pytree
     auxiliary data) until it changes, since flattening Variables is on ``jit``'s per-call path."""

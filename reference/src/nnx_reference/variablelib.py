@@ -31,6 +31,7 @@ from ._variable_metadata import (
     VariableMetadata,
     as_ref,
     rename_sharding_keys,
+    same_items,
     var_defaults,
     wants_ref,
     with_metadata,
@@ -212,9 +213,11 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         self.update_from_state(other)
 
     def update_from_state(self, variable_state: Variable[A]) -> None:
-        """Takes the value and metadata of ``variable_state`` in place, whatever its type."""
+        """Takes the value and metadata of ``variable_state`` in place, whatever its type; equal
+        metadata keeps its own objects and key order, as flax's."""
         _keep(self, variable_state._raw_value)
-        object.__setattr__(self, "_var_metadata", Metadata(variable_state._var_metadata))
+        if not same_items(self._var_metadata.sorted_items(), variable_state._var_metadata.sorted_items()):
+            object.__setattr__(self, "_var_metadata", Metadata(variable_state._var_metadata))
 
     # -- value access
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing as tp
 
 from .. import variablelib
-from .._variable_metadata import Metadata
+from .._variable_metadata import Metadata, same_items
 
 Items = tuple[tuple[str, tp.Any], ...]
 """A Variable's metadata as sorted ``(key, value)`` pairs."""
@@ -23,25 +23,7 @@ def new_metadata(
     that of the Variable at its position in ``given`` (the call's inputs as they came in)."""
     before = [v._var_metadata.sorted_items() for v in given]
     after = [v._var_metadata.sorted_items() for v in now]
-    return tuple((i, items) for i, (old, items) in enumerate(zip(before, after)) if not _same_items(old, items))
-
-
-def _same_items(a: Items, b: Items) -> bool:
-    """Whether two sorted metadata tuples hold the same keys and values (values that do not
-    compare to a bool count as different unless they are the same object)."""
-    if len(a) != len(b):
-        return False
-    for (key_a, value_a), (key_b, value_b) in zip(a, b):
-        if key_a != key_b:
-            return False
-        if value_a is value_b:
-            continue
-        try:
-            if not bool(value_a == value_b):
-                return False
-        except Exception:
-            return False
-    return True
+    return tuple((i, items) for i, (old, items) in enumerate(zip(before, after)) if not same_items(old, items))
 
 
 def replace_metadata(variable: variablelib.Variable[tp.Any], items: tp.Iterable[tuple[str, tp.Any]]) -> None:

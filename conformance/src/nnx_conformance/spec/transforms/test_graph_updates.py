@@ -196,20 +196,25 @@ def _tag(nnx: Any, transform: str, mode: tuple[bool, bool]) -> Callable[[Any], A
         m.z.set_metadata("tag", "on an updated Variable")
         return (m.a[...] ** 2).sum()
 
+    return _transformed(nnx, transform, mode, tag)
+
+
+def _transformed(nnx: Any, transform: str, mode: tuple[bool, bool], fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``fn`` (Module -> scalar) under ``nnx.<transform>`` in ``mode`` (graph, graph_updates)."""
     options = {"graph": mode[0], "graph_updates": mode[1]}
     if transform == "jit":
-        return nnx.jit(tag, **options)
+        return nnx.jit(fn, **options)
     if transform == "grad":
-        return nnx.grad(tag, **options)
+        return nnx.grad(fn, **options)
     if transform == "remat":
-        return nnx.remat(tag, **options)
+        return nnx.remat(fn, **options)
     if transform == "vmap":
-        mapped = nnx.vmap(lambda m, x: tag(m) + x, in_axes=(None, 0), **options)
+        mapped = nnx.vmap(lambda m, x: fn(m) + x, in_axes=(None, 0), **options)
         return lambda m: mapped(m, jnp.ones(2))
     if transform == "cond":
-        return lambda m: nnx.cond(True, tag, tag, m, **options)
+        return lambda m: nnx.cond(True, fn, fn, m, **options)
     if transform == "eval_shape":
-        return lambda m: nnx.eval_shape(tag, m, **options)
+        return lambda m: nnx.eval_shape(fn, m, **options)
     raise AssertionError(f"unknown transform {transform!r}")
 
 
@@ -374,5 +379,30 @@ def test_vmapped_init_with_split_rngs_makes_stacked_submodules(nnx: Any, flax_nn
 
         rngs = nnx.Rngs(0)
         return Block(rngs), rngs
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("jit", "grad", "remat", "vmap", "cond", "eval_shape", "Variable.set_metadata")
+@pytest.mark.documented(None)
+@MODES
+@pytest.mark.parametrize("transform", ["jit", "grad", "remat", "vmap", "cond", "eval_shape"])
+def test_metadata_set_to_an_equal_value_inside_a_transform_leaves_the_caller_s_as_it_was(
+    nnx: Any, flax_nnx: Any, transform: str, mode: tuple[bool, bool]
+) -> None:
+    """An entry set to an equal (not the same) value is no change: the caller's Variable
+    keeps its value object and its key order, as flax's."""
+
+    def scenario(nnx: Any) -> Any:
+        m = _pair(nnx)
+        m.a.set_metadata("tag", tuple([1, 2]))
+        before = m.a.get_metadata("tag")
+
+        def retag(m: Any) -> Any:
+            m.a.set_metadata("tag", tuple([1, 2]))
+            return (m.a[...] ** 2).sum()
+
+        _transformed(nnx, transform, mode, retag)(m)
+        return m.a.get_metadata("tag") is before, list(m.a.get_metadata())
 
     assert_same(flax_nnx, nnx, scenario)
