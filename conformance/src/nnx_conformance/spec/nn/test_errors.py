@@ -321,9 +321,10 @@ def test_combine_masks_needs_masks_of_one_rank(nnx: Any) -> None:
 
 @attention
 @pytest.mark.apis("RoPE")
-def test_rope_needs_an_even_embedding_size(nnx: Any) -> None:
-    with pytest.raises(ValueError, match=r"`embedding_size` must be positive and even"):
-        nnx.RoPE(embedding_size=5, max_seq_len=3)
+def test_rope_needs_a_positive_even_embedding_size(nnx: Any) -> None:
+    for size in (5, -2):
+        with pytest.raises(ValueError, match=r"`embedding_size` must be positive and even"):
+            nnx.RoPE(embedding_size=size, max_seq_len=3)
     with pytest.raises(ValueError, match=r"`embedding_size` must be positive and even"):
         nnx.RoPE()(jnp.ones((1, 3, 5)))
 
