@@ -3,6 +3,7 @@ their GraphDef, non-exhaustive filters, and calls without the arguments they nee
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jax.numpy as jnp
@@ -86,6 +87,16 @@ def test_merge_in_tree_mode_rejects_a_state_missing_a_leaf(nnx: Any) -> None:
     del state["mean"]
     with pytest.raises(ValueError, match=r"Incorrect number of leaves, expected 3 leaves, but got 2"):
         nnx.merge(graphdef, state)
+
+
+@pytest.mark.apis("split", "merge", "State")
+@pytest.mark.documented("merge docstring (the state is the one split returned, leaves at the graphdef's paths)")
+def test_merge_in_tree_mode_refuses_a_state_whose_paths_are_not_its_graphdef_s_naming_the_first(nnx: Any) -> None:
+    graphdef, state = nnx.split(_two_layer_model(nnx), graph=False)
+    flat = list(state.flat_state())
+    renamed = nnx.State.from_flat_path([((*path[:-1], f"{path[-1]}_renamed"), leaf) for path, leaf in flat])
+    with pytest.raises(ValueError, match=re.escape(str(flat[0][0]))):
+        nnx.merge(graphdef, renamed)
 
 
 @pytest.mark.apis("split", "unflatten")

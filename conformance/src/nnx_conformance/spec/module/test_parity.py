@@ -313,3 +313,19 @@ def test_iter_modules_and_iter_children_visit_what_flax_visits(nnx: Any, flax_nn
         )
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Module.sow", "capture")
+@pytest.mark.documented(None)
+def test_sow_returns_what_flax_s_returns_inside_and_outside_capture(nnx: Any, flax_nnx: Any) -> None:
+    def scenario(nnx: Any) -> Any:
+        class Sower(nnx.Module):
+            def __call__(self, x: Any) -> Any:
+                return self.sow(nnx.Intermediate, "seen", x), self.sow(nnx.Intermediate, "seen", x * 2)
+
+        sower = Sower()
+        outside = sower(jnp.ones(2))
+        inside, captured = nnx.capture(sower, nnx.Intermediate)(jnp.ones(2))
+        return outside, inside, captured
+
+    assert_same(flax_nnx, nnx, scenario)

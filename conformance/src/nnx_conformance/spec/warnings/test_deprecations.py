@@ -84,6 +84,15 @@ def _sharding_names(nnx: Any) -> Any:
     return variable.sharding_names, variable
 
 
+def _sharding_names_set(nnx: Any) -> Any:
+    """``sharding_names`` given to ``set_metadata`` as an entry, a keyword and in a dict."""
+    variable = nnx.Param(jnp.ones(2), eager_sharding=False)
+    variable.set_metadata("sharding_names", (None,))
+    variable.set_metadata(sharding_names=(None,))
+    variable.set_metadata({**variable.get_metadata(), "sharding_names": (None,)})
+    return variable.get_metadata()
+
+
 def _variable_state(nnx: Any) -> Any:
     module = sys.modules[nnx.__name__]  # the module itself: through the suite's proxy, the proxy reads the name
     return module.VariableState(jnp.ones(1))
@@ -93,6 +102,7 @@ DEPRECATED = {
     "abstract_with_sharding": (_abstract_with_sharding, ("as_abstract",)),
     "pure": (_pure, ("as_pure",)),
     "sharding_names": (_sharding_names, ("'sharding_names'",)),
+    "sharding_names set as metadata": (_sharding_names_set, ("'sharding_names'",)),
     "Data": (_data_annotation, ("Data",)),
     "sow_and_perturb": (_sow_outside_capture, ("Module.sow()", "Module.perturb()")),
     "vars_as": (_vars_as, ("with_vars",)),
