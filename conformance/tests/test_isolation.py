@@ -62,26 +62,36 @@ raise ValueError("the example fails")
 """
 
 
+INTERNAL_ERROR = "pytest failed on the test with an internal error: RecursionError: maximum recursion depth exceeded"
+
+
+def _outcomes_after_an_internal_error(
+    pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch, workers: str, *pages: GuidePage
+) -> dict[str, tuple[str, str]]:
+    """Each test's (outcome, message) in a run of ``pages`` on ``workers`` xdist workers,
+    asserting that the run failed and reported every test."""
+    write_spec(pytester.path, *pages)
+    importable(monkeypatch, pytester.path)
+    run = run_suite(pytester, fake_impl, pytester.path / "docs_extracted", "-n", workers)
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED, "pytest failing on a test is a failure of that test"
+    assert run.report["complete"], "the run goes on after pytest fails on a test and reports every test"
+    return {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"]}
+
+
 def test_an_internal_error_of_pytest_fails_its_example_and_the_run_goes_on(
     pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_spec(
-        pytester.path,
+    outcomes = _outcomes_after_an_internal_error(
+        pytester, fake_impl, monkeypatch, "2",
         GuidePage("guide:alone", [(_EXHAUST_STACK, None)]),
         GuidePage("guide:broken", [("x = 1", None), (_EXHAUST_STACK, None), ("x", "1")]),
         *(GuidePage(f"guide:calm{n}", [("1 + 1", "2")]) for n in range(4)),
     )
-    importable(monkeypatch, pytester.path)
-    run = run_suite(pytester, fake_impl, pytester.path / "docs_extracted", "-n", "2")
-    assert run.result.ret == pytest.ExitCode.TESTS_FAILED, "pytest failing on a test is a failure of that test"
-    assert run.report["complete"], "the run goes on after pytest fails in a worker and reports every test"
-    outcomes = {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"]}
-    internal_error = "pytest failed on the test with an internal error: RecursionError: maximum recursion depth exceeded"
     assert outcomes == {
         "guide:broken/cell:1": ("passed", ""),
-        "guide:broken/cell:2": ("failed", internal_error),
+        "guide:broken/cell:2": ("failed", INTERNAL_ERROR),
         "guide:broken/cell:3": ("skipped", "blocked by guide:broken/cell:2, which crashed the test process"),
-        "guide:alone/cell:1": ("failed", internal_error),
+        "guide:alone/cell:1": ("failed", INTERNAL_ERROR),
         **{f"guide:calm{n}/cell:1": ("passed", "") for n in range(4)},
     }, "the example pytest failed on fails with pytest's error; the rest of its page is blocked, other pages run"
 
@@ -101,20 +111,14 @@ raise Unformattable("the example fails")
 def test_in_one_process_a_report_pytest_cannot_build_fails_its_example_and_the_run_goes_on(
     pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_spec(
-        pytester.path,
+    outcomes = _outcomes_after_an_internal_error(
+        pytester, fake_impl, monkeypatch, "0",
         GuidePage("guide:broken", [("x = 1", None), (_UNFORMATTABLE, None), ("x", "1")]),
         GuidePage("guide:calm", [("1 + 1", "2")]),
     )
-    importable(monkeypatch, pytester.path)
-    run = run_suite(pytester, fake_impl, pytester.path / "docs_extracted", "-n", "0")
-    assert run.result.ret == pytest.ExitCode.TESTS_FAILED, "pytest failing on a test's report is a failure of that test"
-    assert run.report["complete"], "the one-process run goes on after pytest fails on a report and reports every test"
-    outcomes = {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"]}
-    internal_error = "pytest failed on the test with an internal error: RecursionError: maximum recursion depth exceeded"
     assert outcomes == {
         "guide:broken/cell:1": ("passed", ""),
-        "guide:broken/cell:2": ("failed", internal_error),
+        "guide:broken/cell:2": ("failed", INTERNAL_ERROR),
         "guide:broken/cell:3": ("passed", ""),
         "guide:calm/cell:1": ("passed", ""),
     }, "the example whose report pytest could not build fails with pytest's error; the others run as usual"
