@@ -284,3 +284,23 @@ def test_a_loop_body_that_sets_a_variable_s_metadata_is_refused_with_flax_s_exce
     ``TypeError`` of the loop; in graph mode without graph updates, nnx's ``ValueError``."""
     outcome = assert_same(flax_nnx, nnx, _changing_loop(loop, lambda nnx, m: m.p.set_metadata("tag", 1), *mode))
     assert outcome.error is not None or mode == (True, True), "flax refuses a loop body that sets a Variable's metadata"
+
+
+JVP_GIVEN = {
+    "the primals alone": lambda nnx, f, p, t: nnx.jvp(f, p, graph=False),
+    "the tangents alone": lambda nnx, f, p, t: nnx.jvp(f, tangents=t, graph=False),
+}
+
+
+@pytest.mark.apis("jvp")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("given", JVP_GIVEN)
+def test_jvp_given_only_primals_or_only_tangents_waits_for_both_as_flax(nnx: Any, flax_nnx: Any, given: str) -> None:
+    """What it was given is dropped: the partial it returns takes the primals and tangents."""
+
+    def scenario(nnx: Any) -> Any:
+        primals, tangents = (jnp.ones(2),), (jnp.full(2, 3.0),)
+        later = JVP_GIVEN[given](nnx, lambda x: (x**2).sum(), primals, tangents)
+        return type(later).__name__, later(primals, tangents)
+
+    assert_same(flax_nnx, nnx, scenario)
