@@ -14,7 +14,7 @@ from ..graphlib import Mode, without_metadata
 from ..variablelib import Variable
 from . import checks, lift, traced, trees
 from .prefix import PrefixMapping
-from .trees import is_variable
+from .trees import is_node_leaf, is_variable
 
 __all__ = [
     "Carry",
@@ -425,6 +425,8 @@ def _loop_body(
         graphdef = graphlib.graphdef(value, graph=True) if keeps_variables and not static.graph_updates else None
         metadata = _metadata_by_path(value) if graphdef is not None and not static.asked_graph else None
         new_value = step(value)
+        if _holds_no_jax_type(new_value):  # JAX refuses it, naming the body and the place, as flax's loops do
+            return jax.tree.map(lambda x: None if is_node_leaf(x) else x, new_value, is_leaf=is_node_leaf)
         if graphdef is not None:
             _check_same_graph(name, lowering, graphdef, metadata, new_value)
         if variables is not None and _variables(new_value) != variables:
@@ -506,6 +508,19 @@ def _same_dtypes(new: tp.Any, old: tp.Any) -> bool:
     )
 
 
+def _holds_no_jax_type(value: tp.Any) -> bool:
+    """Whether a leaf of ``value`` (graph nodes aside) is of no JAX type (a string, say)."""
+    return any(not is_node_leaf(x) and not _is_jax_typed(x) for x in jax.tree.leaves(value, is_leaf=is_node_leaf))
+
+
+def _is_jax_typed(x: tp.Any) -> bool:
+    try:
+        jax.typeof(x)
+    except TypeError:
+        return False
+    return True
+
+
 def while_loop(
     cond_fun: tp.Callable[[tp.Any], tp.Any],
     body_fun: tp.Callable[[tp.Any], tp.Any],
@@ -527,7 +542,7 @@ def while_loop(
     body = traced.pure_function(
         body_fun,
         ("while_loop body", static, mode.graph),
-        lambda call: _loop_body("while_loop", static, call, True, "while_loop"),
+        lambda call: trees.reported_as(body_fun, _loop_body("while_loop", static, call, True, "while_loop")),
     )
     result = jax.lax.while_loop(cond, body, lifted.pure)
     return lift.apply_same(lifted, result)
@@ -558,7 +573,7 @@ def fori_loop(
             )
             return step(pure)
 
-        return body
+        return trees.reported_as(body_fun, body)
 
     body = traced.pure_function(body_fun, ("fori_loop", static, mode.graph, lowering), build)
     result = jax.lax.fori_loop(lower, upper, body, lifted.pure, unroll=unroll)

@@ -24,10 +24,11 @@ import dataclasses
 import typing as tp
 
 import jax
+from jax.tree_util import GetAttrKey
 
 from .. import filterlib, graphlib, statelib, variablelib
 from .._tracing import inside_transformation
-from . import refs
+from . import output_places, refs, repeats
 from .checks import (
     CALL_ROOTS,
     Roots,
@@ -43,6 +44,7 @@ from .checks import (
 )
 from .hijax_trees import from_jax, to_jax
 from .metadata_writes import new_metadata, replace_metadata
+from .output_places import THIRD, Places
 from .trees import (
     Expand,
     Layout,
@@ -157,15 +159,8 @@ class OutStatic:
     updated: tuple[int, ...] = ()  # tree mode: the input Variables the call gave new values
     metadata: tuple[tuple[int, tp.Any], ...] = ()  # tree mode: (input Variable, its new sorted metadata items)
     updated_paths: tuple[Path, ...] = ()  # graph mode without updates: where those Variables are
-    aliases: tuple[Alias, ...] = ()  # graph mode downgraded to tree mode: a Variable returned twice
-
-
-class Alias(tp.NamedTuple):
-    """Two places of an output (positions among its leaves, Variables as leaves) that hold
-    one Variable: the later place gets the object built for the first."""
-
-    place: int
-    first: int
+    aliases: tuple[repeats.Alias, ...] = ()  # graph mode downgraded to tree mode: a Variable returned twice
+    places: Places = THIRD  # the keys of the Result's parts (see :mod:`.output_places`)
 
 
 jax.tree_util.register_static(OutStatic)
@@ -178,6 +173,13 @@ class Result(tp.NamedTuple):
     in_part: list[tp.Any]  # the updated inputs: one State per input group (or values, or Variables)
     out_tree: tp.Any  # the output, each graph object replaced by its ObjectStates
 
+
+def _result_keys(result: Result) -> tuple[tp.Hashable, ...]:
+    places = result.static.places if isinstance(result.static, OutStatic) else THIRD  # a prefix's entry
+    return GetAttrKey("static"), places.updates, places.output
+
+
+output_places.register(Result, _result_keys)
 
 @dataclasses.dataclass(frozen=True)
 class Lifted:
@@ -354,7 +356,9 @@ def exit(
     ref_index = _ref_index(entered.index_ref)
     result = _exit(name, static, objs, ref_index, out, out_prefix, expand, same_prefixes, carry_arg)
     (in_part, out_tree), holes = refs.to_holes(to_jax((result.in_part, result.out_tree)), entered.pure)
-    out_static = dataclasses.replace(result.static, holes=True) if holes else result.static
+    out_static = dataclasses.replace(
+        result.static, holes=holes, places=output_places.places(name, static.graph, static.graph_updates)
+    )
     if not static.graph:
         given = [entered.pure.leaves[slot] for slot in static.obj_slots]
         out_static = dataclasses.replace(
@@ -410,7 +414,7 @@ def _exit(
             name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.downgraded,
             input_graph_paths=not static.tree_input_paths,
         )
-        aliases = _aliases(out) if static.downgraded else ()
+        aliases = repeats.repeats(out) if static.downgraded else ()
         return Result(OutStatic(aliases=aliases), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
         check_no_aliasing(
@@ -438,24 +442,6 @@ def _exit(
         out_leaves[slot] = ObjectStates(tuple(obj_states))
     out_static = OutStatic(graphdef, tuple(out_groups))
     return Result(out_static, states[:n_in], jax.tree_util.tree_unflatten(out_treedef, out_leaves))
-
-
-def _aliases(out: tp.Any) -> tuple[Alias, ...]:
-    """The places of ``out`` that repeat a Variable held at an earlier place."""
-    first: dict[int, int] = {}
-    aliases = []
-    for place, leaf in enumerate(jax.tree_util.tree_leaves(out, is_leaf=is_variable)):
-        if is_variable(leaf) and first.setdefault(id(leaf), place) != place:
-            aliases.append(Alias(place, first[id(leaf)]))
-    return tuple(aliases)
-
-
-def _relink(out: tp.Any, aliases: tp.Sequence[Alias]) -> tp.Any:
-    """``out`` with each alias's place holding the object at its first place."""
-    leaves, treedef = jax.tree_util.tree_flatten(out, is_leaf=is_variable)
-    for alias in aliases:
-        leaves[alias.place] = leaves[alias.first]
-    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 def _exit_flat(static: InStatic, objs: list[tp.Any], ref_index: graphlib.RefMap, out: tp.Any) -> Result:
@@ -487,7 +473,7 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
             _assign(original, new)
         for i, items in out_static.metadata if lifted.originals else ():
             replace_metadata(lifted.originals[i], items)
-        return _relink(out_tree, out_static.aliases) if out_static.aliases else out_tree
+        return repeats.relink(out_tree, out_static.aliases) if out_static.aliases else out_tree
     written = _written(lifted, out_static)
     if out_static.unchanged and lifted.variables is not None:
         for variable, value in zip(lifted.variables, in_part):

@@ -15,9 +15,10 @@ import typing as tp
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.tree_util import GetAttrKey
 
 from .. import reprlib
-from . import checks, lift, scan_carry, trees
+from . import checks, lift, output_places, scan_carry, trees
 from .iteration import Carry, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
 from .traced import pure_function
 
@@ -267,7 +268,18 @@ class _Traced:
         return _TraceInfo(self.static, self.out_treedef, tuple(self.out_prefixes), self.restore)
 
 
-_ScanBody = tp.Callable[[list[tp.Any], list[tp.Any]], tuple[list[tp.Any], tuple[list[tp.Any], list[tp.Any]]]]
+class _Ys(tp.NamedTuple):
+    """What the body stacks: the user's scanned outputs and the scanned inputs' new states,
+    keyed as flax's are (see :mod:`.output_places`)."""
+
+    places: output_places.Places
+    outputs: output_places.Leaves
+    states: list[tp.Any]
+
+
+output_places.register(_Ys, lambda ys: (GetAttrKey("places"), ys.places.output, ys.places.updates))
+
+_ScanBody = tp.Callable[[list[tp.Any], list[tp.Any]], tuple[list[tp.Any], _Ys]]
 
 
 def _scan_body(
@@ -279,13 +291,13 @@ def _scan_body(
     metadata: tp.Mapping[str, tp.Any],
     traced: _Traced,
 ) -> _ScanBody:
-    """The function ``jax.lax.scan`` runs: ``(carry, x) -> (carry, (user ys, input state ys))``;
+    """The function ``jax.lax.scan`` runs: ``(carry, x) -> (carry, ys)``;
     ``metadata`` names the scanned axis in the out_sharding of the Variables it slices or stacks."""
     jax_out = trees.out_prefix_for_jax(out_axes, expand_axes)
     tree_carry = carry_arg if not static.graph else None
     is_object = set(plan.objects)
 
-    def body(carry: list[tp.Any], x: list[tp.Any]) -> tuple[list[tp.Any], tuple[list[tp.Any], list[tp.Any]]]:
+    def body(carry: list[tp.Any], x: list[tp.Any]) -> tuple[list[tp.Any], _Ys]:
         entered = lift.enter(static, plan.pure(carry, x))
         in_objects = list(zip(entered.objects, static.obj_prefixes))
         axis_metadata(metadata, in_objects, add=False)
@@ -308,12 +320,14 @@ def _scan_body(
             traced.restore = marked is not out
             out = marked
         result = lift.exit("scan", static, entered, out, out_axes, expand_axes, carry_arg=tree_carry)
-        out_leaves, traced.out_treedef = jax.tree_util.tree_flatten(result.out_tree)
+        out_paths, traced.out_treedef = jax.tree_util.tree_flatten_with_path(result.out_tree)
+        out_leaves = [leaf for _, leaf in out_paths]
         traced.out_prefixes = trees.broadcast_prefix(jax_out, result.out_tree, lambda _: False)
         traced.static = result.static
         in_group_out = dict(zip(plan.objects, result.in_part))
         user_carry = [v for v, p in zip(out_leaves, traced.out_prefixes) if p is Carry]
-        user_ys = [v for v, p in zip(out_leaves, traced.out_prefixes) if is_scanned(p)]
+        scanned_out = [(path, v) for (path, v), p in zip(out_paths, traced.out_prefixes) if is_scanned(p)]
+        user_ys = output_places.Leaves([v for _, v in scanned_out], tuple(path for path, _ in scanned_out))
         state_ys = [in_group_out[i] for i in plan.scanned if i in is_object]
         user_iter = iter(user_carry)
         try:
@@ -329,7 +343,8 @@ def _scan_body(
         for i, given_state, new in zip(plan.carried, carry, new_carry):
             if i in is_object:
                 scan_carry.check_carried_state(given_state, new)
-        return _restructure(jax.tree.leaves(new_carry), [jax.tree.structure(c) for c in carry]), (user_ys, state_ys)
+        carry_out = _restructure(jax.tree.leaves(new_carry), [jax.tree.structure(c) for c in carry])
+        return carry_out, _Ys(result.static.places, user_ys, state_ys)
 
     return trees.reported_as(fun, body)
 
@@ -409,11 +424,11 @@ def _scan_function(
             step_plan = dataclasses.replace(plan, values=values)
             traced = _Traced()
             body = _scan_body(call, static, step_plan, carry_arg, out_axes, metadata, traced)
-            final_carry, (user_ys, state_ys) = jax.lax.scan(
+            final_carry, ys = jax.lax.scan(
                 body, step_plan.carry_init(), step_plan.xs(), length=options.length, reverse=options.reverse,
                 unroll=options.unroll, _split_transpose=options.split_transpose,
             )
-            return _Scanned(final_carry, user_ys, state_ys, traced.info())
+            return _Scanned(final_carry, ys.outputs.values, ys.states, traced.info())
 
         return run
 

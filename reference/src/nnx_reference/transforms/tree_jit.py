@@ -30,11 +30,12 @@ import dataclasses
 import typing as tp
 
 import jax
+from jax.tree_util import GetAttrKey
 
 from .. import _hijax, _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
-from . import lift
+from . import lift, output_places
 from .call_cache import CachedCall, cache_call, identities, nodes_of
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics
@@ -51,9 +52,11 @@ class NotHandled(Exception):
 @dataclasses.dataclass(frozen=True)
 class Assigned:
     """The positions, among the arguments' nodes in flatten order, of the Variables
-    the function assigned (a pytree without leaves: JAX caches it with the trace)."""
+    the function assigned, and the keys of the outcome's parts (a pytree without leaves:
+    JAX caches it with the trace)."""
 
     positions: tuple[int, ...]
+    places: output_places.Places
 
 
 jax.tree_util.register_static(Assigned)
@@ -68,6 +71,11 @@ class Outcome(tp.NamedTuple):
     out: tp.Any
     values: list[tp.Any]
     general: lift.Result | None
+
+
+output_places.register(Outcome, lambda o: (
+    GetAttrKey("assigned"), o.assigned.places.output, o.assigned.places.updates, output_places.UNNAMED
+))
 
 
 class Flat(tp.NamedTuple):
@@ -218,7 +226,7 @@ class TreeJit:
             variables, variables_def = jax.tree_util.tree_flatten(dynamic, is_leaf=is_variable)
             slots = tuple(i for i, x in enumerate(variables) if is_variable(x))
             check_no_aliasing(self.name, variables_def, slots, [variables[i] for i in slots], out)
-            return _assigned(nodes, before, out)
+            return _assigned(nodes, before, out, key.mode)
 
         return reported_as(self.fun, pure)
 
@@ -236,9 +244,9 @@ class TreeJit:
             args, kwargs = insert_statics(*entered.args, key.statics)
             out = self.fun(*args, **kwargs)
             if start.treedef == key.treedef and _kept_structure(entered.args, start) and not _has_objects(out):
-                return _assigned(start.nodes, before, out, every=key.mode.graph_updates)
+                return _assigned(start.nodes, before, out, key.mode)
             result = lift.exit(self.name, lifted.static, entered, out, None)  # coalesced: no prefixes to compare
-            return Outcome(Assigned(()), None, [], result)
+            return Outcome(Assigned((), result.static.places), None, [], result)
 
         return reported_as(self.fun, pure)
 
@@ -253,15 +261,17 @@ def _raw(x: tp.Any) -> tp.Any:
     return x.get_raw_value() if is_variable(x) else None
 
 
-def _assigned(nodes: list[tp.Any], before: list[tp.Any], out: tp.Any, every: bool = False) -> Outcome:
+def _assigned(nodes: list[tp.Any], before: list[tp.Any], out: tp.Any, mode: graphlib.Mode) -> Outcome:
     """The outcome of a call that kept its structure: the Variables whose value changed, or
-    with ``every`` all of them (graph updates write every input Variable back, as flax's do,
-    so each holds a new array after the call)."""
+    with graph updates all of them (graph updates write every input Variable back, as
+    flax's do, so each holds a new array after the call)."""
+    every = mode.graph and mode.graph_updates
     positions = tuple(
         i for i, (x, old) in enumerate(zip(nodes, before))
         if is_variable(x) and (every or x.get_raw_value() is not old)
     )
-    return Outcome(Assigned(positions), out, [nodes[i].get_raw_value() for i in positions], None)
+    places = output_places.places("jit", mode.graph, mode.graph_updates)
+    return Outcome(Assigned(positions, places), out, [nodes[i].get_raw_value() for i in positions], None)
 
 
 def _kept_structure(tree: tp.Any, start: Flat) -> bool:
