@@ -412,8 +412,10 @@ def _loop_body(
     step: tp.Callable[[tp.Any], tp.Any],
     keeps_variables: bool,
     lowering: str,
+    user: tp.Callable,
 ) -> tp.Callable:
-    """Wrap ``step`` (value -> value) as a pure carry function checking the structure;
+    """Wrap ``step`` (value -> value) as a pure carry function checking the structure
+    (``user``: the user's body, as JAX's errors name it);
     ``keeps_variables``: the body must also return the very Variables it was given, and
     keep the graph structure of the value (graph nodes, attributes, static values).
     ``lowering``: the ``jax.lax`` loop that runs it, whose ``TypeError`` a changed dtype or
@@ -425,8 +427,11 @@ def _loop_body(
         graphdef = graphlib.graphdef(value, graph=True) if keeps_variables and not static.graph_updates else None
         metadata = _metadata_by_path(value) if graphdef is not None and not static.asked_graph else None
         new_value = step(value)
-        if _holds_no_jax_type(new_value):  # JAX refuses it, naming the body and the place, as flax's loops do
-            return jax.tree.map(lambda x: None if is_node_leaf(x) else x, new_value, is_leaf=is_node_leaf)
+        if trees.holds_no_jax_type(new_value):  # JAX refuses it, naming the body and the place, as flax's loops do
+            plain = jax.tree.map(lambda x: None if is_node_leaf(x) else x, new_value, is_leaf=is_node_leaf)
+            if name == "fori_loop" and static.graph_updates:  # flax's traces this body for jit first
+                jax.jit(trees.reported_as(user, lambda: plain))()
+            return plain
         if graphdef is not None:
             _check_same_graph(name, lowering, graphdef, metadata, new_value)
         if variables is not None and _variables(new_value) != variables:
@@ -508,19 +513,6 @@ def _same_dtypes(new: tp.Any, old: tp.Any) -> bool:
     )
 
 
-def _holds_no_jax_type(value: tp.Any) -> bool:
-    """Whether a leaf of ``value`` (graph nodes aside) is of no JAX type (a string, say)."""
-    return any(not is_node_leaf(x) and not _is_jax_typed(x) for x in jax.tree.leaves(value, is_leaf=is_node_leaf))
-
-
-def _is_jax_typed(x: tp.Any) -> bool:
-    try:
-        jax.typeof(x)
-    except TypeError:
-        return False
-    return True
-
-
 def while_loop(
     cond_fun: tp.Callable[[tp.Any], tp.Any],
     body_fun: tp.Callable[[tp.Any], tp.Any],
@@ -542,7 +534,7 @@ def while_loop(
     body = traced.pure_function(
         body_fun,
         ("while_loop body", static, mode.graph),
-        lambda call: trees.reported_as(body_fun, _loop_body("while_loop", static, call, True, "while_loop")),
+        lambda call: trees.reported_as(body_fun, _loop_body("while_loop", static, call, True, "while_loop", call)),
     )
     result = jax.lax.while_loop(cond, body, lifted.pure)
     return lift.apply_same(lifted, result)
@@ -569,7 +561,7 @@ def fori_loop(
     def build(call: tp.Callable) -> tp.Callable:
         def body(i: tp.Any, pure: tp.Any) -> tp.Any:
             step = _loop_body(
-                "fori_loop", static, lambda value: call(i, value), not static.graph_updates, lowering
+                "fori_loop", static, lambda value: call(i, value), not static.graph_updates, lowering, call
             )
             return step(pure)
 

@@ -197,3 +197,16 @@ def out_prefix_for_jax(prefix: tp.Any, expand: Expand = whole) -> tp.Any:
         return ObjectStates(tuple(value for _, value in groups))
 
     return jax.tree_util.tree_map(convert, prefix, is_leaf=lambda x: type(x) not in (list, tuple, dict))
+
+
+def holds_no_jax_type(value: tp.Any) -> bool:
+    """Whether a leaf of ``value`` (graph nodes aside) is of no JAX type (a string, say)."""
+    return any(not is_node_leaf(x) and not _is_jax_typed(x) for x in jax.tree.leaves(value, is_leaf=is_node_leaf))
+
+
+def _is_jax_typed(x: tp.Any) -> bool:
+    try:
+        jax.typeof(x)
+    except TypeError:
+        return False
+    return True
