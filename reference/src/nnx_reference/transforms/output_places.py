@@ -21,20 +21,12 @@ import jax
 from jax.tree_util import SequenceKey
 
 
+@dataclasses.dataclass(frozen=True)
 class Unnamed:
     """A key that adds nothing to a key path: for a container flax's output does not have."""
 
     def __str__(self) -> str:
         return ""
-
-    def __repr__(self) -> str:
-        return "Unnamed()"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Unnamed)
-
-    def __hash__(self) -> int:
-        return hash(Unnamed)
 
 
 UNNAMED = Unnamed()
