@@ -268,6 +268,7 @@ RETURNING_TEXT = {
 
 
 @pytest.mark.kind("differential")
+@pytest.mark.graph_mode("graph")  # the components are the default mode's; the tree-mode cases pass graph=False
 @pytest.mark.apis("jit", "eval_shape", "checkify", "remat", "cond", "switch", "scan", "while_loop", "fori_loop")
 @pytest.mark.parametrize("transform", sorted(RETURNING_TEXT))
 def test_an_output_of_no_jax_type_is_refused_naming_the_user_s_function_and_the_place(
