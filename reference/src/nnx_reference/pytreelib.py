@@ -14,6 +14,7 @@ keys first, as ``nnx.List`` uses them), each under ``GetAttrKey(name)`` (or
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import operator
 import threading
@@ -181,13 +182,26 @@ def _check_no_nested_marks(node: Pytree, name: tp.Any, value: tp.Any) -> None:
 
 
 def _annotation_status(annotation: tp.Any) -> bool | None:
+    """True for an ``nnx.Data`` annotation, False for ``nnx.Static``, else None."""
     if isinstance(annotation, str):
-        head = annotation.split("[", 1)[0].rsplit(".", 1)[-1]
-        return {"Data": True, "Static": False}.get(head) if "[" in annotation else None
+        return _string_status(annotation)
     for meta in getattr(annotation, "__metadata__", ()):
         if isinstance(meta, _Marker):
             return meta.status
     return None
+
+
+_MARKER_NAMES = {"Data": True, "nnx.Data": True, "Static": False, "nnx.Static": False}
+
+
+def _string_status(annotation: str) -> bool | None:
+    """A string annotation (as ``from __future__ import annotations`` leaves them) names a
+    marker where it is ``Data`` or ``Static``, or those under ``nnx.``, subscripted or not,
+    as flax resolves them; one that is no expression is a ``SyntaxError``, as in flax."""
+    expression = compile(annotation, "<annotation>", "eval", ast.PyCF_ONLY_AST).body
+    if isinstance(expression, ast.Subscript):
+        expression = expression.value
+    return _MARKER_NAMES.get(ast.unparse(expression))
 
 
 def _warn_deprecated_annotations(cls: type) -> None:
