@@ -93,8 +93,10 @@ def eval_shape(
     def traced_fn(pure: tp.Any) -> tp.Any:
         # With graph updates a Ref made inside comes out as its value's shape; without, jax
         # rejects it as it does any Ref a traced function returns.
-        out = pure_fn(pure)
-        return refs.read_refs(out) if updates else out
+        result = pure_fn(pure)
+        if not (lifted.static.graph and lift.holds_objects(result.out_tree)):
+            result = result._replace(in_part=[])  # nothing is written back, and no output object needs them
+        return refs.read_refs(result) if updates else result
 
     result = jax.eval_shape(traced_fn, lifted.pure)
     out = lift.apply(lifted, result, write=False)

@@ -458,6 +458,15 @@ def _exit_flat(static: InStatic, objs: list[tp.Any], ref_index: graphlib.RefMap,
     return Result(out_static, [_raw(v) for v in variables], pure_out)
 
 
+def holds_objects(out_tree: tp.Any) -> bool:
+    """Whether a graph-mode :attr:`Result.out_tree` holds graph objects (as ObjectStates)."""
+    return any(isinstance(x, ObjectStates) for x in jax.tree_util.tree_leaves(out_tree, is_leaf=_is_object_states))
+
+
+def _is_object_states(x: tp.Any) -> bool:
+    return isinstance(x, ObjectStates)
+
+
 def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
     """Outside: write the updates into the caller's objects; return the output."""
     out_static, (in_part, out_tree) = result.static, from_jax((result.in_part, result.out_tree))
@@ -480,10 +489,10 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
             if written is None or id(variable) in written:
                 variable.set_raw_value(value)
         return out_tree
-    leaves, treedef = jax.tree_util.tree_flatten(
-        out_tree, is_leaf=lambda x: isinstance(x, ObjectStates)
-    )
+    leaves, treedef = jax.tree_util.tree_flatten(out_tree, is_leaf=_is_object_states)
     slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, ObjectStates)]
+    if not slots and not lifted.originals:
+        return out_tree  # nothing to write back, no object to rebuild
     structural = lifted.static.graph_updates and lifted.outer_index is not None
     # with graph updates the caller's objects are rebuilt in place from the new structure
     index_ref = _index_ref(lifted.outer_index) if structural else None

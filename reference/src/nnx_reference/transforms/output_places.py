@@ -6,9 +6,9 @@ containers the transforms return to JAX (:class:`lift.Result`, the fast ``jit``
 path's outcome, ``scan``'s stacked outputs) key their parts by the places flax's
 traced functions give the same parts, so such an error names the same component:
 
-- graph mode with graph updates: the output third (``[2]``), after the updates;
-  in ``cond``, ``switch`` and ``remat`` second (``[1]``);
-- tree mode, or no graph updates: the output first (``[0]``);
+- graph mode with graph updates: the updates first (``[0]``), the output third
+  (``[2]``), in ``cond``, ``switch`` and ``remat`` second (``[1]``);
+- tree mode, or no graph updates: the output first (``[0]``), the updates second;
 - ``eval_shape``: the output itself (its container adds nothing to the path).
 """
 
@@ -42,7 +42,7 @@ class Places:
 
 jax.tree_util.register_static(Places)
 
-THIRD = Places(SequenceKey(2), SequenceKey(1))
+THIRD = Places(SequenceKey(2), SequenceKey(0))
 """Graph mode with graph updates: the output after two parts (``jit``, ``checkify``, ``scan``)."""
 
 _SECOND = Places(SequenceKey(1), SequenceKey(0))

@@ -282,6 +282,54 @@ def test_an_output_of_no_jax_type_is_refused_naming_the_user_s_function_and_the_
     assert_same(flax_nnx, nnx, lambda n: case.call(n, n.Linear(2, 3, rngs=n.Rngs(0))), mentions=mentions)
 
 
+def sets_text(m: Any, *rest: Any) -> Any:
+    """A function that sets a Variable of its input to a value of no JAX type."""
+    m.kernel.set_value("text")
+    return jnp.ones(())
+
+
+def _scan_sets_text(m: Any, x: Any) -> Any:
+    sets_text(m)
+    return m, x
+
+
+class UpdateCase(NamedTuple):
+    """A transformed call that sets a Variable to a string, and the part of flax's traced
+    output that holds the input's updates (its first index); None where flax raises
+    nothing (eval_shape returns no updates)."""
+
+    call: Callable[[Any, Any], Any]
+    part: str | None
+
+
+SETTING_TEXT = {
+    "jit": UpdateCase(lambda n, m: n.jit(sets_text)(m), "[0]"),
+    "jit in tree mode": UpdateCase(lambda n, m: n.jit(sets_text, graph=False)(m), "[1]"),
+    "jit without graph updates": UpdateCase(lambda n, m: n.jit(sets_text, graph_updates=False)(m), "[1]"),
+    "jit donating its argument": UpdateCase(lambda n, m: n.jit(sets_text, donate_argnums=0)(m), "[0]"),
+    "checkify": UpdateCase(lambda n, m: n.checkify(sets_text)(m), "[0]"),
+    "remat": UpdateCase(lambda n, m: n.remat(sets_text)(m), "[0]"),
+    "cond": UpdateCase(lambda n, m: n.cond(True, sets_text, sets_text, m), "[0]"),
+    "cond in tree mode": UpdateCase(lambda n, m: n.cond(True, sets_text, sets_text, m, graph=False), "[1]"),
+    "scan": UpdateCase(lambda n, m: n.scan(_scan_sets_text, in_axes=(n.Carry, 0), out_axes=(n.Carry, 0))(m, jnp.ones(2)), "[0]"),
+    "eval_shape": UpdateCase(lambda n, m: (n.eval_shape(sets_text, m), m.kernel[...]), None),
+    "eval_shape in tree mode": UpdateCase(lambda n, m: (n.eval_shape(sets_text, m, graph=False), m.kernel[...]), None),
+}
+
+
+@pytest.mark.kind("differential")
+@pytest.mark.graph_mode("graph")  # the parts are the default mode's; the tree-mode cases pass graph=False
+@pytest.mark.apis("jit", "checkify", "remat", "cond", "scan", "eval_shape")
+@pytest.mark.parametrize("transform", sorted(SETTING_TEXT))
+def test_an_update_of_no_jax_type_is_refused_in_the_part_flax_s_updates_hold(nnx: Any, flax_nnx: Any, transform: str) -> None:
+    """A Variable set to a string inside a transform is JAX's TypeError, naming the user's
+    function and the part of the traced output where flax's holds the updates; eval_shape,
+    which writes nothing back, runs and leaves the caller's Variable as it was."""
+    case = SETTING_TEXT[transform]
+    mentions = () if case.part is None else ("sets_text", f"output component {case.part}")
+    assert_same(flax_nnx, nnx, lambda n: case.call(n, n.Linear(2, 3, rngs=n.Rngs(0))), mentions=mentions)
+
+
 @pytest.mark.kind("differential")
 @pytest.mark.graph_mode("graph")  # the aliasing check is graph mode's; tree mode refuses any Variable held twice
 @pytest.mark.apis("grad", "value_and_grad", "DiffState")
