@@ -181,6 +181,7 @@ def _result_keys(result: Result) -> tuple[tp.Hashable, ...]:
 
 output_places.register(Result, _result_keys)
 
+
 @dataclasses.dataclass(frozen=True)
 class Lifted:
     """One call's lifted inputs: the pure values, their prefixes and the caller's objects."""
@@ -460,7 +461,7 @@ def _exit_flat(static: InStatic, objs: list[tp.Any], ref_index: graphlib.RefMap,
 
 def holds_objects(out_tree: tp.Any) -> bool:
     """Whether a graph-mode :attr:`Result.out_tree` holds graph objects (as ObjectStates)."""
-    return any(isinstance(x, ObjectStates) for x in jax.tree_util.tree_leaves(out_tree, is_leaf=_is_object_states))
+    return any(map(_is_object_states, jax.tree_util.tree_leaves(out_tree, is_leaf=_is_object_states)))
 
 
 def _is_object_states(x: tp.Any) -> bool:
@@ -490,7 +491,7 @@ def apply(lifted: Lifted, result: Result, write: bool = True) -> tp.Any:
                 variable.set_raw_value(value)
         return out_tree
     leaves, treedef = jax.tree_util.tree_flatten(out_tree, is_leaf=_is_object_states)
-    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, ObjectStates)]
+    slots = [i for i, leaf in enumerate(leaves) if _is_object_states(leaf)]
     if not slots and not lifted.originals:
         return out_tree  # nothing to write back, no object to rebuild
     structural = lifted.static.graph_updates and lifted.outer_index is not None

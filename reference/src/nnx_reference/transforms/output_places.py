@@ -80,7 +80,6 @@ def register(cls: type[_NamedTuple], keys: tp.Callable[[_NamedTuple], tuple[tp.H
     jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
 
 
-
 class PathKey(tp.NamedTuple):
     """The key of a leaf that stands for its whole path in the output it was taken from."""
 

@@ -38,7 +38,7 @@ type), plain types, and strings that are no expression."""
 
 def _annotated(nnx: Any, annotation: Any, value: Any) -> Any:
     """The attribute paths that are data in a Pytree whose ``v`` has ``annotation`` and holds
-    ``value``, with the first line of each DeprecationWarning making the class emitted."""
+    ``value``, and the first line of each DeprecationWarning that making the class emitted."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         namespace = {"__annotations__": {"v": annotation}, "__init__": lambda self: setattr(self, "v", value)}
