@@ -15,7 +15,7 @@ import orbax.checkpoint as ocp
 import pytest
 from jax.sharding import AxisType
 
-from nnx_conformance.differential import Side, flat_leaves, state_difference
+from nnx_conformance.testing.differential import Side, flat_leaves, state_difference
 
 pytestmark = pytest.mark.kind("differential")
 

@@ -12,7 +12,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.differential import Side
+from nnx_conformance.testing.differential import Side
 from nnx_conformance.impl import FLAX_NNX
 from nnx_conformance.outputs import DocOutputChecker
 

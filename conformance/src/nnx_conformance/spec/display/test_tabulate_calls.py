@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance.differential import Side
+from nnx_conformance.testing.differential import Side
 from nnx_conformance.spec.display.test_parity import _difference, _not_flax_against_itself  # noqa: F401
 
 pytestmark = pytest.mark.kind("differential")

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
+from nnx_conformance.testing import strategies
 
 pytestmark = pytest.mark.kind("property")
 
-paths = st.lists(st.sampled_from(nst.ATTRIBUTE_NAMES), min_size=1, max_size=3).map(tuple)
+paths = st.lists(st.sampled_from(strategies.ATTRIBUTE_NAMES), min_size=1, max_size=3).map(tuple)
 """Paths of Variables inside a graph: one to three attribute names."""
 
 
@@ -22,13 +22,13 @@ def matches(nnx: Any, filter_: Any, path: tuple[Any, ...], variable: Any) -> boo
 
 
 def draw_point(nnx: Any, data: st.DataObject) -> tuple[tuple[Any, ...], Any]:
-    return data.draw(paths, label="path"), data.draw(nst.variables(nnx), label="variable")
+    return data.draw(paths, label="path"), data.draw(strategies.variables(nnx), label="variable")
 
 
 @pytest.mark.apis("Not", "filterlib.to_predicate")
 @given(data=st.data())
 def test_not_matches_exactly_what_its_filter_does_not_match(nnx: Any, data: st.DataObject) -> None:
-    filter_ = data.draw(nst.filters(nnx), label="filter")
+    filter_ = data.draw(strategies.filters(nnx), label="filter")
     path, variable = draw_point(nnx, data)
     inner, negated = matches(nnx, filter_, path, variable), matches(nnx, nnx.Not(filter_), path, variable)
     assert negated == (not inner), (
@@ -41,7 +41,7 @@ def test_not_matches_exactly_what_its_filter_does_not_match(nnx: Any, data: st.D
 @pytest.mark.apis("Any", "filterlib.to_predicate")
 @given(data=st.data())
 def test_any_matches_when_at_least_one_of_its_filters_matches(nnx: Any, data: st.DataObject) -> None:
-    filters = data.draw(st.lists(nst.filters(nnx), min_size=1, max_size=3), label="filters")
+    filters = data.draw(st.lists(strategies.filters(nnx), min_size=1, max_size=3), label="filters")
     path, variable = draw_point(nnx, data)
     parts = [matches(nnx, f, path, variable) for f in filters]
     combined = matches(nnx, nnx.Any(*filters), path, variable)
@@ -51,7 +51,7 @@ def test_any_matches_when_at_least_one_of_its_filters_matches(nnx: Any, data: st
 @pytest.mark.apis("All", "filterlib.to_predicate")
 @given(data=st.data())
 def test_all_matches_when_every_one_of_its_filters_matches(nnx: Any, data: st.DataObject) -> None:
-    filters = data.draw(st.lists(nst.filters(nnx), min_size=1, max_size=3), label="filters")
+    filters = data.draw(st.lists(strategies.filters(nnx), min_size=1, max_size=3), label="filters")
     path, variable = draw_point(nnx, data)
     parts = [matches(nnx, f, path, variable) for f in filters]
     combined = matches(nnx, nnx.All(*filters), path, variable)
@@ -62,8 +62,8 @@ def test_all_matches_when_every_one_of_its_filters_matches(nnx: Any, data: st.Da
 @given(data=st.data())
 def test_de_morgan_laws_hold(nnx: Any, data: st.DataObject) -> None:
     first, second = (
-        data.draw(nst.filters(nnx), label="first filter"),
-        data.draw(nst.filters(nnx), label="second filter"),
+        data.draw(strategies.filters(nnx), label="first filter"),
+        data.draw(strategies.filters(nnx), label="second filter"),
     )
     path, variable = draw_point(nnx, data)
     pairs = {
@@ -89,7 +89,7 @@ def test_everything_matches_all_and_nothing_matches_none(nnx: Any, data: st.Data
         assert matches(nnx, form, path, variable), f"{form!r} did not match {variable!r} at {path}"
     for form in (nnx.Nothing(), False):
         assert not matches(nnx, form, path, variable), f"{form!r} matched {variable!r} at {path}"
-    filter_ = data.draw(nst.filters(nnx), label="filter")
+    filter_ = data.draw(strategies.filters(nnx), label="filter")
     alone = matches(nnx, filter_, path, variable)
     identities = {
         "Any(f, Nothing())": nnx.Any(filter_, nnx.Nothing()),
@@ -104,8 +104,8 @@ def test_everything_matches_all_and_nothing_matches_none(nnx: Any, data: st.Data
 @given(data=st.data())
 def test_shorthand_forms_equal_their_explicit_forms(nnx: Any, data: st.DataObject) -> None:
     path, variable = draw_point(nnx, data)
-    variable_type = data.draw(nst.variable_types(nnx), label="type")
-    tag = data.draw(st.sampled_from(nst.TAGS), label="tag")
+    variable_type = data.draw(strategies.variable_types(nnx), label="type")
+    tag = data.draw(st.sampled_from(strategies.TAGS), label="tag")
     forms = {
         f"{variable_type.__name__} vs OfType": (variable_type, nnx.OfType(variable_type)),
         f"{tag!r} vs WithTag": (tag, nnx.WithTag(tag)),
@@ -123,14 +123,14 @@ def test_shorthand_forms_equal_their_explicit_forms(nnx: Any, data: st.DataObjec
 @given(data=st.data())
 def test_atomic_filters_match_as_the_filters_guide_says(nnx: Any, data: st.DataObject) -> None:
     path, variable = draw_point(nnx, data)
-    variable_type = data.draw(nst.variable_types(nnx), label="type")
-    tag = data.draw(st.sampled_from(nst.TAGS), label="tag")
-    name = data.draw(st.sampled_from(nst.ATTRIBUTE_NAMES), label="path part")
+    variable_type = data.draw(strategies.variable_types(nnx), label="type")
+    tag = data.draw(st.sampled_from(strategies.TAGS), label="tag")
+    name = data.draw(st.sampled_from(strategies.ATTRIBUTE_NAMES), label="path part")
     cases = {
         f"OfType({variable_type.__name__})": (nnx.OfType(variable_type), isinstance(variable, variable_type)),
         f"WithTag({tag!r})": (nnx.WithTag(tag), variable.get_metadata().get("tag") == tag),
         f"PathContains({name!r})": (nnx.PathContains(name), name in path),
-        f"callable {nst.PathEndsWith(name)!r}": (nst.PathEndsWith(name), path[-1] == name),
+        f"callable {strategies.PathEndsWith(name)!r}": (strategies.PathEndsWith(name), path[-1] == name),
     }
     for label, (filter_, expected) in cases.items():
         got = matches(nnx, filter_, path, variable)
@@ -141,7 +141,7 @@ def test_atomic_filters_match_as_the_filters_guide_says(nnx: Any, data: st.DataO
 @given(data=st.data())
 def test_a_type_filter_matches_subclasses(nnx: Any, data: st.DataObject) -> None:
     path = data.draw(paths, label="path")
-    subclass_variable = data.draw(nst.variables(nnx, types=st.just(nst.classes(nnx).custom_param)), label="variable")
+    subclass_variable = data.draw(strategies.variables(nnx, types=st.just(strategies.classes(nnx).custom_param)), label="variable")
     for form in (nnx.Param, nnx.OfType(nnx.Param), nnx.Variable):
         assert matches(nnx, form, path, subclass_variable), (
             f"{form!r} did not match the Param subclass {subclass_variable!r}"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
+from nnx_conformance.testing.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("filterlib"), IN_GRAPH_MODE]
 

@@ -11,7 +11,7 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("graph")]
 

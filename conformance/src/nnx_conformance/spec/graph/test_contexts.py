@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 PICKS = ("top", "sub", "top.b", "sub.w")
 """What a drawn sequence of splits may split: a Module, its submodule, or a Variable of either."""

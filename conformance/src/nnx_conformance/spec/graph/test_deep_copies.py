@@ -21,7 +21,7 @@ import numpy as np
 import optax
 import pytest
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("graph")]
 

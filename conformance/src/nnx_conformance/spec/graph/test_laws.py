@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.snapshots import (
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.snapshots import (
     VariableEntry,
     difference,
     expected_groups,
@@ -39,8 +39,8 @@ def group_paths(nnx: Any, states: tuple[Any, ...]) -> list[set[tuple[Any, ...]]]
 @pytest.mark.apis("split", "merge")
 @given(data=st.data())
 def test_merge_of_split_reproduces_the_graph_with_its_shared_references(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph")
-    filters = data.draw(nst.filter_sequences(nnx, catch_all=True), label="filters")
+    node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
+    filters = data.draw(strategies.filter_sequences(nnx, catch_all=True), label="filters")
     graphdef, *states = nnx.split(node, *filters)
     merged = nnx.merge(graphdef, *states)
     assert type(merged) is type(node), f"merge returned a {type(merged).__name__}, expected a {type(node).__name__}"
@@ -51,8 +51,8 @@ def test_merge_of_split_reproduces_the_graph_with_its_shared_references(nnx: Any
 @pytest.mark.apis("split", "merge")
 @given(data=st.data())
 def test_merge_of_split_reproduces_the_tree_in_tree_mode(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="tree")
-    filters = data.draw(nst.filter_sequences(nnx, catch_all=True), label="filters")
+    node = data.draw(strategies.trees(nnx), label="tree")
+    filters = data.draw(strategies.filter_sequences(nnx, catch_all=True), label="filters")
     graphdef, *states = nnx.split(node, *filters, graph=False)
     merged = nnx.merge(graphdef, *states)
     problem = difference(snapshot(nnx, node), snapshot(nnx, merged))
@@ -64,9 +64,9 @@ def test_merge_of_split_reproduces_the_tree_in_tree_mode(nnx: Any, data: st.Data
 def test_split_puts_every_variable_in_the_group_of_the_first_filter_that_matches_it(
     nnx: Any, data: st.DataObject
 ) -> None:
-    graph = data.draw(nst.modes(), label="graph mode")
-    node = data.draw(nst.graphs(nnx, shared=graph, cycles=graph), label="graph")
-    filters = data.draw(nst.filter_sequences(nnx, catch_all=True), label="filters")
+    graph = data.draw(strategies.modes(), label="graph mode")
+    node = data.draw(strategies.graphs(nnx, shared=graph, cycles=graph), label="graph")
+    filters = data.draw(strategies.filter_sequences(nnx, catch_all=True), label="filters")
     expected, _ = expected_groups(nnx, variables_by_path(nnx, node), filters)
     _, *states = nnx.split(node, *filters, graph=graph)
     assert len(states) == len(filters), f"split with {len(filters)} filters returned {len(states)} States"
@@ -77,9 +77,9 @@ def test_split_puts_every_variable_in_the_group_of_the_first_filter_that_matches
 @pytest.mark.apis("split")
 @given(data=st.data())
 def test_split_without_a_catch_all_rejects_unmatched_variables(nnx: Any, data: st.DataObject) -> None:
-    graph = data.draw(nst.modes(), label="graph mode")
-    node = data.draw(nst.trees(nnx), label="tree")
-    filters = data.draw(nst.filter_sequences(nnx, catch_all=False), label="filters")
+    graph = data.draw(strategies.modes(), label="graph mode")
+    node = data.draw(strategies.trees(nnx), label="tree")
+    filters = data.draw(strategies.filter_sequences(nnx, catch_all=False), label="filters")
     _, unmatched = expected_groups(nnx, variables_by_path(nnx, node), filters)
     if unmatched:
         with pytest.raises(ValueError, match=r"Non-exhaustive filters"):
@@ -95,8 +95,8 @@ def test_split_without_a_catch_all_rejects_unmatched_variables(nnx: Any, data: s
 @pytest.mark.apis("split", "state")
 @given(data=st.data())
 def test_state_returns_the_states_of_split(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph")
-    filters = data.draw(nst.filter_sequences(nnx, catch_all=True), label="filters")
+    node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
+    filters = data.draw(strategies.filter_sequences(nnx, catch_all=True), label="filters")
     _, *split_states = nnx.split(node, *filters)
     states = nnx.state(node, *filters)
     states = states if len(filters) > 1 else (states,)
@@ -109,7 +109,7 @@ def test_state_returns_the_states_of_split(nnx: Any, data: st.DataObject) -> Non
 @pytest.mark.apis("state", "update")
 @given(data=st.data())
 def test_update_with_the_nodes_own_state_changes_nothing(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph")
+    node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
     before, variables = snapshot(nnx, node), variables_by_path(nnx, node)
     nnx.update(node, nnx.state(node))
     problem = difference(before, snapshot(nnx, node))
@@ -135,7 +135,7 @@ def _bumped_state(nnx: Any, node: Any, chosen: set[Any], only_chosen: bool) -> A
 def test_update_changes_exactly_the_modified_variables_and_keeps_the_variable_objects(
     nnx: Any, data: st.DataObject
 ) -> None:
-    node = data.draw(nst.trees(nnx), label="tree")
+    node = data.draw(strategies.trees(nnx), label="tree")
     variables = variables_by_path(nnx, node)
     chosen = data.draw(
         st.sets(st.sampled_from(sorted(variables, key=repr))) if variables else st.just(set()), label="paths to modify"
@@ -163,7 +163,7 @@ def _flat(values: Any) -> list[Any]:
 @pytest.mark.apis("clone")
 @given(data=st.data())
 def test_clone_is_an_equal_graph_that_shares_no_variable_with_the_original(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph")
+    node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
     before = snapshot(nnx, node)
     copy = nnx.clone(node)
     problem = difference(before, snapshot(nnx, copy))
@@ -181,7 +181,7 @@ def test_clone_is_an_equal_graph_that_shares_no_variable_with_the_original(nnx: 
 @pytest.mark.apis("clone")
 @given(data=st.data())
 def test_clone_without_copying_variables_shares_every_variable(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph")
+    node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
     copy = nnx.clone(node, variables=False)
     assert copy is not node, "clone(node, variables=False) returned node itself, expected a new graph"
     problem = difference(snapshot(nnx, node), snapshot(nnx, copy))
@@ -194,8 +194,8 @@ def test_clone_without_copying_variables_shares_every_variable(nnx: Any, data: s
 @pytest.mark.apis("pop")
 @given(data=st.data())
 def test_pop_removes_and_returns_exactly_the_filtered_variables(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, sequences=False), label="tree without Variables in sequences")
-    filter_ = data.draw(nst.filters(nnx), label="filter")
+    node = data.draw(strategies.graphs(nnx, sequences=False), label="tree without Variables in sequences")
+    filter_ = data.draw(strategies.filters(nnx), label="filter")
     variables = variables_by_path(nnx, node)
     (matched,), _ = expected_groups(nnx, variables, (filter_,))
     before = snapshot(nnx, node)
@@ -219,8 +219,8 @@ def test_pop_removes_and_returns_exactly_the_filtered_variables(nnx: Any, data: 
 @pytest.mark.apis("graphdef", "split", "clone")
 @given(data=st.data())
 def test_equal_structures_have_equal_and_equally_hashed_graphdefs(nnx: Any, data: st.DataObject) -> None:
-    graph = data.draw(nst.modes(), label="graph mode")
-    node = data.draw(nst.graphs(nnx, shared=graph, cycles=graph), label="graph")
+    graph = data.draw(strategies.modes(), label="graph mode")
+    node = data.draw(strategies.graphs(nnx, shared=graph, cycles=graph), label="graph")
     first, second = nnx.graphdef(node, graph=graph), nnx.graphdef(nnx.clone(node, graph=graph), graph=graph)
     assert first == second, f"graphdef(node) != graphdef(clone(node)) with graph={graph}: {first} vs {second}"
     assert hash(first) == hash(second), f"equal graphdefs hash to {hash(first)} and {hash(second)}"
@@ -231,8 +231,8 @@ def test_equal_structures_have_equal_and_equally_hashed_graphdefs(nnx: Any, data
 @pytest.mark.apis("graphdef")
 @given(data=st.data())
 def test_different_structures_have_different_graphdefs(nnx: Any, data: st.DataObject) -> None:
-    graph = data.draw(nst.modes(), label="graph mode")
-    node = data.draw(nst.trees(nnx), label="tree")
+    graph = data.draw(strategies.modes(), label="graph mode")
+    node = data.draw(strategies.trees(nnx), label="tree")
     change = data.draw(st.sampled_from(["static attribute", "Variable attribute", "static value"]), label="change")
     other = nnx.clone(node)
     if change == "static attribute":
@@ -248,8 +248,8 @@ def test_different_structures_have_different_graphdefs(nnx: Any, data: st.DataOb
 @pytest.mark.apis("iter_graph")
 @given(data=st.data())
 def test_iter_graph_visits_each_node_and_variable_once_after_its_children(nnx: Any, data: st.DataObject) -> None:
-    graph = data.draw(nst.modes(), label="graph mode")
-    node = data.draw(nst.graphs(nnx, shared=graph, cycles=graph), label="graph")
+    graph = data.draw(strategies.modes(), label="graph mode")
+    node = data.draw(strategies.graphs(nnx, shared=graph, cycles=graph), label="graph")
     visits = [
         (path, value)
         for path, value in nnx.iter_graph(node, graph=graph)
@@ -279,7 +279,7 @@ def test_iter_graph_visits_each_node_and_variable_once_after_its_children(nnx: A
 @pytest.mark.apis("flatten", "unflatten")
 @given(data=st.data())
 def test_unflatten_of_flatten_reproduces_the_graph(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph")
+    node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
     graphdef, flat_state = nnx.flatten(node)
     problem = difference(snapshot(nnx, node), snapshot(nnx, nnx.unflatten(graphdef, flat_state)))
     assert problem is None, f"unflatten(*flatten(node)) differs from node {problem}"

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import graph_strategies as gs
-from nnx_conformance.compare_state import describe
+from nnx_conformance.testing import graph_strategies as gs
+from nnx_conformance.testing.compare_state import describe
 
 pytestmark = pytest.mark.kind("property")
 

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.assertions import assert_same
-from nnx_conformance.snapshots import VariableEntry, difference, snapshot, walk
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import assert_same
+from nnx_conformance.testing.snapshots import VariableEntry, difference, snapshot, walk
 
 pytestmark = pytest.mark.kind("property")
 
@@ -31,8 +31,8 @@ pytestmark = pytest.mark.kind("property")
 @pytest.mark.apis("iter_module_children")
 @given(data=st.data())
 def test_iter_module_children_yields_each_direct_pytree_child_by_each_key_that_holds_it(nnx: Any, data: st.DataObject) -> None:
-    graph = data.draw(nst.modes(), label="graph mode")
-    node = data.draw(nst.graphs(nnx, shared=graph), label="graph")
+    graph = data.draw(strategies.modes(), label="graph mode")
+    node = data.draw(strategies.graphs(nnx, shared=graph), label="graph")
     attributes = {name: value for name, value in vars(node).items() if not name.startswith("_")}
     expected = sorted((name, id(value)) for name, value in attributes.items() if isinstance(value, nnx.Pytree))
     got = [(key, id(child)) for key, child in nnx.iter_module_children(node, graph=graph)]
@@ -58,7 +58,7 @@ def test_vars_as_gives_a_copy_whose_filtered_variables_have_the_asked_mode(
     nnx: Any, data: st.DataObject, mode: str, only: str
 ) -> None:
     # Not drawn: ``mutable``, on which flax 0.12.12 raises an AttributeError of its own.
-    node = data.draw(nst.trees(nnx), label="graph")
+    node = data.draw(strategies.trees(nnx), label="graph")
     before = snapshot(nnx, node)
     converted = nnx.vars_as(node, **{mode: True}, only=getattr(nnx, only))
     assert converted is not node, f"vars_as(node, {mode}=True) returns a new node"

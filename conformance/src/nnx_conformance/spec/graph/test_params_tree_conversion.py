@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.assertions import assert_same
-from nnx_conformance.strategies.callables import IN_GRAPH_MODE
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import assert_same
+from nnx_conformance.testing.strategies.callables import IN_GRAPH_MODE
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("graph"), IN_GRAPH_MODE]
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.assertions import assert_same
-from nnx_conformance.snapshots import VariableEntry, difference, snapshot, state_snapshot, variables_by_path
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import assert_same
+from nnx_conformance.testing.snapshots import VariableEntry, difference, snapshot, state_snapshot, variables_by_path
 
 pytestmark = pytest.mark.kind("property")
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.kind("property")
 @pytest.mark.apis("to_tree", "from_tree", "NodeStates")
 @given(data=st.data())
 def test_from_tree_of_to_tree_reproduces_the_graph_with_its_shared_references(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph")
+    node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
     tree = nnx.to_tree(node)
     assert isinstance(tree, nnx.NodeStates), f"to_tree of a {type(node).__name__}: expected a NodeStates, got {type(tree).__name__}"
     leaves = jax.tree.leaves(tree)
@@ -44,7 +44,7 @@ def test_from_tree_of_to_tree_reproduces_the_graph_with_its_shared_references(nn
 @pytest.mark.apis("to_tree", "from_tree")
 @given(data=st.data(), scale=st.integers(-3, 3))
 def test_a_graph_crosses_a_jax_tree_map_through_to_tree_and_from_tree(nnx: Any, data: st.DataObject, scale: int) -> None:
-    node = data.draw(nst.trees(nnx), label="graph")
+    node = data.draw(strategies.trees(nnx), label="graph")
     scaled = nnx.from_tree(jax.tree.map(lambda leaf: leaf * scale, nnx.to_tree(node)))
     expected = {
         path: entry._replace(values=(np.asarray(entry.values) * scale).tolist())
@@ -61,7 +61,7 @@ def test_a_graph_crosses_a_jax_tree_map_through_to_tree_and_from_tree(nnx: Any, 
 def test_to_tree_keeps_a_node_shared_across_the_pytree_and_passes_other_leaves_through(
     nnx: Any, data: st.DataObject, static: int
 ) -> None:
-    node = data.draw(nst.trees(nnx), label="graph")
+    node = data.draw(strategies.trees(nnx), label="graph")
     array = np.arange(3.0, dtype=np.float32) + static
     back = nnx.from_tree(nnx.to_tree([node, {"again": node, "array": array, "static": static}]))
     assert back[0] is back[1]["again"], "from_tree(to_tree([node, {'again': node}])) gives one object at both places"
@@ -76,7 +76,7 @@ def test_to_tree_keeps_a_node_shared_across_the_pytree_and_passes_other_leaves_t
 @pytest.mark.apis("NodeStates", "from_tree")
 @given(data=st.data())
 def test_node_states_hold_the_graphdef_and_state_of_their_node(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="graph")
+    node = data.draw(strategies.trees(nnx), label="graph")
     graphdef, state = nnx.split(node)
     node_states = nnx.NodeStates.from_split(graphdef, state)
     assert node_states.graphdef == graphdef, "NodeStates.from_split(graphdef, state).graphdef is graphdef"
@@ -91,7 +91,7 @@ def test_node_states_hold_the_graphdef_and_state_of_their_node(nnx: Any, data: s
 @pytest.mark.filterwarnings("ignore:This function is deprecated:DeprecationWarning")  # pure, in favour of as_pure
 @given(data=st.data())
 def test_pure_replaces_every_variable_with_its_value(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="graph")
+    node = data.draw(strategies.trees(nnx), label="graph")
     variables = variables_by_path(nnx, node)
     tree = {"state": nnx.state(node), "loose": list(variables.values()), "static": "kept"}
     pure = nnx.pure(tree)

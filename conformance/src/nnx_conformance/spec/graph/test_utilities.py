@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.differential import Side, flat_leaves, flat_state
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.differential import Side, flat_leaves, flat_state
 
 pytestmark = pytest.mark.kind("differential")
 

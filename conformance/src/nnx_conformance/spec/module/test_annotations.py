@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.apis("Data", "Static", "Pytree")]
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
+from nnx_conformance.testing import strategies
 
 pytestmark = pytest.mark.kind("property")
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.kind("property")
 @pytest.mark.apis("check_pytree")
 @given(data=st.data())
 def test_check_pytree_accepts_every_module_graph(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="graph")
+    node = data.draw(strategies.trees(nnx), label="graph")
     result = nnx.check_pytree(node)
     assert result is None, f"check_pytree of a valid {type(node).__name__}: expected None, got {result!r}"
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.assertions import assert_shares_arrays
-from nnx_conformance.snapshots import (
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import assert_shares_arrays
+from nnx_conformance.testing.snapshots import (
     NodeEntry,
     VariableEntry,
     difference,
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.kind("property")
 def flags(nnx: Any, node: Any) -> dict[tuple[Any, ...], dict[str, bool]]:
     """The train/eval flags each Module of the graph has, by path."""
     return {
-        path: {flag: getattr(module, flag) for flag in nst.MODE_FLAGS if flag in vars(module)}
+        path: {flag: getattr(module, flag) for flag in strategies.MODE_FLAGS if flag in vars(module)}
         for path, module in modules_by_path(nnx, node).items()
     }
 
@@ -42,11 +42,11 @@ def set_flags(
 
 def without_flags(shot: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
     """A snapshot without the train/eval flags, to check that nothing else changed."""
-    return {path: entry for path, entry in shot.items() if not path or path[-1] not in nst.MODE_FLAGS}
+    return {path: entry for path, entry in shot.items() if not path or path[-1] not in strategies.MODE_FLAGS}
 
 
 def draw_flagged(nnx: Any, data: st.DataObject) -> Any:
-    return data.draw(nst.graphs(nnx, shared=True, mode_flags=True), label="graph with train/eval flags")
+    return data.draw(strategies.graphs(nnx, shared=True, mode_flags=True), label="graph with train/eval flags")
 
 
 @pytest.mark.graph_mode("graph")  # the graph drawn has shared references
@@ -68,7 +68,7 @@ def test_train_and_eval_set_the_flags_of_exactly_the_modules_that_have_them(nnx:
 @given(data=st.data())
 def test_set_attributes_reaches_exactly_the_matching_modules(nnx: Any, data: st.DataObject) -> None:
     node = draw_flagged(nnx, data)
-    filter_ = data.draw(st.sampled_from([nst.classes(nnx).node, nnx.Dropout, nnx.Module, ...]), label="filter")
+    filter_ = data.draw(st.sampled_from([strategies.classes(nnx).node, nnx.Dropout, nnx.Module, ...]), label="filter")
     value = data.draw(st.booleans(), label="value")
     before = flags(nnx, node)
     modules = modules_by_path(nnx, node)
@@ -141,8 +141,8 @@ def post_order(path: tuple[Any, ...]) -> list[tuple[int, Any]]:
 @pytest.mark.apis("iter_modules")
 @given(data=st.data())
 def test_iter_modules_visits_each_module_once_in_depth_first_post_order(nnx: Any, data: st.DataObject) -> None:
-    graph = data.draw(nst.modes(), label="graph mode")
-    node = data.draw(nst.graphs(nnx, shared=graph, cycles=graph, mode_flags=True), label="graph")
+    graph = data.draw(strategies.modes(), label="graph mode")
+    node = data.draw(strategies.graphs(nnx, shared=graph, cycles=graph, mode_flags=True), label="graph")
     modules = modules_by_path(nnx, node)
     expected = sorted(modules, key=post_order)
     visits = list(nnx.iter_modules(node, graph=graph))
@@ -158,8 +158,8 @@ def test_iter_modules_visits_each_module_once_in_depth_first_post_order(nnx: Any
 def test_iter_children_yields_the_immediate_variables_and_pytrees_in_sorted_order(
     nnx: Any, data: st.DataObject
 ) -> None:
-    graph = data.draw(nst.modes(), label="graph mode")
-    node = data.draw(nst.trees(nnx), label="tree")
+    graph = data.draw(strategies.modes(), label="graph mode")
+    node = data.draw(strategies.trees(nnx), label="tree")
     shot, objects = walk(nnx, node)
     expected = [
         path[0]

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance.assertions import assert_same
-from nnx_conformance.strategies.callables import IN_GRAPH_MODE
+from nnx_conformance.testing.assertions import assert_same
+from nnx_conformance.testing.strategies.callables import IN_GRAPH_MODE
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("module"), IN_GRAPH_MODE]
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.snapshots import (
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.snapshots import (
     NodeEntry,
     Snapshot,
     VariableEntry,
@@ -42,7 +42,7 @@ def expected_key_path(nnx: Any, shot: Snapshot, path: tuple[Any, ...]) -> str:
 @pytest.mark.apis("Module", "Pytree")
 @given(data=st.data())
 def test_jax_tree_unflatten_of_flatten_reproduces_a_module(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="tree")
+    node = data.draw(strategies.trees(nnx), label="tree")
     leaves, treedef = jax.tree.flatten(node)
     rebuilt = jax.tree.unflatten(treedef, leaves)
     assert type(rebuilt) is type(node), f"unflatten returned a {type(rebuilt).__name__}, expected {type(node).__name__}"
@@ -55,7 +55,7 @@ def test_jax_tree_unflatten_of_flatten_reproduces_a_module(nnx: Any, data: st.Da
 def test_jax_tree_leaves_are_the_variable_values_in_sorted_attribute_order_with_documented_key_paths(
     nnx: Any, data: st.DataObject
 ) -> None:
-    node = data.draw(nst.trees(nnx), label="tree")
+    node = data.draw(strategies.trees(nnx), label="tree")
     shot = snapshot(nnx, node)
     expected = [
         (expected_key_path(nnx, shot, path), entry.values)
@@ -72,7 +72,7 @@ def test_jax_tree_leaves_are_the_variable_values_in_sorted_attribute_order_with_
 @pytest.mark.apis("Module", "Pytree")
 @given(data=st.data())
 def test_jax_tree_map_keeps_the_structure_and_maps_every_variable(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="tree")
+    node = data.draw(strategies.trees(nnx), label="tree")
     mapped = jax.tree.map(lambda x: x * 2, node)
     before, after = snapshot(nnx, node), snapshot(nnx, mapped)
     doubled = {
@@ -89,8 +89,8 @@ def test_jax_tree_map_keeps_the_structure_and_maps_every_variable(nnx: Any, data
 @pytest.mark.apis("split")
 @given(data=st.data())
 def test_split_in_tree_mode_rejects_a_shared_variable(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="tree")
-    variable = data.draw(nst.variables(nnx), label="shared variable")
+    node = data.draw(strategies.trees(nnx), label="tree")
+    variable = data.draw(strategies.variables(nnx), label="shared variable")
     node.first, node.second = variable, variable
     with pytest.raises(ValueError, match=r"(?s)Duplicate .*found at paths"):
         nnx.split(node, graph=False)
@@ -99,7 +99,7 @@ def test_split_in_tree_mode_rejects_a_shared_variable(nnx: Any, data: st.DataObj
 @pytest.mark.apis("split", "state")
 @given(data=st.data())
 def test_tree_mode_and_graph_mode_give_the_same_state_for_a_tree(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="tree")
+    node = data.draw(strategies.trees(nnx), label="tree")
     graph_state, tree_state = nnx.state(node, graph=True), nnx.state(node, graph=False)
     problem = difference(state_snapshot(nnx, graph_state), state_snapshot(nnx, tree_state))
     assert problem is None, f"state(tree, graph=False) differs from state(tree, graph=True) {problem}"

@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnx_conformance import graph_strategies as gs
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing import graph_strategies as gs
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 

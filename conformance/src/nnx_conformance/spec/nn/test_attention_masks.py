@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.assertions import assert_close
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import assert_close
 
 pytestmark = pytest.mark.kind("property")
 

@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.assertions import assert_agrees
-from nnx_conformance.differential import Case
-from nnx_conformance.strategies import RECURRENT_CELLS
+from nnx_conformance.testing.assertions import assert_agrees
+from nnx_conformance.testing.differential import Case
+from nnx_conformance.testing.strategies import RECURRENT_CELLS
 
 pytestmark = pytest.mark.kind("differential")
 

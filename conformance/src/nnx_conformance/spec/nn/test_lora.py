@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.assertions import assert_agrees
-from nnx_conformance.differential import layer_case
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import assert_agrees
+from nnx_conformance.testing.differential import layer_case
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/lora")]
 

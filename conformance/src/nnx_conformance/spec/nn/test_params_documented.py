@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.assertions import expected_got
-from nnx_conformance.strategies.callables import Promotion
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import expected_got
+from nnx_conformance.testing.strategies.callables import Promotion
 
 pytestmark = [pytest.mark.kind("property")]
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.strategies.callables import (
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.strategies.callables import (
     HIGHEST,
     NORMAL,
     OptionCase,

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import pytest
 from hypothesis import given, settings
 
-from nnx_conformance import strategies
-from nnx_conformance.strategies.callables import (
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.strategies.callables import (
     NORMAL,
     OptionCase,
     Promotion,

@@ -15,9 +15,9 @@ import jax.numpy as jnp
 import pytest
 from hypothesis import given, settings
 
-from nnx_conformance import strategies
-from nnx_conformance.strategies import RECURRENT_CELLS
-from nnx_conformance.strategies.callables import (
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.strategies import RECURRENT_CELLS
+from nnx_conformance.testing.strategies.callables import (
     NORMAL,
     OptionCase,
     Promotion,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from nnx_conformance import programs
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing import programs
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 

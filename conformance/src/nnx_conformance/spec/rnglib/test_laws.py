@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
+from nnx_conformance.testing import strategies
 
 pytestmark = pytest.mark.kind("property")
 
@@ -26,7 +26,7 @@ def stream(rngs: Any, name: str) -> Any:
 @pytest.mark.apis("Rngs")
 @given(data=st.data())
 def test_the_same_seeds_give_the_same_key_sequences(nnx: Any, data: st.DataObject) -> None:
-    seeds = data.draw(nst.rng_seeds, label="seeds")
+    seeds = data.draw(strategies.rng_seeds, label="seeds")
     calls = data.draw(st.integers(1, 3), label="calls per stream")
     first, second = nnx.Rngs(**seeds), nnx.Rngs(**seeds)
     for name in seeds:
@@ -40,7 +40,7 @@ def test_the_same_seeds_give_the_same_key_sequences(nnx: Any, data: st.DataObjec
 def test_each_key_is_the_seed_key_folded_with_the_count_and_the_count_advances_by_one(
     nnx: Any, data: st.DataObject
 ) -> None:
-    seeds = data.draw(nst.rng_seeds, label="seeds")
+    seeds = data.draw(strategies.rng_seeds, label="seeds")
     calls = data.draw(st.integers(1, 3), label="calls per stream")
     rngs = nnx.Rngs(**seeds)
     for name, seed in seeds.items():
@@ -58,7 +58,7 @@ def test_each_key_is_the_seed_key_folded_with_the_count_and_the_count_advances_b
 @pytest.mark.apis("Rngs")
 @given(data=st.data())
 def test_streams_are_independent(nnx: Any, data: st.DataObject) -> None:
-    seeds = data.draw(nst.rng_seeds, label="seeds")
+    seeds = data.draw(strategies.rng_seeds, label="seeds")
     order = data.draw(st.lists(st.sampled_from(sorted(seeds)), max_size=6), label="calls")
     target = data.draw(st.sampled_from(sorted(seeds)), label="observed stream")
     mixed, alone = nnx.Rngs(**seeds), nnx.Rngs(**seeds)
@@ -74,7 +74,7 @@ def test_streams_are_independent(nnx: Any, data: st.DataObject) -> None:
 @pytest.mark.apis("Rngs")
 @given(data=st.data())
 def test_unknown_streams_fall_back_to_default(nnx: Any, data: st.DataObject) -> None:
-    seeds = data.draw(nst.rng_seeds.map(lambda s: {"default": 7, **s}), label="seeds")
+    seeds = data.draw(strategies.rng_seeds.map(lambda s: {"default": 7, **s}), label="seeds")
     rngs, reference = nnx.Rngs(**seeds), nnx.Rngs(**seeds)
     got = [key_bits(rngs.unknown_stream()), key_bits(rngs())]
     expected = [key_bits(reference.default()), key_bits(reference.default())]
@@ -84,7 +84,7 @@ def test_unknown_streams_fall_back_to_default(nnx: Any, data: st.DataObject) -> 
 @pytest.mark.apis("Rngs.fork")
 @given(data=st.data())
 def test_fork_gives_new_keys_on_every_stream(nnx: Any, data: st.DataObject) -> None:
-    seeds = data.draw(nst.rng_seeds, label="seeds")
+    seeds = data.draw(strategies.rng_seeds, label="seeds")
     rngs = nnx.Rngs(**seeds)
     first, second = rngs.fork(), rngs.fork()
     for name in seeds:
@@ -101,7 +101,7 @@ def test_fork_gives_new_keys_on_every_stream(nnx: Any, data: st.DataObject) -> N
 @pytest.mark.apis("Rngs.split", "split_rngs")
 @given(data=st.data())
 def test_split_gives_distinct_keys_of_the_requested_shape(nnx: Any, data: st.DataObject) -> None:
-    seeds = data.draw(nst.rng_seeds, label="seeds")
+    seeds = data.draw(strategies.rng_seeds, label="seeds")
     splits = data.draw(st.integers(2, 4), label="splits")
     via = data.draw(st.sampled_from(["Rngs.split", "split_rngs"]), label="function")
     rngs = nnx.Rngs(**seeds)
@@ -120,7 +120,7 @@ def test_split_gives_distinct_keys_of_the_requested_shape(nnx: Any, data: st.Dat
 @pytest.mark.apis("split_rngs")
 @given(data=st.data())
 def test_split_rngs_splits_only_the_streams_its_filter_selects(nnx: Any, data: st.DataObject) -> None:
-    seeds = data.draw(nst.rng_seeds.filter(lambda s: len(s) > 1), label="seeds")
+    seeds = data.draw(strategies.rng_seeds.filter(lambda s: len(s) > 1), label="seeds")
     only = data.draw(st.sampled_from(sorted(seeds)), label="only")
     result = nnx.split_rngs(nnx.Rngs(**seeds), splits=3, only=only, graph_updates=False)
     shapes = {name: stream(result, name).key[...].shape for name in seeds}

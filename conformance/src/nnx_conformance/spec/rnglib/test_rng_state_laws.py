@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
+from nnx_conformance.testing import strategies
 
 pytestmark = pytest.mark.kind("property")
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.snapshots import (
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.snapshots import (
     VariableEntry,
     difference,
     expected_groups,
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.kind("property")
 def draw_state(nnx: Any, data: st.DataObject) -> Any:
     """The State of a drawn graph (shared references and cycles included, which only graph
     mode takes: the State laws hold whatever the run's global mode)."""
-    return nnx.state(data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph"), graph=True)
+    return nnx.state(data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph"), graph=True)
 
 
 def state_variables(nnx: Any, state: Any) -> dict[tuple[Any, ...], Any]:
@@ -48,7 +48,7 @@ def state_variables(nnx: Any, state: Any) -> dict[tuple[Any, ...], Any]:
 @pytest.mark.apis("state")
 @given(data=st.data())
 def test_state_holds_every_variable_of_the_graph_once_at_its_first_path(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.graphs(nnx, shared=True, cycles=True), label="graph")
+    node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
     shot = snapshot(nnx, node)
     expected = {path: entry for path, entry in shot.items() if isinstance(entry, VariableEntry)}
     problem = difference(expected, state_snapshot(nnx, nnx.state(node)))
@@ -89,7 +89,7 @@ def test_replace_by_pure_dict_of_to_pure_dict_restores_the_values(nnx: Any, data
 @given(data=st.data())
 def test_split_state_groups_by_first_matching_filter_and_merge_state_undoes_it(nnx: Any, data: st.DataObject) -> None:
     state = draw_state(nnx, data)
-    filters = data.draw(nst.filter_sequences(nnx, catch_all=True), label="filters")
+    filters = data.draw(strategies.filter_sequences(nnx, catch_all=True), label="filters")
     expected, _ = expected_groups(nnx, state_variables(nnx, state), filters)
     parts = nnx.split_state(state, *filters)
     parts = parts if len(filters) > 1 else (parts,)
@@ -103,7 +103,7 @@ def test_split_state_groups_by_first_matching_filter_and_merge_state_undoes_it(n
 @given(data=st.data())
 def test_filter_state_keeps_exactly_the_matching_variables(nnx: Any, data: st.DataObject) -> None:
     state = draw_state(nnx, data)
-    filter_ = data.draw(nst.filters(nnx), label="filter")
+    filter_ = data.draw(strategies.filters(nnx), label="filter")
     (matched,), _ = expected_groups(nnx, state_variables(nnx, state), (filter_,))
     kept = nnx.filter_state(state, filter_)
     got = set(state_variables(nnx, kept))
@@ -115,7 +115,7 @@ def test_filter_state_keeps_exactly_the_matching_variables(nnx: Any, data: st.Da
 @pytest.mark.apis("merge_state")
 @given(data=st.data())
 def test_merge_state_lets_later_states_win(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="tree")
+    node = data.draw(strategies.trees(nnx), label="tree")
     state = nnx.state(node)
     bumped = jax.tree.map(lambda x: x + 1, state)
     merged = nnx.merge_state(state, bumped)

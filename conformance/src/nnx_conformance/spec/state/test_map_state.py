@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.snapshots import difference, state_snapshot, variables_by_path
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.snapshots import difference, state_snapshot, variables_by_path
 
 pytestmark = pytest.mark.kind("property")
 
@@ -42,7 +42,7 @@ def _at(state: Any, path: tuple[Any, ...]) -> Any:
 @pytest.mark.apis("map_state")
 @given(data=st.data())
 def test_map_state_puts_f_of_each_path_and_variable_at_that_path(nnx: Any, data: st.DataObject) -> None:
-    node = data.draw(nst.trees(nnx), label="graph")
+    node = data.draw(strategies.trees(nnx), label="graph")
     state = nnx.state(node)
     before = state_snapshot(nnx, state)
     mapped = nnx.map_state(_seen, state)

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import pytest
 from hypothesis import given, settings
 
-from nnx_conformance import strategies
-from nnx_conformance.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("state"), IN_GRAPH_MODE]
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.strategies.callables import IN_GRAPH_MODE, assert_runs_as_in_flax
 
 pytestmark = [pytest.mark.kind("differential"), IN_GRAPH_MODE]
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 

@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from jax.sharding import NamedSharding, PartitionSpec
 
-from nnx_conformance.assertions import assert_same, expected_got
+from nnx_conformance.testing.assertions import assert_same, expected_got
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms")]
 

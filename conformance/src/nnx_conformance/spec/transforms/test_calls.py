@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from nnx_conformance import graph_strategies as gs
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing import graph_strategies as gs
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from jax.experimental import checkify
 from jax.sharding import Mesh, PartitionSpec
 
-from nnx_conformance import graph_strategies as gs
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing import graph_strategies as gs
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 

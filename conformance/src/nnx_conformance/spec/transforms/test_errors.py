@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.assertions import assert_same, raises_named
+from nnx_conformance.testing.assertions import assert_same, raises_named
 from jax.sharding import PartitionSpec
 
 pytestmark = pytest.mark.kind("error")

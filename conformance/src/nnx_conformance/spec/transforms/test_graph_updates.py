@@ -11,8 +11,8 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance import graph_strategies as gs
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing import graph_strategies as gs
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
+from nnx_conformance.testing import strategies
 
 pytestmark = [
     pytest.mark.kind("property"),
@@ -68,15 +68,15 @@ def assert_same_state(got: Observation, expected: Observation, context: str) -> 
         )
 
 
-def draw_case(nnx: Any, data: st.DataObject, graph: bool, *, structural: bool = False) -> tuple[Any, nst.Program]:
+def draw_case(nnx: Any, data: st.DataObject, graph: bool, *, structural: bool = False) -> tuple[Any, strategies.Program]:
     """A model and a program; sows only in graph mode, since tree mode treats Modules as
     plain pytrees and does not propagate structural changes (nnx.jit, ``graph``)."""
-    model = data.draw(nst.stateful_models(nnx), label="model")
-    program = data.draw(nst.programs(structural=structural and graph), label="program")
+    model = data.draw(strategies.stateful_models(nnx), label="model")
+    program = data.draw(strategies.programs(structural=structural and graph), label="program")
     return model, program
 
 
-def run_eagerly(nnx: Any, model: Any, program: nst.Program, times: int = 1) -> Observation:
+def run_eagerly(nnx: Any, model: Any, program: strategies.Program, times: int = 1) -> Observation:
     """The state of a deep copy of ``model`` after running ``program`` eagerly ``times`` times."""
     twin = copy.deepcopy(model)
     for _ in range(times):
@@ -112,7 +112,7 @@ def test_jit_matches_jax_jit_over_split_and_merge(nnx: Any, graph: bool, data: s
     assert_same_state(observe(nnx, model), observe(nnx, twin), f"nnx.jit(graph={graph}) against jax.jit of {program}")
 
 
-def loss_of(nnx: Any, program: nst.Program) -> Any:
+def loss_of(nnx: Any, program: strategies.Program) -> Any:
     """A loss of (params, state) that runs ``program`` first: the update happens in forward.
 
     The drawn operations keep the final ``w`` affine in the initial one (scaled by the
@@ -144,7 +144,7 @@ def test_grad_and_value_and_grad_update_state_in_forward_and_give_the_eager_loss
     use_value_and_grad = data.draw(st.booleans(), label="use value_and_grad")
     twin = copy.deepcopy(model)
     expected_value = loss_of(nnx, program)(twin.params, twin.state)
-    scales = [op.factor for op in program.operations if isinstance(op, nst.Scale) and op.target == "params.w"]
+    scales = [op.factor for op in program.operations if isinstance(op, strategies.Scale) and op.target == "params.w"]
     factor = float(np.prod(scales))
     expected_grad = factor * np.asarray(twin.state.stat[...])
     loss = loss_of(nnx, program)
@@ -214,8 +214,8 @@ def test_scan_over_a_module_carry_matches_an_eager_loop(nnx: Any, graph: bool, d
 def test_cond_and_switch_update_the_module_as_the_chosen_branch_does_eagerly(
     nnx: Any, graph: bool, data: st.DataObject
 ) -> None:
-    model = data.draw(nst.stateful_models(nnx), label="model")
-    branches = data.draw(st.lists(nst.programs(min_size=0), min_size=2, max_size=3), label="branches")
+    model = data.draw(strategies.stateful_models(nnx), label="model")
+    branches = data.draw(st.lists(strategies.programs(min_size=0), min_size=2, max_size=3), label="branches")
     index = data.draw(st.integers(0, len(branches) - 1), label="chosen branch")
     expected = run_eagerly(nnx, model, branches[index])
     functions = [lambda m, program=program: program(nnx, m) for program in branches]
@@ -270,8 +270,8 @@ def test_remat_leaves_the_module_in_the_state_that_eager_execution_leaves(
 def test_eval_shape_leaves_the_module_untouched_and_gives_the_eager_output_shape(
     nnx: Any, graph: bool, data: st.DataObject
 ) -> None:
-    model = data.draw(nst.stateful_models(nnx), label="model")
-    program = data.draw(nst.programs(structural=True), label="program")
+    model = data.draw(strategies.stateful_models(nnx), label="model")
+    program = data.draw(strategies.programs(structural=True), label="program")
     before = observe(nnx, model)
 
     def run(m: Any) -> Any:

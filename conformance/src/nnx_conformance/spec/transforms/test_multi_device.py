@@ -16,7 +16,7 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from nnx_conformance import strategies as nst
+from nnx_conformance.testing import strategies
 
 pytestmark = [pytest.mark.kind("property"), pytest.mark.multi_device]
 
@@ -58,7 +58,7 @@ def assert_on_the_partition_sharding(model: Any, mesh: jax.sharding.Mesh, contex
 def test_shard_map_with_state_sharding_matches_the_unsharded_computation(nnx: Any) -> None:
     count = len(jax.devices())
     w = nnx.Param(jnp.arange(2 * count, dtype="float32"))
-    model = nst.classes(nnx).node(w=w, b=nnx.BatchStat(jnp.asarray(2.0)))
+    model = strategies.classes(nnx).node(w=w, b=nnx.BatchStat(jnp.asarray(2.0)))
     x = jnp.arange(2 * count, dtype="float32") + 1
     # Params are split over the mesh axis, everything else is replicated.
     spec = nnx.StateSharding({nnx.Param: P(AXIS), ...: P()})

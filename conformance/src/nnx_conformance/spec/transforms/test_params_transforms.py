@@ -18,8 +18,8 @@ from jax.sharding import NamedSharding, PartitionSpec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies
-from nnx_conformance.strategies.callables import assert_runs_as_in_flax
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.strategies.callables import assert_runs_as_in_flax
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms")]
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms/prefixes")]
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms")]
 

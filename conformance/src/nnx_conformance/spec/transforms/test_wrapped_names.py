@@ -13,7 +13,7 @@ import jax
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("transforms")]
 

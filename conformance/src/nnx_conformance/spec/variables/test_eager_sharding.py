@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("variables")]
 

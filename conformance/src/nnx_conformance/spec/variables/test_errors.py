@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.assertions import raises_named
+from nnx_conformance.testing.assertions import raises_named
 
 pytestmark = pytest.mark.kind("error")
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.snapshots import variable_entry
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.snapshots import variable_entry
 
 pytestmark = pytest.mark.kind("property")
 
@@ -28,9 +28,9 @@ DOCUMENTED_NAMES = {
 @pytest.mark.apis("Variable")
 @given(data=st.data())
 def test_a_variable_holds_its_value_and_the_metadata_it_was_created_with(nnx: Any, data: st.DataObject) -> None:
-    variable_type = data.draw(nst.variable_types(nnx), label="type")
-    value = data.draw(nst.arrays(), label="value")
-    metadata = data.draw(nst.metadata, label="metadata")
+    variable_type = data.draw(strategies.variable_types(nnx), label="type")
+    value = data.draw(strategies.arrays(), label="value")
+    metadata = data.draw(strategies.metadata, label="metadata")
     variable = variable_type(value, **metadata)
     assert np.asarray(variable[...]).tolist() == np.asarray(value).tolist(), f"{variable!r}[...] is not {value!r}"
     assert variable[...].dtype == value.dtype, f"{variable!r} has dtype {variable[...].dtype}, expected {value.dtype}"
@@ -46,7 +46,7 @@ def test_a_variable_holds_its_value_and_the_metadata_it_was_created_with(nnx: An
 @pytest.mark.apis("Variable")
 @given(data=st.data())
 def test_setting_a_value_keeps_the_type_and_metadata(nnx: Any, data: st.DataObject) -> None:
-    variable = data.draw(nst.variables(nnx), label="variable")
+    variable = data.draw(strategies.variables(nnx), label="variable")
     before = variable_entry(variable)
     variable[...] = variable[...] + 1
     after = variable_entry(variable)
@@ -65,7 +65,7 @@ def test_setting_a_value_keeps_the_type_and_metadata(nnx: Any, data: st.DataObje
 def test_jax_tree_map_over_a_variable_gives_a_new_variable_of_the_same_type_and_metadata(
     nnx: Any, data: st.DataObject
 ) -> None:
-    variable = data.draw(nst.variables(nnx), label="variable")
+    variable = data.draw(strategies.variables(nnx), label="variable")
     mapped = jax.tree.map(lambda x: x * 3, variable)
     before, after = variable_entry(variable), variable_entry(mapped)
     assert mapped is not variable, "jax.tree.map returned the same Variable object, expected a new one"

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jax.sharding import Mesh
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 

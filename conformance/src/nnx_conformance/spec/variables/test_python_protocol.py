@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("variables")]
 

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance import strategies as nst
-from nnx_conformance.assertions import assert_same
+from nnx_conformance.testing import strategies
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("property")
 
@@ -38,7 +38,7 @@ TRANSFORMS: dict[str, Callable[[Any, Update, bool], Update]] = {
 @pytest.mark.apis("jit", "cond", "remat", "checkify")
 @pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
 @pytest.mark.parametrize("transform", sorted(TRANSFORMS))
-@given(value=nst.arrays(), amounts=st.lists(st.integers(1, 3), min_size=1, max_size=3))
+@given(value=strategies.arrays(), amounts=st.lists(st.integers(1, 3), min_size=1, max_size=3))
 def test_updates_to_a_ref_variable_under_a_transform_are_seen_outside_as_after_eager_execution(
     nnx: Any, transform: str, graph: bool, value: Any, amounts: list[int]
 ) -> None:
@@ -58,7 +58,7 @@ def test_updates_to_a_ref_variable_under_a_transform_are_seen_outside_as_after_e
 
 
 @pytest.mark.apis("Variable")
-@given(value=nst.arrays())
+@given(value=strategies.arrays())
 def test_one_hijax_variable_may_be_passed_twice_to_jax_jit_and_reads_as_its_value(nnx: Any, value: Any) -> None:
     variable = nnx.Variable(value, hijax=True)
     total = jax.jit(lambda a, b: a[...] + b[...])(variable, variable)
@@ -69,7 +69,7 @@ def test_one_hijax_variable_may_be_passed_twice_to_jax_jit_and_reads_as_its_valu
 
 
 @pytest.mark.apis("Variable")
-@given(value=nst.arrays())
+@given(value=strategies.arrays())
 def test_jax_grad_with_respect_to_a_hijax_variable_holds_the_gradient_of_its_value(nnx: Any, value: Any) -> None:
     value = value.astype(np.float32)
     gradient = jax.grad(lambda v: (v[...] ** 2).sum())(nnx.Variable(value, hijax=True))

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.assertions import assert_same, expected_got
-from nnx_conformance.compare_state import Scenario, error_line
+from nnx_conformance.testing.assertions import assert_same, expected_got
+from nnx_conformance.testing.compare_state import Scenario, error_line
 
 NORMAL = jax.nn.initializers.normal(0.5)
 """An initializer away from every layer's default: normal with standard deviation 0.5."""

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 if TYPE_CHECKING:
-    from nnx_conformance.strategies import LayerArgs
+    from nnx_conformance.testing.strategies import LayerArgs
 
 Build = Callable[[Any, Any], Any]
 Leaf = tuple[tuple[str, ...], str, Any]
