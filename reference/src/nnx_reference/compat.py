@@ -8,32 +8,34 @@ whatever the global settings are.
 from __future__ import annotations
 
 import functools
-import importlib
+from types import ModuleType
+
+from . import graphlib, module, rnglib, spmd, transforms
 
 _GRAPH = {"graph": True}
 _GRAPH_AND_UPDATES = {"graph": True, "graph_updates": True}
 
 # (defining module, name, defaults)
-_WRAPPED = [
-    ("graphlib", "cached_partial", _GRAPH_AND_UPDATES),
-    ("graphlib", "clone", _GRAPH),
-    ("graphlib", "flatten", _GRAPH),
-    ("graphlib", "graphdef", _GRAPH),
-    ("graphlib", "iter_children", _GRAPH),
-    ("graphlib", "iter_graph", _GRAPH),
-    ("graphlib", "recursive_map", _GRAPH),
-    ("graphlib", "split", _GRAPH),
-    ("graphlib", "state", _GRAPH),
-    ("module", "iter_modules", _GRAPH),
-    ("module", "view", _GRAPH),
-    ("module", "view_info", _GRAPH),
-    ("spmd", "get_abstract_model", _GRAPH),
-    ("rnglib", "backup_keys", _GRAPH),
-    ("rnglib", "fork_rngs", _GRAPH_AND_UPDATES),
-    ("rnglib", "reseed", _GRAPH),
-    ("rnglib", "split_rngs", _GRAPH_AND_UPDATES),
+_WRAPPED: list[tuple[ModuleType, str, dict[str, bool]]] = [
+    (graphlib, "cached_partial", _GRAPH_AND_UPDATES),
+    (graphlib, "clone", _GRAPH),
+    (graphlib, "flatten", _GRAPH),
+    (graphlib, "graphdef", _GRAPH),
+    (graphlib, "iter_children", _GRAPH),
+    (graphlib, "iter_graph", _GRAPH),
+    (graphlib, "recursive_map", _GRAPH),
+    (graphlib, "split", _GRAPH),
+    (graphlib, "state", _GRAPH),
+    (module, "iter_modules", _GRAPH),
+    (module, "view", _GRAPH),
+    (module, "view_info", _GRAPH),
+    (spmd, "get_abstract_model", _GRAPH),
+    (rnglib, "backup_keys", _GRAPH),
+    (rnglib, "fork_rngs", _GRAPH_AND_UPDATES),
+    (rnglib, "reseed", _GRAPH),
+    (rnglib, "split_rngs", _GRAPH_AND_UPDATES),
     *(
-        ("transforms", name, _GRAPH_AND_UPDATES)
+        (transforms, name, _GRAPH_AND_UPDATES)
         for name in (
             "checkify", "cond", "custom_vjp", "eval_shape", "fori_loop", "grad", "jit", "jvp",
             "pmap", "remat", "scan", "shard_map", "switch", "value_and_grad", "vjp", "vmap",
@@ -47,9 +49,8 @@ __all__: list[str] = []
 
 def _wrap_all() -> None:
     """Define each wrapper (an area lacking its target is an error, not a silent gap)."""
-    for module_name, name, defaults in _WRAPPED:
-        module = importlib.import_module(f"{__package__}.{module_name}")
-        globals()[name] = functools.partial(getattr(module, name), **defaults)
+    for area, name, defaults in _WRAPPED:
+        globals()[name] = functools.partial(getattr(area, name), **defaults)
         __all__.append(name)
 
 
