@@ -123,7 +123,7 @@ def test_an_equivalents_line_without_a_reason_is_refused(tmp_path: Path) -> None
 @pytest.mark.parametrize(("module", "areas"), [
     ("nnx_reference.nn.linear", ("nn/linear",)),
     ("nnx_reference.graphlib", ("graph",)),
-    ("nnx_reference.transforms.lift", ("transforms", "guide:transforms")),
+    ("nnx_reference.transforms._lift", ("transforms", "guide:transforms")),
     ("nnx_reference.training.metrics", ("training/metrics",)),
 ])
 def test_a_module_is_focused_on_the_areas_that_spec_it(module: str, areas: tuple[str, ...]) -> None:

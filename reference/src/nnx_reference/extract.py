@@ -16,8 +16,8 @@ import jax
 from .filterlib import to_predicate
 from .graphlib import GraphDef, MergeContext, PathParts, SplitContext, jax_key, merge_context, split_context
 from .pytreelib import Pytree
-from .transforms.checks import check_consistent_aliasing, reached
-from .transforms.trees import Missing, broadcast_prefix
+from .transforms._checks import check_consistent_aliasing, reached
+from .transforms._trees import Missing, broadcast_prefix
 from .variablelib import Variable
 
 KeyPath = tuple[tp.Any, ...]

@@ -7,7 +7,7 @@ import typing as tp
 import jax
 
 from .. import filterlib, graphlib, pytreelib
-from ..transforms.trees import is_variable
+from ..transforms._trees import is_variable
 from ..variablelib import Variable
 
 A = tp.TypeVar("A")

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from .. import filterlib, graphlib, pytreelib
-from ..transforms.trees import is_variable
+from ..transforms._trees import is_variable
 from ..variablelib import Param, Variable
 
 M = tp.TypeVar("M")

@@ -13,10 +13,10 @@ from ..filterlib import to_predicate
 from ..graphlib import Mode
 from ..statelib import State
 from ..variablelib import Param
-from . import checks, lift, trees
-from .hijax_trees import from_jax
-from .prefix import VariablePrefix
-from .statics import insert_statics, remove_statics
+from . import _checks as checks, _lift as lift, _trees as trees
+from ._hijax_trees import from_jax
+from ._prefix import VariablePrefix
+from ._statics import insert_statics, remove_statics
 
 __all__ = ["DiffState", "grad", "jvp", "remat", "value_and_grad", "vjp"]
 

@@ -11,11 +11,11 @@ import jax
 from jax.sharding import PartitionSpec
 
 from .. import graphlib
-from . import checks, lift, trees
+from . import _checks as checks, _lift as lift, _trees as trees
 from .general import eval_shape
-from .prefix import PrefixMapping, VariablePrefix
-from .statics import Statics, insert_statics, remove_statics
-from .tree_jit import TreeJit
+from ._prefix import PrefixMapping, VariablePrefix
+from ._statics import Statics, insert_statics, remove_statics
+from ._tree_jit import TreeJit
 
 __all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
 

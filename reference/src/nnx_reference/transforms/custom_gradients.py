@@ -18,7 +18,7 @@ import jax
 from ..graphlib import Mode
 from ..statelib import merge_state, to_flat_state
 from ..variablelib import Variable
-from . import checks, lift, trees
+from . import _checks as checks, _lift as lift, _trees as trees
 from .autodiff import DiffState, DiffPrefix, expand_diff, is_diff, substate
 
 __all__ = ["custom_vjp"]

@@ -12,9 +12,9 @@ from .._sharding import PARTITION_NAME
 from .. import graphlib
 from ..graphlib import Mode, without_metadata
 from ..variablelib import Variable
-from . import checks, lift, traced, trees
-from .prefix import PrefixMapping
-from .trees import is_node_leaf, is_variable
+from . import _checks as checks, _lift as lift, _traced as traced, _trees as trees
+from ._prefix import PrefixMapping
+from ._trees import is_node_leaf, is_variable
 
 __all__ = [
     "Carry",

@@ -18,9 +18,9 @@ import numpy as np
 from jax.tree_util import GetAttrKey
 
 from .. import reprlib
-from . import checks, lift, output_places, scan_carry, trees
+from . import _checks as checks, _lift as lift, _output_places as output_places, _scan_carry as scan_carry, _trees as trees
 from .iteration import Carry, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
-from .traced import pure_function
+from ._traced import pure_function
 
 __all__ = ["scan"]
 

@@ -15,7 +15,7 @@ import jax
 
 from .. import graphlib
 from .iteration import Carry
-from .trees import is_variable
+from ._trees import is_variable
 
 
 class CarryOut(tp.NamedTuple):

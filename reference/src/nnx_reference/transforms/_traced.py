@@ -13,7 +13,7 @@ import typing as tp
 import weakref
 
 from .. import graphlib
-from .trees import reported_as
+from ._trees import reported_as
 
 _MAX_PER_FUNCTION = 64
 """Structures remembered per user function; past this they are rebuilt as they come."""

@@ -35,11 +35,11 @@ from jax.tree_util import GetAttrKey
 from .. import _hijax, _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
-from . import lift, output_places
-from .call_cache import CachedCall, cache_call, identities, nodes_of
-from .checks import check_no_aliasing
-from .statics import Statics, insert_statics
-from .trees import is_object, is_variable, reported_as
+from . import _lift as lift, _output_places as output_places
+from ._call_cache import CachedCall, cache_call, identities, nodes_of
+from ._checks import check_no_aliasing
+from ._statics import Statics, insert_statics
+from ._trees import is_object, is_variable, reported_as
 
 _MAX_PLANS = 256
 """Structures remembered per function; past this the plans are rebuilt as they come."""

@@ -8,7 +8,7 @@ import typing as tp
 import jax
 
 from .. import _hijax
-from .trees import is_variable
+from ._trees import is_variable
 
 _T = tp.TypeVar("_T")
 

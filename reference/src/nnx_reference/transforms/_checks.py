@@ -10,8 +10,8 @@ from .. import graphlib, variablelib
 from .._tracing import check_same_trace, current_trace_state, inside_transformation
 from ..errors import TraceContextError
 from ..reprlib import is_ref
-from .prefix import VariablePrefix
-from .trees import broadcast_prefix, is_node_leaf, is_variable
+from ._prefix import VariablePrefix
+from ._trees import broadcast_prefix, is_node_leaf, is_variable
 
 
 def _variables_of(obj: tp.Any, every_path: bool) -> tp.Iterator[tuple[tuple, variablelib.Variable]]:

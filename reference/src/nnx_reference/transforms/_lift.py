@@ -28,8 +28,8 @@ from jax.tree_util import GetAttrKey
 
 from .. import filterlib, graphlib, statelib, variablelib
 from .._tracing import inside_transformation
-from . import output_places, refs, repeats
-from .checks import (
+from . import _output_places as output_places, _refs as refs, _repeats as repeats
+from ._checks import (
     CALL_ROOTS,
     Roots,
     check_consistent_aliasing,
@@ -42,10 +42,10 @@ from .checks import (
     key_paths,
     reached,
 )
-from .hijax_trees import from_jax, to_jax
-from .metadata_writes import new_metadata, replace_metadata
-from .output_places import THIRD, Places
-from .trees import (
+from ._hijax_trees import from_jax, to_jax
+from ._metadata_writes import new_metadata, replace_metadata
+from ._output_places import THIRD, Places
+from ._trees import (
     Expand,
     Layout,
     ObjectStates,

@@ -23,7 +23,7 @@ from .. import _structure, graphlib
 from ..pytreelib import Pytree
 from ..reprlib import is_ref
 from ..variablelib import Variable
-from .statics import Statics
+from ._statics import Statics
 
 Where = tp.Union[int, str]
 """An argument: its position, or its keyword."""

@@ -10,7 +10,7 @@ import typing as tp
 
 import jax
 
-from .trees import is_variable
+from ._trees import is_variable
 
 
 class Alias(tp.NamedTuple):
