@@ -15,7 +15,8 @@ import orbax.checkpoint as ocp
 import pytest
 from jax.sharding import AxisType
 
-from nnx_conformance.testing.differential import Side, flat_leaves, state_difference
+from nnx_conformance.testing.layer_cases import flat_leaves, state_difference
+from nnx_conformance.testing.outcomes import Side
 
 pytestmark = pytest.mark.kind("differential")
 
