@@ -120,8 +120,9 @@ def _build(nnx: Any, part: Any, built: Built) -> Any:
     return node
 
 
-values: st.SearchStrategy[np.ndarray] = arrays().map(np.asarray)
-"""A small float32 or int32 array of small integers (exact comparisons), as NumPy."""
+def values() -> st.SearchStrategy[np.ndarray]:
+    """A small float32 or int32 array of small integers (exact comparisons), as NumPy."""
+    return arrays().map(np.asarray)
 
 
 @st.composite
@@ -129,7 +130,7 @@ def variable_recipes(draw: st.DrawFn, types: tuple[str, ...] = VARIABLE_TYPES) -
     """A Variable of a drawn type and value, maybe with a ``tag`` metadata entry."""
     type_name = draw(st.sampled_from(types), label="variable type")
     tag = draw(st.sampled_from([None, "alpha", "beta"]), label="tag")
-    return VariableRecipe(type_name, draw(values, label="value"), (("tag", tag),) if tag else ())
+    return VariableRecipe(type_name, draw(values(), label="value"), (("tag", tag),) if tag else ())
 
 
 static_values = st.one_of(st.integers(-3, 3), st.sampled_from(["relu", "gelu"]), st.booleans())
