@@ -201,8 +201,8 @@ def _array_difference(expected: ArrayEntry, actual: ArrayEntry, allow: Allowance
     if allowed == 0.0:
         if expected.data == actual.data:
             return None
-        return f"{_kind(expected)}: values differ, max abs diff {max_abs_diff(e, a):.3g}"
-    diff = max_abs_diff(e, a)
+        return f"{_kind(expected)}: values differ, max abs diff {_max_abs_diff(e, a):.3g}"
+    diff = _max_abs_diff(e, a)
     if not diff <= allowed:  # NaN included
         return f"{_kind(expected)}: max abs diff {diff:.3g} > {allowed:.3g}"
     return None
@@ -214,7 +214,7 @@ def _kind(entry: ArrayEntry) -> str:
     return f"{'a key array of ' if entry.kind == 'key' else ''}{entry.dtype}{list(entry.shape)}"
 
 
-def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+def _max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
     """In NumPy, not JAX: every new shape would compile a JAX computation."""
     if a.size == 0:
         return 0.0

@@ -60,16 +60,14 @@ class Side:
         return Outcome(returned, error, tuple(WarningSeen(w.category.__name__, str(w.message)) for w in caught))
 
     def run(self, fn: Callable[..., Any], *args: Any, catch: bool = True) -> Any:
-        """``fn(nnx, *args)`` in this side's context; with ``catch``, an exception is returned."""
-        return self.run_recording(fn, *args, catch=catch)[0]
-
-    def run_recording(self, fn: Callable[..., Any], *args: Any, catch: bool = True) -> tuple[Any, list[str]]:
-        """:meth:`run`, with the categories of the warnings it emitted."""
-        recorded = self.record(fn, *args)
-        if recorded.error is not None and not catch:
-            raise recorded.error
-        outcome = recorded.result if recorded.error is None else recorded.error
-        return outcome, recorded.categories()
+        """``fn(nnx, *args)`` in this side's context; with ``catch``, an exception is returned
+        (without it, raised)."""
+        outcome = self.record(fn, *args)
+        if outcome.error is None:
+            return outcome.result
+        if not catch:
+            raise outcome.error
+        return outcome.error
 
 
 def yardstick_side(yardstick: Any) -> Side:
