@@ -50,7 +50,9 @@ def test_an_allowance_accepts_what_it_allows_and_nothing_more() -> None:
     expected, actual = array_entry(np.array([1.0, 2.0])), array_entry(np.array([1.0, 2.5]))
     assert difference(expected, actual, allow=lambda e: 0.5) is None
     assert difference(expected, actual, allow=lambda e: 0.4) is not None
-    assert difference(array_entry(np.array([np.nan])), array_entry(np.array([np.nan])), allow=lambda e: 1.0)
+    nan, one = array_entry(np.array([np.nan])), array_entry(np.array([1.0]))
+    assert difference(nan, one, allow=lambda e: 1.0) is not None, "a NaN is within no allowance of a number"
+    assert difference(nan, nan, allow=lambda e: 1.0) is None, "the same bits always agree"
 
 
 def test_texts_of_several_lines_differ_by_a_diff_naming_the_line() -> None:
@@ -101,3 +103,10 @@ def test_a_layer_case_sees_a_departure_at_each_stage(case: Case, stage: str) -> 
     found = case_difference(case, Side(nnx), Side(CANDIDATE))
     assert found is not None and found.startswith(stage), found
     assert case_difference(case, Side(nnx), Side(nnx)) is None
+
+
+def test_float0_gradients_which_hold_no_bytes_compare_by_shape() -> None:
+    """``grad`` by an integer input gives a float0 array: no bytes to compare, a shape to."""
+    zeros = np.zeros((2,), dtype=jax.dtypes.float0)
+    assert difference(describe(nnx, zeros), describe(nnx, np.zeros((2,), dtype=jax.dtypes.float0))) is None
+    assert difference(describe(nnx, zeros), describe(nnx, np.zeros((3,), dtype=jax.dtypes.float0))) is not None
