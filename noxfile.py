@@ -5,6 +5,7 @@
     nox -s extract [-- --check | --flax VERSION ...]       regenerate or check the spec pages
     nox -s compare -- BEFORE.json AFTER.json               regressions and fixes between two reports
     nox -s releases [-- VERSION ...]                       the pinned spec against several flax releases
+    nox -s lint                                            ruff's checks and formatter over the code
 
 JAX 0.12 and flax 0.12.12 need Python >= 3.12, which need not be the Python that runs
 nox: `find_python` looks for one on PATH, then in the usual install locations.
@@ -385,3 +386,16 @@ def api(session: nox.Session) -> None:
     flax_surface = ROOT / "conformance" / "src" / "nnx_conformance" / "data" / "flax_api.json"
     session.run(str(python), "-m", "tools.api_surface", "dump", "nnx_reference", "-o", str(surface), external=True)
     session.run(str(python), "-m", "tools.api_surface", "diff", str(flax_surface), str(surface), external=True)
+
+
+LINTED = ["conformance", "reference", "tools", "noxfile.py"]
+"""What ruff checks and formats (its settings: the root pyproject.toml)."""
+
+
+@nox.session(venv_backend="none")
+def lint(session: nox.Session) -> None:
+    """ruff's lint rules and its formatter's check over the code, in a venv of their own (.nox/lint)."""
+    python = _venv(session, ROOT / ".nox" / "lint")
+    session.run(str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), "ruff", external=True)
+    session.run(str(python), "-m", "ruff", "check", *LINTED, external=True)
+    session.run(str(python), "-m", "ruff", "format", "--check", *LINTED, external=True)

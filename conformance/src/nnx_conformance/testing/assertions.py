@@ -8,14 +8,15 @@ Each helper fails with a sentence about the spec, ``<what>: expected <spec>, got
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
-from .compare_state import Outcome, Scenario, class_names, deprecations, error_line, first_difference, observe, short
-from .differential import Case, Side, run_case
+from .describe import difference, short
+from .layer_cases import Case, case_difference
+from .outcomes import Outcome, Scenario, Side, class_names, deprecations, error_line, observe, yardstick_side
 from .snapshots import variables_by_path
 
 
@@ -43,33 +44,40 @@ def assert_same(
     *,
     mentions: Sequence[str] = (),
     deprecated: Sequence[str] = (),
+    same_warnings: bool = False,
+    what: str = "the scenario",
 ) -> Outcome:
     """Fails, saying what differed, unless ``scenario`` has the same outcome on ``nnx`` as on
     flax.nnx (the ``flax_nnx`` fixture): equal described results; or, where flax raises, an
     exception of flax's class (by name, or a subclass) whose message names each of ``mentions``;
-    and a DeprecationWarning naming each of ``deprecated`` where flax emits one. Returns flax's
-    outcome, so a test can also check that flax did what the spec says."""
+    and a DeprecationWarning naming each of ``deprecated`` where flax emits one (with
+    ``same_warnings``, warnings of exactly flax's categories). ``what`` names the scenario in
+    the failure. Returns flax's outcome, so a test can also check that flax did what the spec says."""
     __tracebackhide__ = True
-    expected = observe(Side(yardstick.nnx, yardstick.active), scenario)
+    expected = observe(yardstick_side(yardstick), scenario)
     actual = observe(Side(nnx), scenario)
-    what = f"{nnx!r} on the scenario"
+    what = f"{nnx!r} on {what}"
     if expected.error is not None:
         flax_error = f"{error_line(expected.error)} as flax.nnx raises"
         assert actual.error is not None, expected_got(what, flax_error, f"no error and {short(actual.result)}")
-        assert type(expected.error).__name__ in class_names(actual.error), (
-            expected_got(what, flax_error, error_line(actual.error))
+        assert type(expected.error).__name__ in class_names(actual.error), expected_got(
+            what, flax_error, error_line(actual.error)
         )
         for name in mentions:
-            assert name in str(expected.error), (
-                expected_got("flax.nnx's message", f"one naming {name!r}", error_line(expected.error))
+            assert name in str(expected.error), expected_got(
+                "flax.nnx's message", f"one naming {name!r}", error_line(expected.error)
             )
-            assert name in str(actual.error), (
-                expected_got(f"{nnx!r}'s message", f"one naming {name!r} as flax.nnx's does", error_line(actual.error))
+            assert name in str(actual.error), expected_got(
+                f"{nnx!r}'s message", f"one naming {name!r} as flax.nnx's does", error_line(actual.error)
             )
     else:
         assert actual.error is None, expected_got(what, "no error, as flax.nnx runs it", error_line(actual.error))
-        difference = first_difference(expected.result, actual.result)
-        assert difference is None, f"{what} differs from flax.nnx at {difference}"
+        found = difference(expected.result, actual.result, "result")
+        assert found is None, f"{what} differs from flax.nnx at {found}"
+    if same_warnings:
+        assert actual.categories() == expected.categories(), expected_got(
+            f"{what}: the warnings", f"{expected.categories()} as flax.nnx emits", str(actual.categories())
+        )
     missing = set(deprecations(expected, deprecated)) - set(deprecations(actual, deprecated))
     assert not missing, expected_got(
         f"{nnx!r}'s warnings", f"a DeprecationWarning for {sorted(missing)} as flax.nnx emits", "none"
@@ -81,8 +89,35 @@ def assert_agrees(yardstick: Any, nnx: Any, case: Case) -> None:
     """Fails, saying what differed, unless ``nnx`` agrees on ``case`` with the yardstick
     (the ``flax_nnx`` fixture)."""
     __tracebackhide__ = True
-    ok, note = run_case(case, Side(yardstick.nnx, yardstick.active), Side(nnx))
-    assert ok, f"{case.name} on {nnx!r} differs from flax.nnx: {note}"
+    found = case_difference(case, yardstick_side(yardstick), Side(nnx))
+    assert found is None, f"{case.name} on {nnx!r} differs from flax.nnx: {found}"
+
+
+def assert_same_text(
+    yardstick: Any,
+    nnx: Any,
+    produce: Callable[[Any], str],
+    what: str,
+    *,
+    normalize: Callable[[str], str] = str,
+    may_raise: bool = True,
+) -> None:
+    """Fails, with a diff, unless ``produce(nnx)`` gives flax.nnx's text (a table, a print)
+    character for character, after ``normalize``. With ``may_raise``, flax raising is
+    agreement where the implementation raises the same exception class; without it, an
+    exception on either side propagates."""
+    __tracebackhide__ = True
+    expected, actual = yardstick_side(yardstick).record(produce), Side(nnx).record(produce)
+    for outcome in (expected, actual):
+        if outcome.error is not None and not may_raise:
+            raise outcome.error
+    if expected.error is not None or actual.error is not None:
+        assert type(actual.error) is type(expected.error), expected_got(
+            what, error_line(expected.error) + " as flax.nnx gives", error_line(actual.error)
+        )
+        return
+    found = difference(normalize(expected.result), normalize(actual.result))
+    assert found is None, f"{what} on {nnx!r} differs from flax.nnx's: {found}"
 
 
 def assert_shares_arrays(nnx: Any, original: Any, derived: Any, function: str) -> None:
@@ -91,9 +126,7 @@ def assert_shares_arrays(nnx: Any, original: Any, derived: Any, function: str) -
     originals = variables_by_path(nnx, original)
     for path, variable in variables_by_path(nnx, derived).items():
         want, got = originals[path][...].unsafe_buffer_pointer(), variable[...].unsafe_buffer_pointer()
-        assert got == want, expected_got(
-            f"{function}: the Variable at {path}", "the original's array buffer", "a copy"
-        )
+        assert got == want, expected_got(f"{function}: the Variable at {path}", "the original's array buffer", "a copy")
 
 
 def assert_close(what: str, got: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 1e-6) -> None:

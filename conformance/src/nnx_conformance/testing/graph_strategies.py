@@ -3,19 +3,21 @@
 A differential test must build the same objects with two implementations, so these
 strategies draw *recipes* (plain data: Variable types by name, NumPy values, attribute
 layouts, extra references) and :func:`build` makes the objects with one implementation's
-public names. Sizes stay small so that shrunk counterexamples read at a glance.
+public names and the user classes of ``strategies.nodes``. Sizes stay small so that
+shrunk counterexamples read at a glance.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 from hypothesis import strategies as st
+
+from .strategies.nodes import arrays, classes
 
 VARIABLE_TYPES = ("Param", "BatchStat", "Cache", "Intermediate", "Counter")
 """Variable types of drawn graphs by name; ``Counter`` is a user Variable subclass."""
@@ -24,37 +26,9 @@ ATTRIBUTE_NAMES = ("a", "b", "c", "kernel", "bias")
 MAX_DEPTH = 2
 
 
-@dataclass(frozen=True)
-class Classes:
-    """The user classes a recipe may name, defined on one implementation's bases."""
-
-    node: type
-    record: type
-    counter: type
-
-
-def _set_attributes(self: Any, **attributes: Any) -> None:
-    for name, value in attributes.items():
-        setattr(self, name, value)
-
-
-@functools.cache
-def _classes_for(module_base: type, pytree_base: type, variable_base: type) -> Classes:
-    return Classes(
-        node=type("Node", (module_base,), {"__init__": _set_attributes, "__module__": __name__}),
-        record=type("Record", (pytree_base,), {"__init__": _set_attributes, "__module__": __name__}),
-        counter=type("Counter", (variable_base,), {"__module__": __name__}),
-    )
-
-
-def classes(nnx: Any) -> Classes:
-    """The user classes defined on ``nnx``'s bases (one set per implementation)."""
-    return _classes_for(nnx.Module, nnx.Pytree, nnx.Variable)
-
-
 def variable_type(nnx: Any, name: str) -> type:
     """The Variable type of ``nnx`` a recipe names."""
-    return classes(nnx).counter if name == "Counter" else getattr(nnx, name)
+    return classes(nnx).custom_variable if name == "Counter" else getattr(nnx, name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,7 +75,8 @@ class GraphRecipe:
 
 def _show(part: Any) -> str:
     if isinstance(part, VariableRecipe):
-        return f"{part.type_name}({part.value.dtype}{list(part.value.shape)}={part.value.tolist()}{dict(part.metadata) or ''})"
+        value = f"{part.value.dtype}{list(part.value.shape)}={part.value.tolist()}"
+        return f"{part.type_name}({value}{dict(part.metadata) or ''})"
     if isinstance(part, NodeRecipe):
         return f"{part.kind}({', '.join(f'{k}={_show(v)}' for k, v in part.children)})"
     return repr(part)
@@ -145,14 +120,9 @@ def _build(nnx: Any, part: Any, built: Built) -> Any:
     return node
 
 
-@st.composite
-def values(draw: st.DrawFn) -> np.ndarray:
-    """A small float32 or int32 array of small integers (exact comparisons)."""
-    shape = tuple(draw(st.lists(st.integers(1, 3), max_size=2), label="shape"))
-    dtype = draw(st.sampled_from(["float32", "int32"]), label="dtype")
-    size = int(np.prod(shape, dtype=int))
-    numbers = draw(st.lists(st.integers(-8, 8), min_size=size, max_size=size), label="values")
-    return np.array(numbers, dtype=dtype).reshape(shape)
+def values() -> st.SearchStrategy[np.ndarray]:
+    """A small float32 or int32 array of small integers (exact comparisons), as NumPy."""
+    return arrays().map(np.asarray)
 
 
 @st.composite
@@ -294,7 +264,12 @@ filter_recipes: st.SearchStrategy[FilterRecipe] = st.recursive(
     _filter_atoms,
     lambda children: st.one_of(
         st.builds(FilterRecipe, st.just("Not"), st.none(), st.tuples(children)),
-        st.builds(FilterRecipe, st.sampled_from(["Any", "All"]), st.none(), st.lists(children, min_size=1, max_size=3).map(tuple)),
+        st.builds(
+            FilterRecipe,
+            st.sampled_from(["Any", "All"]),
+            st.none(),
+            st.lists(children, min_size=1, max_size=3).map(tuple),
+        ),
     ),
     max_leaves=4,
 )

@@ -24,7 +24,7 @@ import optax
 from hypothesis import strategies as st
 
 from . import graph_strategies as gs
-from .compare_state import Described, describe
+from .describe import Described, describe
 
 MODEL_KINDS = ("linear", "batchnorm", "dropout", "nested", "list", "shared")
 """The models a program creates; ``shared`` holds a submodule and a Param twice."""
@@ -172,57 +172,58 @@ class SetAttributes:
 
 
 @dataclass(frozen=True)
-class SplitMerge:
-    """Splits model ``target`` into Params and the rest and merges it back, replacing it."""
+class _GraphStep:
+    """A step that hands model ``target`` to a graph function, in graph mode or not (``graph``)."""
 
     target: int
     graph: bool
 
     def __call__(self, nnx: Any, world: World) -> Any:
         index, model = world.target(self.target)
+        return self.apply(nnx, world, index, model)
+
+    def apply(self, nnx: Any, world: World, index: int, model: Any) -> Any:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class SplitMerge(_GraphStep):
+    """Splits model ``target`` into Params and the rest and merges it back, replacing it."""
+
+    def apply(self, nnx: Any, world: World, index: int, model: Any) -> Any:
         graphdef, params, rest = nnx.split(model, nnx.Param, ..., graph=self.graph)
         world.models[index] = nnx.merge(graphdef, params, rest)
         return params, rest
 
 
 @dataclass(frozen=True)
-class Update:
+class Update(_GraphStep):
     """Writes model ``target``'s Params, scaled by ``factor``, back with ``nnx.update``."""
 
-    target: int
     factor: float
-    graph: bool
 
-    def __call__(self, nnx: Any, world: World) -> Any:
-        _, model = world.target(self.target)
+    def apply(self, nnx: Any, world: World, index: int, model: Any) -> Any:
         params = nnx.state(model, nnx.Param, graph=self.graph)
         nnx.update(model, jax.tree.map(lambda p: p * self.factor, params))
         return params
 
 
 @dataclass(frozen=True)
-class Clone:
+class Clone(_GraphStep):
     """Adds a clone of model ``target``."""
 
-    target: int
-    graph: bool
-
-    def __call__(self, nnx: Any, world: World) -> Any:
-        _, model = world.target(self.target)
+    def apply(self, nnx: Any, world: World, index: int, model: Any) -> Any:
         world.models.append(nnx.clone(model, graph=self.graph))
         return None
 
 
 @dataclass(frozen=True)
-class FilterState:
+class FilterState(_GraphStep):
     """The part of model ``target``'s state a filter recipe selects."""
 
-    target: int
     recipe: gs.FilterRecipe
-    graph: bool
 
-    def __call__(self, nnx: Any, world: World) -> Any:
-        _, model = world.target(self.target)
+    def apply(self, nnx: Any, world: World, index: int, model: Any) -> Any:
         return nnx.state(model, gs.build_filter(nnx, self.recipe), graph=self.graph)
 
 
@@ -281,9 +282,9 @@ def _steps(tree_only: bool) -> st.SearchStrategy[Step]:
         st.builds(Create, st.sampled_from(MODEL_KINDS[:-1] if tree_only else MODEL_KINDS), st.integers(0, 3)),
         st.builds(SetAttributes, targets, st.sampled_from(["train", "eval", "tag", "extra", "deterministic"])),
         st.builds(SplitMerge, targets, graph),
-        st.builds(Update, targets, st.sampled_from([0.5, -1.0]), graph),
+        st.builds(Update, targets, graph, st.sampled_from([0.5, -1.0])),
         st.builds(Clone, targets, graph),
-        st.builds(FilterState, targets, gs.filter_recipes, graph),
+        st.builds(FilterState, targets, graph, gs.filter_recipes),
         st.builds(OptimizerStep, targets, _modes(tree_only)),
     )
 
@@ -299,6 +300,8 @@ def programs(draw: st.DrawFn, *, tree_only: bool = False, max_steps: int = 3) ->
     order = draw(st.permutations(TRANSFORMS), label="order of the transforms of the calls")
     steps: list[Step] = [first]
     for index, step in enumerate(draw(st.lists(_steps(tree_only), min_size=1, max_size=max_steps), label="steps")):
-        call = Call(draw(st.integers(0, 3), label="target"), order[index % len(order)], draw(_modes(tree_only), label="mode"))
+        call = Call(
+            draw(st.integers(0, 3), label="target"), order[index % len(order)], draw(_modes(tree_only), label="mode")
+        )
         steps += [step, call]
     return Program(tuple(steps))

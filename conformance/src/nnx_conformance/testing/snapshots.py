@@ -4,7 +4,8 @@ A snapshot maps every path of a graph to what is found there: a node's type, a
 Variable's type, dtype, shape, values and metadata, a static value, or a reference to
 the path where a shared object was first seen. It uses no graph API of the
 implementation (no split, state or iter_graph), so the laws about those functions can
-compare their results with it without assuming what they test.
+compare their results with it without assuming what they test. Two snapshots are compared
+by the suite's one comparison, ``describe.difference``.
 """
 
 from __future__ import annotations
@@ -128,19 +129,6 @@ def state_snapshot(nnx: Any, state: Any) -> Snapshot:
 
     visit(state, ())
     return entries
-
-
-def difference(expected: Snapshot, actual: Snapshot, limit: int = 3) -> str | None:
-    """A readable account of where two snapshots differ, or None when they are equal."""
-    lines = []
-    for path in sorted(set(expected) | set(actual), key=repr):
-        want, got = expected.get(path, "nothing"), actual.get(path, "nothing")
-        if want != got:
-            lines.append(f"at {path}: expected {want!r}, got {got!r}")
-    if not lines:
-        return None
-    more = f" (and {len(lines) - limit} more)" if len(lines) > limit else ""
-    return "; ".join(lines[:limit]) + more
 
 
 def expected_groups(

@@ -15,7 +15,8 @@ import orbax.checkpoint as ocp
 import pytest
 from jax.sharding import AxisType
 
-from nnx_conformance.testing.differential import Side, flat_leaves, state_difference
+from nnx_conformance.testing.layer_cases import flat_leaves, state_difference
+from nnx_conformance.testing.outcomes import Side, yardstick_side
 
 pytestmark = pytest.mark.kind("differential")
 
@@ -98,7 +99,7 @@ def _restore_into_eval_shape(nnx: Any, build: Build, directory: Path) -> Saved:
 
 
 def _sides(nnx: Any, flax_nnx: Any) -> dict[str, Side]:
-    return {"flax": Side(flax_nnx.nnx, flax_nnx.active), "impl": Side(nnx)}
+    return {"flax": yardstick_side(flax_nnx), "impl": Side(nnx)}
 
 
 WRITER_READER = pytest.mark.parametrize(

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import io
 from collections.abc import Callable
 from typing import Any
@@ -12,24 +11,15 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
-from nnx_conformance.testing.differential import Side
 from nnx_conformance.impl import FLAX_NNX
 from nnx_conformance.outputs import DocOutputChecker
+from nnx_conformance.testing.assertions import assert_same_text
 
-pytestmark = pytest.mark.kind("differential")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.usefixtures("not_flax_against_itself")]
 
 
 # flax 0.12.12 raises TypeError for compute_vjp_flops with keyword inputs and then leaves
 # its Module classes patched, which breaks later flax calls of the run: no case asks for it.
-
-
-@pytest.fixture(autouse=True)
-def _not_flax_against_itself(flax_nnx: Any) -> None:
-    """flax 0.12.12's tabulate leaves the tabulated Module classes' methods wrapped, so that a
-    later nnx.capture of them in the same process recurses (the extracting_intermediates guide
-    fails after these tests in a one-process run); with flax under test, there is nothing to compare."""
-    if flax_nnx.alias is None:
-        pytest.skip("flax.nnx under test: its tabulate would leave its Module classes patched for later pages")
 
 
 def _documented_foo(nnx: Any) -> Any:
@@ -144,11 +134,6 @@ CASES: dict[str, tuple[Callable[[Any], Any], Tabulate]] = {
 }
 
 
-def _difference(expected: str, actual: str) -> str:
-    lines = difflib.unified_diff(expected.splitlines(), actual.splitlines(), "flax", "implementation", lineterm="", n=1)
-    return "\n".join(list(lines)[:40])
-
-
 # flax 0.12.12's tabulate raises in tree mode on some of these models and, when it does, leaves a
 # hook on RngStream that breaks every later Rngs call of its process: the tables are compared in graph mode
 @pytest.mark.graph_mode("graph")
@@ -156,11 +141,7 @@ def _difference(expected: str, actual: str) -> str:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_tabulate_gives_flax_table_character_for_character(nnx: Any, flax_nnx: Any, case: str) -> None:
     build, tabulate = CASES[case]
-    expected, actual = (side.run(lambda n: tabulate(n, build(n))) for side in (Side(flax_nnx.nnx, flax_nnx.active), Side(nnx)))
-    if isinstance(expected, Exception) or isinstance(actual, Exception):
-        assert type(expected) is type(actual), f"{case}: flax gives {expected!r}, the implementation {actual!r}"
-        return
-    assert actual == expected, f"{case}: the table differs from flax's:\n{_difference(expected, actual)}"
+    assert_same_text(flax_nnx, nnx, lambda n: tabulate(n, build(n)), f"the table of {case}")
 
 
 def _displayed(nnx: Any) -> str:
@@ -175,6 +156,4 @@ def _displayed(nnx: Any) -> str:
 @pytest.mark.apis("display")
 def test_display_prints_what_flax_prints_outside_a_notebook(nnx: Any, flax_nnx: Any) -> None:
     normalize = DocOutputChecker(FLAX_NNX).normalize  # memory addresses differ from run to run
-    expected = normalize(Side(flax_nnx.nnx, flax_nnx.active).run(_displayed, catch=False))
-    actual = normalize(Side(nnx).run(_displayed, catch=False))
-    assert actual == expected, f"nnx.display prints differently from flax:\n{_difference(expected, actual)}"
+    assert_same_text(flax_nnx, nnx, _displayed, "what nnx.display prints", normalize=normalize, may_raise=False)

@@ -13,10 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance.testing.differential import Side
-from nnx_conformance.spec.display.test_parity import _difference, _not_flax_against_itself  # noqa: F401
+from nnx_conformance.testing.assertions import assert_same_text
 
-pytestmark = pytest.mark.kind("differential")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.usefixtures("not_flax_against_itself")]
 
 
 class SubCall(NamedTuple):
@@ -82,14 +81,6 @@ def _model(nnx: Any, program: Program) -> Any:
     return Model()
 
 
-def _assert_same_table(nnx: Any, flax_nnx: Any, tabulate: Any, case: Any) -> None:
-    expected, actual = Side(flax_nnx.nnx, flax_nnx.active).run(tabulate), Side(nnx).run(tabulate)
-    if isinstance(expected, Exception) or isinstance(actual, Exception):
-        assert type(expected) is type(actual), f"{case}: flax gives {expected!r}, the implementation {actual!r}"
-        return
-    assert actual == expected, f"the table of {case} differs from flax's:\n{_difference(expected, actual)}"
-
-
 # flax 0.12.12's tabulate raises in tree mode on some of these models and, when it does, leaves a
 # hook on RngStream that breaks every later Rngs call of its process: the tables are compared in graph mode
 @pytest.mark.graph_mode("graph")
@@ -99,7 +90,7 @@ def test_tabulate_records_the_calls_flax_records(nnx: Any, flax_nnx: Any, progra
     def tabulate(n: Any) -> str:
         return n.tabulate(_model(n, program), jnp.ones((1, 2)), console_kwargs={"width": 200})
 
-    _assert_same_table(nnx, flax_nnx, tabulate, program)
+    assert_same_text(flax_nnx, nnx, tabulate, f"the table of {program}")
 
 
 @pytest.mark.graph_mode("graph")
@@ -120,4 +111,4 @@ def test_tabulate_passes_scalar_inputs_as_given_in_graph_mode_as_flax(
         inputs = ((jnp.ones((1, 2)), flag), {"n": n}) if n_by_keyword else ((jnp.ones((1, 2)), flag, n), {})
         return nnx.tabulate(Gated(), *inputs[0], **inputs[1], console_kwargs={"width": 200})
 
-    _assert_same_table(nnx, flax_nnx, tabulate, (flag, n))
+    assert_same_text(flax_nnx, nnx, tabulate, f"the table of {(flag, n)}")

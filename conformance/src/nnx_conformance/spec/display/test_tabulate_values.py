@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nnx_conformance.spec.display.test_parity import _not_flax_against_itself  # noqa: F401
-from nnx_conformance.spec.display.test_tabulate_calls import _assert_same_table
+from nnx_conformance.testing.assertions import assert_same_text
 
-pytestmark = pytest.mark.kind("differential")
+pytestmark = [pytest.mark.kind("differential"), pytest.mark.usefixtures("not_flax_against_itself")]
 
 _leaves = st.one_of(
     st.none(),
@@ -73,4 +72,4 @@ def _tabulate(call: Call) -> Any:
 @pytest.mark.apis("tabulate")
 @given(call=calls)
 def test_tabulate_writes_drawn_inputs_and_outputs_as_flax_does(nnx: Any, flax_nnx: Any, call: Call) -> None:
-    _assert_same_table(nnx, flax_nnx, _tabulate(call), call)
+    assert_same_text(flax_nnx, nnx, _tabulate(call), f"the table of {call}")

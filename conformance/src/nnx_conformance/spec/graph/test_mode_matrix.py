@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing import graph_strategies as gs
-from nnx_conformance.testing.compare_state import describe
+from nnx_conformance.testing.describe import describe
 
 pytestmark = pytest.mark.kind("property")
 

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
 from nnx_conformance.testing.assertions import assert_same
-from nnx_conformance.testing.snapshots import VariableEntry, difference, snapshot, walk
+from nnx_conformance.testing.describe import difference
+from nnx_conformance.testing.snapshots import VariableEntry, snapshot, walk
 
 pytestmark = pytest.mark.kind("property")
 

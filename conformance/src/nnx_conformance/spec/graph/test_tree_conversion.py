@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
 from nnx_conformance.testing.assertions import assert_same
-from nnx_conformance.testing.snapshots import VariableEntry, difference, snapshot, state_snapshot, variables_by_path
+from nnx_conformance.testing.describe import difference
+from nnx_conformance.testing.snapshots import VariableEntry, snapshot, state_snapshot, variables_by_path
 
 pytestmark = pytest.mark.kind("property")
 

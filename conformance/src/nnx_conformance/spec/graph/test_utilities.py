@@ -1,20 +1,19 @@
 """Parity of the graph utilities with flax.nnx: the same call on the same small model
-gives the same result (as plain data), the same warnings, or flax's exception type."""
+gives the same described result, the same warnings, or flax's exception type."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
-from nnx_conformance.testing.differential import Side, flat_leaves, flat_state
+from nnx_conformance.testing.assertions import assert_same
+from nnx_conformance.testing.layer_cases import Leaf, flat_leaves, flat_state
 
 pytestmark = pytest.mark.kind("differential")
 
@@ -34,39 +33,8 @@ def _model(nnx: Any, seed: int) -> Any:
     return Block(nnx.Rngs(seed, dropout=seed + 1))
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as data two implementations can be compared on: arrays as NumPy, types by name."""
-    if isinstance(value, type):
-        return f"<class {value.__name__}>"
-    if hasattr(value, "get_value"):  # a Variable
-        return type(value).__name__, _plain(value.get_value())
-    if isinstance(value, (list, tuple)):
-        return type(value)(map(_plain, value))
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (jax.Array, np.ndarray)):
-        array = np.asarray(jax.random.key_data(value) if jnp.issubdtype(value.dtype, jax.dtypes.prng_key) else value)
-        return (str(array.dtype), array.shape, array.tobytes())
-    return value
-
-
-def assert_same_outcome(flax_nnx: Any, nnx: Any, call: Callable[[Any], Any], what: str) -> None:
-    """``call(nnx)`` (plain data, see :func:`_plain`) agrees with flax's: same value and warnings,
-    or an exception of flax's class."""
-    __tracebackhide__ = True
-    (expected, warned_e), (got, warned_g) = (
-        side.run_recording(call) for side in (Side(flax_nnx.nnx, flax_nnx.active), Side(nnx))
-    )
-    if isinstance(expected, Exception):
-        assert isinstance(got, type(expected)), f"{what}: flax raises {expected!r}, {nnx!r} gives {got!r}"
-        return
-    assert not isinstance(got, Exception), f"{what}: flax gives {expected!r}, {nnx!r} raises {got!r}"
-    assert got == expected, f"{what}: flax gives {expected!r}, {nnx!r} gives {got!r}"
-    assert warned_g == warned_e, f"{what}: flax warns {warned_e}, {nnx!r} warns {warned_g}"
-
-
-def _state_of(nnx: Any, node: Any) -> list[Any]:
-    return _plain(flat_state(nnx, node))
+def _state_of(nnx: Any, node: Any) -> list[Leaf]:
+    return flat_state(nnx, node)
 
 
 @pytest.mark.apis("graphdef")
@@ -76,7 +44,7 @@ def test_graphdef_is_the_graphdef_split_gives(nnx: Any, flax_nnx: Any, seed: int
         model = _model(nnx, seed)
         return nnx.graphdef(model, graph=graph) == nnx.split(model, graph=graph)[0]
 
-    assert_same_outcome(flax_nnx, nnx, call, f"graphdef(model, graph={graph})")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"graphdef(model, graph={graph})")
 
 
 @pytest.mark.apis("graphdef", "GraphDef")
@@ -91,7 +59,10 @@ def test_graphdefs_hash_and_compare_by_structure_as_in_flax(nnx: Any, flax_nnx: 
         other = nnx.graphdef(nnx.Linear(2, 3, rngs=nnx.Rngs(seed)), graph=graph)
         return first == second, hash(first) == hash(second), {first: "found"}.get(second), first == other
 
-    assert_same_outcome(flax_nnx, nnx, call, f"graphdefs of equal and other structures (graph={graph})")
+    assert_same(
+        flax_nnx, nnx, call, same_warnings=True,
+        what=f"graphdefs of equal and other structures (graph={graph})",
+    )
 
 
 @pytest.mark.kind("property")
@@ -112,7 +83,7 @@ def test_find_duplicates_lists_the_paths_of_shared_nodes(nnx: Any, flax_nnx: Any
         model = _model(nnx, seed)
         return nnx.find_duplicates(model) if only == "everything" else nnx.find_duplicates(model, only=getattr(nnx, only))
 
-    assert_same_outcome(flax_nnx, nnx, call, f"find_duplicates(model, only={only})")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"find_duplicates(model, only={only})")
 
 
 @pytest.mark.apis("iter_module_children")
@@ -121,7 +92,7 @@ def test_iter_module_children_yields_the_direct_submodules(nnx: Any, flax_nnx: A
     def call(nnx: Any) -> Any:
         return [(key, type(child).__name__) for key, child in nnx.iter_module_children(_model(nnx, seed), graph=graph)]
 
-    assert_same_outcome(flax_nnx, nnx, call, f"iter_module_children(model, graph={graph})")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"iter_module_children(model, graph={graph})")
 
 
 @pytest.mark.apis("map")
@@ -136,7 +107,10 @@ def test_map_applies_a_function_to_every_variable_value(
     def call(nnx: Any) -> Any:
         return _state_of(nnx, nnx.map(scaled, _model(nnx, seed), graph=graph, recreate_variables=recreate))
 
-    assert_same_outcome(flax_nnx, nnx, call, f"map(scale by {scale}, graph={graph}, recreate_variables={recreate})")
+    assert_same(
+        flax_nnx, nnx, call, same_warnings=True,
+        what=f"map(scale by {scale}, graph={graph}, recreate_variables={recreate})",
+    )
 
 
 @pytest.mark.apis("map", "merge")
@@ -155,7 +129,10 @@ def test_tree_mode_map_and_merge_wrap_plain_values_back_into_their_variables(
         ]
         return leaf_types, _state_of(nnx, mapped), _state_of(nnx, merged)
 
-    assert_same_outcome(flax_nnx, nnx, call, f"tree-mode map (scale by {scale}) and merge, recreate_variables={recreate}")
+    assert_same(
+        flax_nnx, nnx, call, same_warnings=True,
+        what=f"tree-mode map (scale by {scale}) and merge, recreate_variables={recreate}",
+    )
 
 
 @pytest.mark.apis("has_data")
@@ -164,9 +141,9 @@ def test_has_data_lists_the_array_data_of_a_value(nnx: Any, flax_nnx: Any, value
     def call(nnx: Any) -> Any:
         made = {"array": jnp.arange(3.0), "int": 3, "list of arrays": [jnp.ones(2), 1],
                 "Param": nnx.Param(jnp.zeros(2))}[value]
-        return _plain(list(nnx.has_data(made)))
+        return list(nnx.has_data(made))
 
-    assert_same_outcome(flax_nnx, nnx, call, f"has_data({value})")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"has_data({value})")
 
 
 @pytest.mark.apis("unpack")
@@ -178,9 +155,9 @@ def test_unpack_splits_the_state_by_filters_into_graph_states_indexed_as_states(
         found = nnx.unpack(_model(nnx, seed), *chosen)
         states = found if isinstance(found, tuple) else (found,)
         indexed = [[(key, type(state[key]).__name__) for key in sorted(state, key=str)] for state in states]
-        return [_plain(flat_leaves(nnx, state)) for state in states], indexed
+        return [flat_leaves(nnx, state) for state in states], indexed
 
-    assert_same_outcome(flax_nnx, nnx, call, f"unpack(model, {', '.join(filters)})")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"unpack(model, {', '.join(filters)})")
 
 
 @pytest.mark.apis("set_metadata")
@@ -191,7 +168,7 @@ def test_set_metadata_sets_it_on_the_filtered_variables(nnx: Any, flax_nnx: Any,
         nnx.set_metadata(model, only=getattr(nnx, only), tag=tag)
         return _state_of(nnx, model)
 
-    assert_same_outcome(flax_nnx, nnx, call, f"set_metadata(model, only={only}, tag={tag!r})")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"set_metadata(model, only={only}, tag={tag!r})")
 
 
 @pytest.mark.apis("with_vars", "vars_as")
@@ -210,7 +187,10 @@ def test_with_vars_gives_variables_of_the_asked_mode(
                                        allow_duplicates=True)
         return _state_of(nnx, model)
 
-    assert_same_outcome(flax_nnx, nnx, call, f"{function}(model, ref={ref}, hijax={hijax}, only=Param)")
+    assert_same(
+        flax_nnx, nnx, call, same_warnings=True,
+        what=f"{function}(model, ref={ref}, hijax={hijax}, only=Param)",
+    )
 
 
 @pytest.mark.apis("variable_name_from_type", "variable_type_from_name")
@@ -221,7 +201,10 @@ def test_variable_names_and_types_map_to_each_other(nnx: Any, flax_nnx: Any, nam
         found = nnx.variable_type_from_name(name, allow_register=allow_register)
         return found.__name__, nnx.variable_name_from_type(found, allow_register=allow_register)
 
-    assert_same_outcome(flax_nnx, nnx, call, f"variable_type_from_name({name!r}, allow_register={allow_register})")
+    assert_same(
+        flax_nnx, nnx, call, same_warnings=True,
+        what=f"variable_type_from_name({name!r}, allow_register={allow_register})",
+    )
 
 
 @pytest.mark.apis("variable_type_from_name")
@@ -230,7 +213,7 @@ def test_variable_type_from_name_creates_a_subclass_of_base(nnx: Any, flax_nnx: 
         found = nnx.variable_type_from_name("graph_utilities_stats", base=nnx.BatchStat, allow_register=True)
         return found.__name__, [cls.__name__ for cls in found.__mro__[:3]]
 
-    assert_same_outcome(flax_nnx, nnx, call, "variable_type_from_name(new name, base=BatchStat)")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what="variable_type_from_name(new name, base=BatchStat)")
 
 
 @pytest.mark.apis("register_variable_name")
@@ -244,7 +227,7 @@ def test_register_variable_name_pairs_a_name_with_a_type(nnx: Any, flax_nnx: Any
         again = nnx.register_variable_name(f"graph_utilities_counter_{overwrite}", overwrite=overwrite)(Counter)
         return again.__name__, nnx.variable_name_from_type(Counter)
 
-    assert_same_outcome(flax_nnx, nnx, call, f"register_variable_name twice, overwrite={overwrite}")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"register_variable_name twice, overwrite={overwrite}")
 
 
 @pytest.mark.apis("pure")
@@ -252,14 +235,17 @@ def test_register_variable_name_pairs_a_name_with_a_type(nnx: Any, flax_nnx: Any
 def test_pure_strips_the_variables_of_a_state(nnx: Any, flax_nnx: Any, seed: int) -> None:
     def call(nnx: Any) -> Any:
         pure = nnx.pure(nnx.state(_model(nnx, seed), nnx.Param))
-        return _plain(jax.tree_util.tree_flatten_with_path(pure)[0])
+        return [(jax.tree_util.keystr(path), leaf) for path, leaf in jax.tree_util.tree_flatten_with_path(pure)[0]]
 
-    assert_same_outcome(flax_nnx, nnx, call, "pure(state of the Params)")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what="pure(state of the Params)")
 
 
 @pytest.mark.apis("using_eager_sharding")
 def test_using_eager_sharding_is_off_by_default(nnx: Any, flax_nnx: Any) -> None:
-    assert_same_outcome(flax_nnx, nnx, lambda nnx: nnx.using_eager_sharding(), "using_eager_sharding()")
+    assert_same(
+        flax_nnx, nnx, lambda nnx: nnx.using_eager_sharding(), same_warnings=True,
+        what="using_eager_sharding()",
+    )
 
 
 @pytest.mark.apis("jit_partial")
@@ -273,9 +259,12 @@ def test_jit_partial_calls_with_the_model_bound(
     def call(nnx: Any) -> Any:
         model = _model(nnx, seed)
         forward = nnx.jit_partial(lambda model, x: model.norm(model.linear(x)), model, graph_updates=graph_updates)
-        return _plain(forward(x)), _state_of(nnx, model)
+        return forward(x), _state_of(nnx, model)
 
-    assert_same_outcome(flax_nnx, nnx, call, f"jit_partial(forward, model, graph_updates={graph_updates})(x)")
+    assert_same(
+        flax_nnx, nnx, call, same_warnings=True,
+        what=f"jit_partial(forward, model, graph_updates={graph_updates})(x)",
+    )
 
 
 @pytest.mark.apis("jit_partial")
@@ -299,7 +288,7 @@ def test_jit_partial_lowers_traces_and_evaluates_shapes_with_the_model_bound(
         shapes = made if method == "eval_shape" else made.out_info
         return jax.tree.map(lambda a: (a.shape, str(a.dtype)), shapes), _state_of(nnx, model)
 
-    assert_same_outcome(flax_nnx, nnx, call, f"jit_partial(forward, model, graph=False).{method}(x)")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"jit_partial(forward, model, graph=False).{method}(x)")
 
 
 @pytest.mark.apis("fork_rngs", "with_rngs")
@@ -312,4 +301,4 @@ def test_rng_streams_of_a_model_fork_and_split_as_flax_does(
         result = getattr(nnx, function)(model, split=split)
         return _state_of(nnx, model), _state_of(nnx, result) if function == "with_rngs" else None
 
-    assert_same_outcome(flax_nnx, nnx, call, f"{function}(model, split={split})")
+    assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"{function}(model, split={split})")

@@ -10,14 +10,8 @@ from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
 from nnx_conformance.testing.assertions import assert_shares_arrays
-from nnx_conformance.testing.snapshots import (
-    NodeEntry,
-    VariableEntry,
-    difference,
-    modules_by_path,
-    snapshot,
-    walk,
-)
+from nnx_conformance.testing.describe import difference
+from nnx_conformance.testing.snapshots import NodeEntry, VariableEntry, modules_by_path, snapshot, walk
 
 pytestmark = pytest.mark.kind("property")
 

@@ -11,14 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
-from nnx_conformance.testing.snapshots import (
-    NodeEntry,
-    Snapshot,
-    VariableEntry,
-    difference,
-    snapshot,
-    state_snapshot,
-)
+from nnx_conformance.testing.describe import difference
+from nnx_conformance.testing.snapshots import NodeEntry, Snapshot, VariableEntry, snapshot, state_snapshot
 
 pytestmark = pytest.mark.kind("property")
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import pytest
 
 from nnx_conformance.testing.assertions import assert_agrees
-from nnx_conformance.testing.differential import Case
+from nnx_conformance.testing.layer_cases import Case
 from nnx_conformance.testing.strategies import RECURRENT_CELLS
 
 pytestmark = pytest.mark.kind("differential")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
 from nnx_conformance.testing.assertions import assert_agrees, assert_same
-from nnx_conformance.testing.differential import layer_case
+from nnx_conformance.testing.layer_cases import layer_case
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/normalization")]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
+from nnx_conformance.testing.describe import difference
 from nnx_conformance.testing.snapshots import (
     VariableEntry,
-    difference,
     expected_groups,
     snapshot,
     state_snapshot,

@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
-from nnx_conformance.testing.snapshots import difference, state_snapshot, variables_by_path
+from nnx_conformance.testing.describe import difference
+from nnx_conformance.testing.snapshots import state_snapshot, variables_by_path
 
 pytestmark = pytest.mark.kind("property")
 

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing.assertions import assert_same
-from nnx_conformance.testing.compare_state import Described, describe
+from nnx_conformance.testing.describe import Described, describe
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("training/metrics")]
 

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import pytest
 
 from nnx_conformance.testing.assertions import assert_same, expected_got
-from nnx_conformance.testing.compare_state import Scenario, error_line
+from nnx_conformance.testing.outcomes import Scenario, error_line
 
 NORMAL = jax.nn.initializers.normal(0.5)
 """An initializer away from every layer's default: normal with standard deviation 0.5."""
@@ -115,8 +115,10 @@ def dot_general_class() -> type[ScaledDotGeneralClass]:
 def _records(options: dict[str, Any]) -> dict[str, list[Any]]:
     """The calls that the recording callables among ``options`` saw, by keyword."""
     return {
-        name: value.calls for name, value in options.items()
-        if isinstance(value, (Promotion, ScaledOperation)) or (isinstance(value, type) and issubclass(value, ScaledDotGeneralClass))
+        name: value.calls
+        for name, value in options.items()
+        if isinstance(value, (Promotion, ScaledOperation))
+        or (isinstance(value, type) and issubclass(value, ScaledDotGeneralClass))
     }
 
 

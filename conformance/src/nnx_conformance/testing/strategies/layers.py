@@ -93,7 +93,12 @@ def linear_general_args(draw: st.DrawFn) -> LayerArgs:
     in_shape = tuple(draw(st.lists(features, min_size=1, max_size=2), label="in_features"))
     out_shape = tuple(draw(st.lists(features, min_size=1, max_size=2), label="out_features"))
     axis = tuple(range(-len(in_shape), 0))
-    kwargs = {"axis": axis, "use_bias": draw(st.booleans(), label="use_bias"), **draw(dtype_args()), **draw(kernel_options())}
+    kwargs = {
+        "axis": axis,
+        "use_bias": draw(st.booleans(), label="use_bias"),
+        **draw(dtype_args()),
+        **draw(kernel_options()),
+    }
     return LayerArgs((in_shape, out_shape), kwargs, draw(batch_shapes, label="batch") + in_shape)
 
 
@@ -225,7 +230,9 @@ def cell_args(draw: st.DrawFn) -> LayerArgs:
     in_features = draw(features, label="in_features")
     hidden = draw(features, label="hidden_features")
     length = draw(st.sampled_from([1, 3]), label="sequence length")
-    return LayerArgs((in_features, hidden), draw(dtype_args()), (draw(st.sampled_from([1, 2]), label="batch"), length, in_features))
+    return LayerArgs(
+        (in_features, hidden), draw(dtype_args()), (draw(st.sampled_from([1, 2]), label="batch"), length, in_features)
+    )
 
 
 @st.composite

@@ -38,44 +38,47 @@ def stateful_models(nnx: Any) -> st.SearchStrategy[Any]:
     return st.builds(build, small_floats, small_floats, seeds)
 
 
-def _variable_at(model: Any, target: str) -> Any:
-    part, name = target.split(".")
-    return getattr(getattr(model, part), name)
+@dataclass(frozen=True)
+class _VariableOperation:
+    """An in-place change of the Variable at ``target`` (``"<part>.<name>"`` of the model)."""
+
+    target: str
+
+    def __call__(self, nnx: Any, model: Any) -> None:
+        part, name = self.target.split(".")
+        self.change(model, getattr(getattr(model, part), name))
+
+    def change(self, model: Any, variable: Any) -> None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Scale:
+class Scale(_VariableOperation):
     """``v[...] = v[...] * factor`` on the Variable at ``target``."""
 
-    target: str
     factor: float
 
-    def __call__(self, nnx: Any, model: Any) -> None:
-        variable = _variable_at(model, self.target)
+    def change(self, model: Any, variable: Any) -> None:
         variable[...] = variable[...] * self.factor
 
 
 @dataclass(frozen=True)
-class Shift:
+class Shift(_VariableOperation):
     """``v[...] += amount`` on the Variable at ``target``."""
 
-    target: str
     amount: float
 
-    def __call__(self, nnx: Any, model: Any) -> None:
-        variable = _variable_at(model, self.target)
+    def change(self, model: Any, variable: Any) -> None:
         variable[...] += self.amount
 
 
 @dataclass(frozen=True)
-class AddNoise:
+class AddNoise(_VariableOperation):
     """Adds uniform noise drawn from the Rngs stream ``stream`` to the Variable at ``target``."""
 
-    target: str
     stream: str
 
-    def __call__(self, nnx: Any, model: Any) -> None:
-        variable = _variable_at(model, self.target)
+    def change(self, model: Any, variable: Any) -> None:
         key = getattr(model.state.rngs, self.stream)()
         variable[...] = variable[...] + jax.random.uniform(key, variable[...].shape)
 
