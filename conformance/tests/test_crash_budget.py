@@ -1,0 +1,106 @@
+"""However many tests crash or hang, the run goes on to its end, and a run that stops early
+still lists every collected test, those it never reached as not run, with the reason."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from specbuilder import GuidePage, write_fake_impl, write_spec
+from suiteruns import importable, run_suite
+
+CRASHES = 120
+"""Tests that crash their worker: far more than xdist replaces by default (four per worker)."""
+CRASH_RUN_LIMIT = 600
+"""Seconds the run with :data:`CRASHES` crashes may take on two workers: each crash costs the start
+of a fresh worker, which imports pytest, hypothesis and JAX (about 2.5 s of CPU time)."""
+HANGS = 30
+"""Tests that never return."""
+HANG_LIMIT = 2
+"""The time limit of a test in the run with hangs, in seconds."""
+HANG_RUN_LIMIT = 240
+"""Seconds the run with :data:`HANGS` hangs of :data:`HANG_LIMIT` seconds each may take on two workers."""
+ABORTED = "the implementation crashed the test process (signal 6, SIGABRT)"
+
+BROKEN_IMPL = {
+    "brokennx/__init__.py": '''
+        """A fake implementation whose clone aborts the process and whose split never returns."""
+        import os
+        import time
+
+        import jax  # as an implementation does: JAX starts with it, before any test
+        def clone(node):
+            os.abort()
+
+        def split(node):
+            while True:
+                time.sleep(1)
+    ''',
+}
+
+
+@pytest.fixture
+def broken_impl(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> str:
+    write_fake_impl(pytester.path, BROKEN_IMPL)
+    importable(monkeypatch, pytester.path)
+    return "brokennx"
+
+
+def _pages(calls: int, call: str) -> list[GuidePage]:
+    """``calls`` pages whose one example calls ``call`` of the implementation, and a calm page."""
+    return [
+        *(GuidePage(f"guide:call{n}", [(f"from flax import nnx\nnnx.{call}(1)", None)]) for n in range(calls)),
+        GuidePage("guide:calm", [("x = 1", None), ("x + 1", "2")]),
+    ]
+
+
+LATER_CRASH = GuidePage("guide:later", [("from flax import nnx\nnnx.clone(1)", None), ("3", "3")])
+
+
+def test_hundreds_of_crashes_each_fail_their_test_and_the_run_reaches_its_end(
+    pytester: pytest.Pytester, broken_impl: str
+) -> None:
+    spec = write_spec(pytester.path, *_pages(CRASHES, "clone"), LATER_CRASH)
+    started = time.monotonic()
+    run = run_suite(pytester, broken_impl, spec, "-n", "2", limit=CRASH_RUN_LIMIT)
+    took = time.monotonic() - started
+    assert run.report["complete"], "the run goes on to its end however many tests crash"
+    assert run.report["partial"] == [], "every test ran"
+    outcomes = {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"]}
+    assert outcomes == {
+        **{f"guide:call{n}/cell:1": ("failed", ABORTED) for n in range(CRASHES)},
+        "guide:calm/cell:1": ("passed", ""),
+        "guide:calm/cell:2": ("passed", ""),
+        "guide:later/cell:1": ("failed", ABORTED),
+        "guide:later/cell:2": ("skipped", "blocked by guide:later/cell:1, which crashed the test process"),
+    }, "each crash fails its test with the signal; the tests after them run"
+    assert took < CRASH_RUN_LIMIT, f"{CRASHES} crashes take {took:.0f} s, at most {CRASH_RUN_LIMIT} s"
+
+
+def test_dozens_of_hangs_each_time_out_and_the_run_reaches_its_end(pytester: pytest.Pytester, broken_impl: str) -> None:
+    spec = write_spec(pytester.path, *_pages(HANGS, "split"))
+    started = time.monotonic()
+    run = run_suite(pytester, broken_impl, spec, "-n", "2", "--conformance-timeout", str(HANG_LIMIT))
+    took = time.monotonic() - started
+    assert run.report["complete"], "the run goes on to its end however many tests hang"
+    hung = {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"] if t["id"].startswith("guide:call")}
+    assert hung == {f"guide:call{n}/cell:1": ("failed", f"timed out after {HANG_LIMIT} s") for n in range(HANGS)}, \
+        "each hung test fails naming the limit"
+    assert run.test("guide:calm/cell:2")["outcome"] == "passed", "the tests after them run"
+    assert took < HANG_RUN_LIMIT, f"{HANGS} hangs take {took:.0f} s, at most {HANG_RUN_LIMIT} s"
+
+
+def test_a_run_that_stops_early_lists_the_tests_it_never_reached_as_not_run(
+    pytester: pytest.Pytester, broken_impl: str
+) -> None:
+    spec = write_spec(pytester.path, *_pages(6, "clone"))
+    run = run_suite(pytester, broken_impl, spec, "-n", "2", "--max-worker-restart", "1")
+    stop = "the run stopped before it: maximum crashed workers reached: 1"
+    assert not run.report["complete"], "a run that stopped early is incomplete"
+    assert len(run.report["tests"]) == run.report["collected"] == 8, "every collected test is in the report"
+    not_run = [t for t in run.report["tests"] if t["outcome"] == "not_run"]
+    assert not_run and all(t["message"] == stop for t in not_run), "each test never reached says why"
+    assert run.report["partial"] == [f"{len(not_run)} of 8 tests did not run: {stop}"], "the report says the run is partial"
+    assert run.result.outlines[-1] == f"partial run: {len(not_run)} of 8 tests did not run: {stop}", \
+        "the console's last line says that the run is partial, and why"
