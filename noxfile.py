@@ -41,6 +41,10 @@ SPEC_MANIFEST = ROOT / "docs_extracted" / "manifest.json"
 PARALLEL = ["-n", "auto"]
 """pytest-xdist on every core; the plugin gives each doc page to one worker."""
 SERIAL_FLAGS = ("-n", "--numprocesses", "no:xdist")
+SUITE_ENV = {"PYTHONDONTWRITEBYTECODE": ""}
+"""Python caches the bytecode of what it imports, whatever the shell says: each worker of a run
+(and of every later run) then imports the suite's modules, their asserts rewritten by pytest,
+without compiling them again."""
 
 nox.options.sessions = ["conformance"]
 
@@ -198,7 +202,7 @@ def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str], l
         str(python), "-m", "pytest", "--pyargs", "nnx_conformance",
         "--impl", impl, f"--spec-dir={ROOT / 'docs_extracted'}",
         f"--conformance-report={report}", "-p", "no:cacheprovider", *([] if chosen else PARALLEL), *args,
-        external=True,
+        external=True, env=SUITE_ENV,
     )
     session.log(f"report: {report} and {report.with_suffix('.md')}")
 

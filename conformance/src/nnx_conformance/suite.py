@@ -35,7 +35,10 @@ HARNESS_ERROR = 11
 """Exit status of a run stopped by a broken spec or suite: no verdict on the implementation."""
 
 PROGRESS_INTERVAL = 1.0
-"""Seconds between two writes of the report while the run goes."""
+"""The fewest seconds between two writes of the report while the run goes."""
+PROGRESS_SHARE = 0.02
+"""The most of the run's time that writing the report as it goes may take: a report of
+thousands of tests takes a tenth of a second to write, and is then written every five seconds."""
 _SHOWN_PROBLEMS = 5
 
 
@@ -88,6 +91,7 @@ class Suite:
     _yardstick: Yardstick | str | None = None
     _mode: GraphMode | None = None  # the mode the implementation was last put in (None: the run's)
     _written: float = 0.0  # when the report was last written while the run goes
+    _write_cost: float = 0.0  # how long its last write took, in seconds
     _pending: threading.Timer | None = None  # a progress write put off until the interval has passed
     _writing: threading.RLock = field(default_factory=threading.RLock)  # re-entered by the SIGTERM handler
     _final: bool = False  # the final report is written: no progress write may replace it
@@ -272,13 +276,16 @@ class Suite:
                 self._pending.cancel()
             self._final = final
             self._written = time.monotonic()
-            return report.write(built if built is not None else self.build_report(final), self.settings.report)
+            written = report.write(built if built is not None else self.build_report(final), self.settings.report)
+            self._write_cost = time.monotonic() - self._written
+            return written
 
     def write_progress(self) -> None:
-        """Write the report marked incomplete: now, or once :data:`PROGRESS_INTERVAL` seconds have
-        passed since the last write, so that a test that then runs for long leaves its predecessors
-        on disk."""
-        wait = PROGRESS_INTERVAL - (time.monotonic() - self._written)
+        """Write the report marked incomplete: now, or once :data:`PROGRESS_INTERVAL` seconds (more
+        for a report that takes long to write: see :data:`PROGRESS_SHARE`) have passed since the
+        last write, so that a test that then runs for long leaves its predecessors on disk."""
+        interval = max(PROGRESS_INTERVAL, self._write_cost / PROGRESS_SHARE)
+        wait = interval - (time.monotonic() - self._written)
         if wait <= 0:
             self.write_report(final=False)
         elif self._pending is None or not self._pending.is_alive():
