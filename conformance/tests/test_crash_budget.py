@@ -104,3 +104,21 @@ def test_a_run_that_stops_early_lists_the_tests_it_never_reached_as_not_run(
     assert run.report["partial"] == [f"{len(not_run)} of 8 tests did not run: {stop}"], "the report says the run is partial"
     assert run.result.outlines[-1] == f"partial run: {len(not_run)} of 8 tests did not run: {stop}", \
         "the console's last line says that the run is partial, and why"
+
+
+def test_a_run_stopped_at_its_first_failure_lists_the_tests_after_it_as_not_run(
+    pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = write_spec(pytester.path, GuidePage("guide:wrong", [("1", "2")]), GuidePage("guide:after", [("1", "1"), ("2", "2")]))
+    importable(monkeypatch, pytester.path)
+    run = run_suite(pytester, fake_impl, spec, "-x")
+    stop = "the run stopped before it: stopping after 1 failures"
+    outcomes = {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"]}
+    assert outcomes == {
+        "guide:wrong/cell:1": ("failed", outcomes["guide:wrong/cell:1"][1]),
+        "guide:after/cell:1": ("not_run", stop),
+        "guide:after/cell:2": ("not_run", stop),
+    }, "the tests after the first failure are listed as not run, with the reason"
+    assert not run.report["complete"], "a run stopped at its first failure is incomplete"
+    assert run.result.outlines[-1] == f"partial run: 2 of 3 tests did not run: {stop}", \
+        "the console's last line says that the run is partial, and why"

@@ -231,7 +231,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     if suite.exit_status is not None:
         session.exitstatus = suite.exit_status
     if not session.config.option.collectonly and suite.outcomes.finished() < len(suite.collected_ids):
-        suite.end_early(_stop_reason(session, exitstatus))
+        suite.end_early(_stop_reason(session, suite, exitstatus))
     result = yield
     suite.write_report(final=True)
     partial = suite.partial_lines()
@@ -241,11 +241,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     return result
 
 
-def _stop_reason(session: pytest.Session, exitstatus: int) -> str:
+def _stop_reason(session: pytest.Session, suite: Suite, exitstatus: int) -> str:
     """Why a run ended before every collected test had an outcome."""
-    suite = _suite(session.config)
     dsession = session.config.pluginmanager.get_plugin("dsession")
-    why = (suite.stopped if suite is not None else None) or session.shouldfail or session.shouldstop \
+    why = suite.stopped or session.shouldfail or session.shouldstop \
         or getattr(dsession, "_summary_report", None)  # xdist's: why it shut its workers down
     if not why and exitstatus == pytest.ExitCode.INTERRUPTED:
         why = "it was interrupted"
