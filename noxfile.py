@@ -337,9 +337,12 @@ def extract(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """The harness's and the reference's own tests, the spec check, the suite against flax, and the
-    suite against the reference in two parts: every test that needs no flax in the venv without
-    it, which proves the reference stands alone, and the differential tests in the venv with both."""
+    """The harness's and the reference's own tests, the spec check, the suite against flax and the reference.
+
+    The reference's run is in two parts, nothing run twice: every test that needs no flax in
+    the venv without it, which proves the reference stands alone (with a check that importing
+    it imports no flax), and the tests that compare with flax in the venv with both.
+    """
     reference = _reference_venv(session)
     _install_mutation_tool(session, reference)  # the harness runs tools/mutation.py end to end
     _ensure_spec(session, reference)  # some harness tests run the suite on the repository's pages
