@@ -244,7 +244,7 @@ def status_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"Run-level error ({error['kind']}): {error['message']}")
     lines += [f"Partial run: {line}." for line in report.get("partial", [])]
     if not report.get("complete", True):
-        finished = sum(report["summary"].values())
+        finished = sum(report["summary"].values()) - report["summary"].get("not_run", 0)
         collected = report.get("collected")
         lines.append(f"Incomplete run: {finished} of {collected if collected is not None else '?'} tests finished.")
     return [*lines, ""] if lines else []
