@@ -1,6 +1,6 @@
 """Every entry point of the project.
 
-    nox -s conformance [-- --impl MODULE ...pytest args]   the suite against one implementation
+    nox -s conformance [-- --impl MODULE ...pytest args]   the suite against one implementation, flax beside it
     nox -s tests                                           the harness's and reference's tests + both implementations
     nox -s extract [-- --check | --flax VERSION ...]       regenerate or check the spec pages
     nox -s compare -- BEFORE.json AFTER.json               regressions and fixes between two reports
@@ -11,8 +11,12 @@ JAX 0.12 and flax 0.12.12 need Python >= 3.12, which need not be the Python that
 nox: `find_python` looks for one on PATH, then in the usual install locations.
 
 Each implementation is tested in a virtual environment of its own, kept under
-`.nox/impl-<name>/`: the one for `nnx_reference` has no flax in it, which proves the
-reference stands alone.
+`.nox/impl-<name>/`, with the pinned flax installed beside it: the differential tests
+compare the implementation with flax.nnx there (flax under test is compared with itself).
+`-- --yardstick none` (or NNX_YARDSTICK=none) leaves flax out, for an implementation that
+cannot share a venv with it: the differential tests do not run, and the run is partial.
+The reference has a venv with flax (`impl-both`) and one without (`impl-nnx_reference`),
+in which `nox -s tests` proves that it stands alone.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ SPEC_MANIFEST = ROOT / "docs_extracted" / "manifest.json"
 PARALLEL = ["-n", "auto"]
 """pytest-xdist on every core; the plugin gives each doc page to one worker."""
 SERIAL_FLAGS = ("-n", "--numprocesses", "no:xdist")
+SUITE_ENV = {"PYTHONDONTWRITEBYTECODE": ""}
+"""Python caches the bytecode of what it imports, whatever the shell says: each worker of a run
+(and of every later run) then imports the suite's modules, their asserts rewritten by pytest,
+without compiling them again."""
 
 nox.options.sessions = ["conformance"]
 
@@ -155,21 +163,35 @@ def _split_impl(args: list[str]) -> tuple[str, list[str]]:
     return impl, rest
 
 
-def _venv_for(session: nox.Session, impl: str) -> Path:
-    """The venv that can import `impl`: flax's, the reference's, or one for a third-party module.
+def _with_flax(args: list[str]) -> bool:
+    """Whether the run compares with flax, which is then installed beside the implementation:
+    not when the pytest arguments (or NNX_YARDSTICK) say `--yardstick none`."""
+    chosen = os.environ.get("NNX_YARDSTICK", "flax")
+    for arg, following in zip(args, [*args[1:], ""]):
+        if arg == "--yardstick":
+            chosen = following
+        elif arg.startswith("--yardstick="):
+            chosen = arg.split("=", 1)[1]
+    return chosen != "none"
 
-    A third-party implementation is installed from the pip requirement in NNX_INSTALL
-    (for example `NNX_INSTALL="-e ../mylib"`).
-    """
+
+def _third_party(session: nox.Session, impl: str) -> list[str]:
+    """The pip requirement of a third-party implementation, from NNX_INSTALL (e.g. `-e ../mylib`)."""
+    install = os.environ.get("NNX_INSTALL")
+    if not install:
+        session.error(f"To test {impl}, say how to install it: NNX_INSTALL='-e path/to/pkg' nox -s conformance -- --impl {impl}")
+    return shlex.split(install)
+
+
+def _venv_for(session: nox.Session, impl: str, with_flax: bool) -> Path:
+    """The venv that can import `impl`, with the pinned flax beside it when `with_flax`:
+    flax's, one of the reference's two, or one for a third-party module (NNX_INSTALL)."""
     top = impl.split(".")[0]
     if top == "flax":
         return _flax_venv(session)
     if top == "nnx_reference":
-        return _reference_venv(session)
-    install = os.environ.get("NNX_INSTALL")
-    if not install:
-        session.error(f"To test {impl}, say how to install it: NNX_INSTALL='-e path/to/pkg' nox -s conformance -- --impl {impl}")
-    return _impl_venv(session, top, shlex.split(install))
+        return _both_venv(session) if with_flax else _reference_venv(session)
+    return _impl_venv(session, top, [*_third_party(session, impl), *([f"flax=={FLAX_PIN}"] if with_flax else [])])
 
 
 def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str], label: str | None = None) -> None:
@@ -181,7 +203,7 @@ def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str], l
         str(python), "-m", "pytest", "--pyargs", "nnx_conformance",
         "--impl", impl, f"--spec-dir={ROOT / 'docs_extracted'}",
         f"--conformance-report={report}", "-p", "no:cacheprovider", *([] if chosen else PARALLEL), *args,
-        external=True,
+        external=True, env=SUITE_ENV,
     )
     session.log(f"report: {report} and {report.with_suffix('.md')}")
 
@@ -198,7 +220,7 @@ def _wants_gpu(args: list[str]) -> bool:
     return "--device=gpu" in args or any(a == "--device" and b == "gpu" for a, b in zip(args, args[1:]))
 
 
-def _gpu_venv(session: nox.Session, impl: str) -> Path:
+def _gpu_venv(session: nox.Session, impl: str, with_flax: bool) -> Path:
     """A copy of an implementation's venv set-up with jax's CUDA build of the pinned jax.
 
     Stops with one sentence when the machine has no NVIDIA GPU.
@@ -206,21 +228,24 @@ def _gpu_venv(session: nox.Session, impl: str) -> Path:
     if shutil.which("nvidia-smi") is None or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode != 0:
         session.error("--device gpu needs an NVIDIA GPU with its driver (nvidia-smi), and this machine has none")
     top = impl.split(".")[0]
-    requirements = {"flax": [f"flax=={FLAX_PIN}"], "nnx_reference": ["-e", str(ROOT / "reference")]}
-    extra = requirements.get(top) or shlex.split(os.environ.get("NNX_INSTALL", ""))
-    python = _impl_venv(session, f"{top}-gpu", [*extra, f"jax[cuda12]=={_jax_pin()}"])
+    requirements = {"flax": [], "nnx_reference": ["-e", str(ROOT / "reference")]}
+    extra = requirements[top] if top in requirements else _third_party(session, impl)
+    flax = [f"flax=={FLAX_PIN}"] if with_flax or top == "flax" else []
+    python = _impl_venv(session, f"{top}-gpu", [*extra, *flax, f"jax[cuda12]=={_jax_pin()}"])
     session.run(str(python), "-c", "import jax; jax.devices('gpu')", external=True)
     return python
 
 
 @nox.session(venv_backend="none")
 def conformance(session: nox.Session) -> None:
-    """The suite against one implementation (default nnx_reference), ending with a per-area table.
+    """The suite against one implementation (default nnx_reference), flax beside it, ending with a per-area table.
 
+    `-- --yardstick none` leaves flax out (the differential tests do not run);
     `-- --device gpu` runs it on the GPU, in a venv with jax's CUDA build.
     """
     impl, args = _split_impl(list(session.posargs))
-    python = _gpu_venv(session, impl) if _wants_gpu(args) else _venv_for(session, impl)
+    with_flax = _with_flax(args)
+    python = _gpu_venv(session, impl, with_flax) if _wants_gpu(args) else _venv_for(session, impl, with_flax)
     _run_suite(session, python, impl, args or ["-q"])
 
 
@@ -313,8 +338,12 @@ def extract(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """The harness's and the reference's own tests, the spec check, the suite against flax and the reference,
-    then the differential tests in the venv that holds both."""
+    """The harness's and the reference's own tests, the spec check, the suite against flax and the reference.
+
+    The reference's run is in two parts, nothing run twice: every test that needs no flax in
+    the venv without it, which proves the reference stands alone (with a check that importing
+    it imports no flax), and the tests that compare with flax in the venv with both.
+    """
     reference = _reference_venv(session)
     _install_mutation_tool(session, reference)  # the harness runs tools/mutation.py end to end
     _ensure_spec(session, reference)  # some harness tests run the suite on the repository's pages
@@ -322,8 +351,21 @@ def tests(session: nox.Session) -> None:
     session.run(str(reference), "-m", "pytest", str(ROOT / "reference" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
     session.run(str(reference), "-m", "tools.extract_docs", "--check", external=True)
     _run_suite(session, _flax_venv(session), "flax.nnx", ["-q", *session.posargs])
-    _run_suite(session, reference, "nnx_reference", ["-q", *session.posargs])
+    _run_suite(session, reference, "nnx_reference", ["-q", "--yardstick", "none", *session.posargs])
+    _check_reference_alone(session, _both_venv(session))
     _run_differential(session, ["-q", *session.posargs])
+
+
+FLAX_IMPORTED = (
+    "import sys, nnx_reference; found = sorted(m for m in sys.modules if m.split('.')[0] == 'flax');"
+    " sys.exit(f'importing nnx_reference imports {found}' if found else 0)"
+)
+"""Fails, naming them, when importing nnx_reference imports flax modules."""
+
+
+def _check_reference_alone(session: nox.Session, python: Path) -> None:
+    """Importing nnx_reference imports no flax module, in a venv where flax could be imported."""
+    session.run(str(python), "-c", FLAX_IMPORTED, external=True)
 
 
 def _both_venv(session: nox.Session) -> Path:
@@ -332,13 +374,13 @@ def _both_venv(session: nox.Session) -> Path:
 
 
 def _run_differential(session: nox.Session, args: list[str]) -> None:
-    """The differential tests: the reference against flax.nnx, side by side in one venv."""
-    _run_suite(session, _both_venv(session), "nnx_reference", ["--kinds", "differential", *args], label="differential")
+    """The tests that compare with flax: the reference against flax.nnx, side by side in one venv."""
+    _run_suite(session, _both_venv(session), "nnx_reference", ["--yardstick", "only", *args], label="differential")
 
 
 @nox.session(venv_backend="none")
 def parity(session: nox.Session) -> None:
-    """The differential tests alone: the reference against flax.nnx, same calls, in one venv with both."""
+    """The tests that compare with flax alone: the reference against flax.nnx, same calls, in one venv with both."""
     _run_differential(session, list(session.posargs) or ["-q"])
 
 

@@ -41,13 +41,15 @@ def importable(monkeypatch: pytest.MonkeyPatch, *folders: Path) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]))
 
 
-def run_suite(pytester: pytest.Pytester, impl: str, spec: Path, *args: str, module: str = "nnx_conformance.spec.test_docs") -> SuiteRun:
-    """Run the suite's ``module`` in a subprocess against ``impl``; the result and the report."""
+def run_suite(pytester: pytest.Pytester, impl: str, spec: Path, *args: str, module: str = "nnx_conformance.spec.test_docs",
+              limit: float = RUN_LIMIT) -> SuiteRun:
+    """Run the suite's ``module`` in a subprocess against ``impl``, for at most ``limit`` seconds;
+    the result and the report."""
     report = pytester.path / "report.json"
     result = pytester.runpytest_subprocess(
         "--pyargs", module, "--impl", impl, "--spec-dir", str(spec),
         "--conformance-report", str(report), "-p", "no:cacheprovider", "-rA", *args,
-        timeout=RUN_LIMIT,
+        timeout=limit,
     )
     return SuiteRun(result, json.loads(report.read_text()))
 

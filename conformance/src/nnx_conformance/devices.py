@@ -3,18 +3,32 @@
 ``--device`` picks the JAX platform before JAX starts its backends. On CPU JAX gets
 eight virtual devices, as flax's own doctest set-up gives it, so ``multi_device``
 tests and doc examples that shard over eight devices run on one machine.
+
+JAX keeps what it compiles in its persistent compilation cache (:data:`CACHE_DIR`, unless
+``JAX_COMPILATION_CACHE_DIR`` names another folder), every program however quick to
+compile: the suite compiles thousands of small programs, the same on every run, and
+reading one back costs a fraction of compiling it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 CPU_DEVICE_COUNT = 8
 _CPU_COUNT_FLAG = "--xla_force_host_platform_device_count"
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nnx-conformance" / "jax"
+"""JAX's persistent compilation cache for the suite's runs, shared by every implementation
+(a compiled program is keyed by the program itself, the JAX version and the platform)."""
+_CACHE_SETTINGS = {
+    "jax_compilation_cache_dir": str(CACHE_DIR),
+    "jax_persistent_cache_min_compile_time_secs": 0.0,
+}
+"""JAX's options for the cache, each set only where its environment variable does not set it."""
 
 
 class JaxEnvironment:
@@ -39,6 +53,12 @@ class JaxEnvironment:
                 self._setenv("XLA_FLAGS", f"{flags} {_CPU_COUNT_FLAG}={CPU_DEVICE_COUNT}".strip())
         else:
             _try_config(jax, "jax_num_cpu_devices", CPU_DEVICE_COUNT)
+        for option, value in _CACHE_SETTINGS.items():
+            if option.upper() not in os.environ:
+                if jax is None:
+                    self._setenv(option.upper(), str(value))
+                else:
+                    _try_config(jax, option, value)
 
     def restore(self) -> None:
         for name, value in self._saved.items():

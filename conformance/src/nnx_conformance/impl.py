@@ -25,9 +25,10 @@ from typing import Any
 
 FLAX_NNX = "flax.nnx"
 NO_FLAX = (
-    "differential tests need the real flax.nnx (flax==0.12.12) installed beside the implementation:"
-    " add it to NNX_INSTALL (NNX_INSTALL='-e path/to/mylib flax==0.12.12'), or run nox -s parity for the reference"
+    "differential tests compare with the real flax.nnx (flax==0.12.12), which is not installed beside the"
+    " implementation (nox -s conformance installs it; --yardstick none runs without it)"
 )
+NO_YARDSTICK = "differential tests compare with the real flax.nnx (flax==0.12.12), and this run has none (--yardstick none)"
 IMPORT_FAILURE = "cannot import the implementation"
 """How the suite's messages about an implementation that does not import begin."""
 

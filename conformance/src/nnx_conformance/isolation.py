@@ -156,6 +156,20 @@ def settle_crash(crashitem: str, report: pytest.TestReport, sched: Any, run_dir:
         del queue[scope]
 
 
+def spare_restart(config: pytest.Config) -> None:
+    """Keep a crash in a test from spending xdist's budget of crashed workers to replace.
+
+    xdist stops replacing crashed workers after ``--max-worker-restart`` crashes (by
+    default four per worker), which guards against a worker that dies while it starts;
+    a test that kills its worker is the implementation's failure, and the run goes on
+    however many there are. A budget given on the command line is kept as given.
+    """
+    dsession = config.pluginmanager.get_plugin("dsession")
+    budget = getattr(dsession, "_max_worker_restart", None)
+    if config.option.maxworkerrestart is None and budget is not None:
+        dsession._max_worker_restart = budget + 1  # type: ignore[union-attr]
+
+
 class PageClaims:
     """Which worker process started which page, and the last example each one started."""
 

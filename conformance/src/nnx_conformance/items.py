@@ -9,7 +9,9 @@ is what its ``kind`` marker says.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,8 +50,16 @@ class ItemInfo:
         return cls(**{**data, "apis": tuple(data["apis"]), "markers": tuple(data["markers"])})
 
 
+@functools.cache
+def _spec_relative(path: str) -> str | None:
+    """A test file's path relative to ``spec``, with forward slashes; None for a file outside it
+    (computed once per file: the suite asks it of each of its thousands of tests)."""
+    found = Path(path)
+    return found.relative_to(SPEC_ROOT).as_posix() if found.is_relative_to(SPEC_ROOT) else None
+
+
 def in_suite(item: pytest.Item) -> bool:
-    return Path(item.path).is_relative_to(SPEC_ROOT)
+    return _spec_relative(os.fspath(item.path)) is not None
 
 
 def doc_case(item: pytest.Item) -> DocCase | None:
@@ -72,7 +82,8 @@ def _first_arg(markers: Iterable[pytest.Mark], name: str, default: str) -> str:
 
 def describe(item: pytest.Item) -> ItemInfo:
     """The test id, kind, area, apis and markers of a suite test."""
-    relative = Path(item.path).relative_to(SPEC_ROOT).as_posix()
+    relative = _spec_relative(os.fspath(item.path))
+    assert relative is not None, f"{item.nodeid} is not a suite test"
     markers = tuple(sorted({m.name for m in item.iter_markers()} - _BOOKKEEPING_MARKERS))
     case = doc_case(item)
     if case is not None:

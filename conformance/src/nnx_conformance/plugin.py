@@ -21,7 +21,7 @@ from . import artifacts, coverage, coverage_summary, devices, graph_modes, hypot
 from .impl import ImplProxy, MissingName, Yardstick
 from .items import DOCS_MODULE, describe, doc_case, in_suite, in_suite_nodeid
 from .report import RunError
-from .suite import KEY, Suite
+from .suite import KEY, Suite, compares_with_flax
 
 MARKERS = (
     "cpu: runs only where JAX has a CPU backend",
@@ -49,8 +49,9 @@ def _suite(config: pytest.Config) -> Suite | None:
 class XdistController:
     """The suite's hooks in pytest-xdist's controller process."""
 
-    def __init__(self, suite: Suite) -> None:
+    def __init__(self, suite: Suite, config: pytest.Config) -> None:
         self.suite = suite
+        self.config = config
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[isolation.RUN_DIR_KEY] = str(self.suite.claims_folder())
@@ -64,6 +65,7 @@ class XdistController:
 
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         isolation.settle_crash(crashitem, report, sched, self.suite.run_dir)
+        isolation.spare_restart(self.config)
 
 
 class CollectionErrors:
@@ -87,6 +89,7 @@ class Termination:
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.suite.write_report(final=False)
+        self.suite.stopped = f"it was stopped by signal {signum} ({signal.Signals(signum).name})"
         raise KeyboardInterrupt(f"stopped by signal {signum}")
 
     def restore(self) -> None:
@@ -128,7 +131,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if suite.error is not None and distributed:
         config.option.dist = "no"  # nothing will run: no workers to start
     elif distributed:
-        config.pluginmanager.register(XdistController(suite), _XDIST_HOOKS)
+        config.pluginmanager.register(XdistController(suite, config), _XDIST_HOOKS)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         config.stash[_TERMINATION] = Termination(suite)
 
@@ -185,16 +188,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         promised = sum(len(page.examples) for page in manifest.pages)
         if docs != promised:
             suite.error = RunError("harness", f"the suite collected {docs} doc examples, the manifest promises {promised}")
-    if suite.settings.kinds is not None:
-        _keep_kinds(config, items, suite)
+    if suite.settings.kinds is not None or suite.settings.yardstick == "only":
+        _keep_selected(config, items, suite)
 
 
-def _keep_kinds(config: pytest.Config, items: list[pytest.Item], suite: Suite) -> None:
-    """Deselect the suite's tests whose kind ``--kinds`` does not name."""
+def _keep_selected(config: pytest.Config, items: list[pytest.Item], suite: Suite) -> None:
+    """Deselect the suite's tests whose kind ``--kinds`` does not name, and with ``--yardstick only``
+    those that do not compare with flax.nnx."""
+    kinds, only = suite.settings.kinds, suite.settings.yardstick == "only"
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        wanted = not in_suite(item) or suite.infos[item.nodeid].kind in (suite.settings.kinds or ())
+        wanted = not in_suite(item) or (
+            (kinds is None or suite.infos[item.nodeid].kind in kinds) and (not only or compares_with_flax(item)))
         (kept if wanted else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -207,7 +213,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if suite is None or hasattr(session.config, "workerinput"):
         return
     tests = [item for item in session.items if in_suite(item)]
-    suite.collected = len(tests)
+    suite.collected, suite.collected_ids = len(tests), [item.nodeid for item in tests]
     if suite.error is not None:
         for item in tests:  # a collection stopped by -x never reached pytest_collection_modifyitems
             info = suite.infos.get(item.nodeid) or describe(item)
@@ -215,10 +221,34 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.items[:] = [item for item in session.items if not in_suite(item)]
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # around the terminal's summary: its last line comes after pytest's
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
+    """Give the tests the run did not reach their reason; after pytest's summary line, say why
+    the run is partial; write the final report if the terminal's summary did not."""
     suite = _suite(session.config)
-    if suite is not None and suite.exit_status is not None:
+    if suite is None or hasattr(session.config, "workerinput"):
+        return (yield)
+    if suite.exit_status is not None:
         session.exitstatus = suite.exit_status
+    if not session.config.option.collectonly and suite.outcomes.finished() < len(suite.collected_ids):
+        suite.end_early(_stop_reason(session, suite, exitstatus))
+    result = yield
+    suite.write_report(final=True)
+    partial = suite.partial_lines()
+    terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+    if partial and terminal is not None:
+        terminal.write_line(f"partial run: {'; '.join(partial)}", yellow=True, bold=True)
+    return result
+
+
+def _stop_reason(session: pytest.Session, suite: Suite, exitstatus: int) -> str:
+    """Why a run ended before every collected test had an outcome."""
+    dsession = session.config.pluginmanager.get_plugin("dsession")
+    why = suite.stopped or session.shouldfail or session.shouldstop \
+        or getattr(dsession, "_summary_report", None)  # xdist's: why it shut its workers down
+    if not why and exitstatus == pytest.ExitCode.INTERRUPTED:
+        why = "it was interrupted"
+    return str(why or f"it ended with exit status {int(exitstatus)}")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -231,6 +261,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(unmet)
     if in_suite(item) and doc_case(item) is None:  # a doc page sets the mode once, when it starts
         suite.enter_mode(graph_modes.pinned(item))
+        suite.need_yardstick(item)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -296,7 +327,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             for line in suite.impl.error.rstrip().splitlines():
                 write(line)
     # xdist's workers report what -k, -m and --kinds left: patterns of deselected tests show as unused.
-    selected = config.option.keyword or config.option.markexpr or suite.settings.kinds
+    selected = config.option.keyword or config.option.markexpr or suite.settings.kinds or suite.settings.yardstick == "only"
     checked = [] if selected and config.pluginmanager.has_plugin(_XDIST_HOOKS) else [
         ("unused expectations", suite.expectations), ("unused baseline entries", suite.baseline)]
     if checked and suite.docs.collected:

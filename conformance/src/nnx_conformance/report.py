@@ -22,7 +22,8 @@ from .items import ItemInfo, describe_nodeid, in_suite_nodeid
 COUNTS = ("passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects", "not_run")
 """A test's possible outcomes, each counted under its own name; ``spec_defects`` is a doc
 example skipped as a spec defect (``Suite.adopt`` marks it so); ``not_run`` is a test the
-run could not start, for the run-level error the report gives."""
+run did not start: after a run-level error, without the yardstick a differential test
+needs, or when the run stopped before reaching it. Each ``not_run`` test says why."""
 
 INFO_ATTRIBUTE = "nnx_conformance"
 """The attribute of a suite test's phase reports that carries its :class:`ItemInfo` (as a
@@ -109,6 +110,8 @@ class Outcomes:
             return
         if outcome == "skipped" and result.spec_defect:
             outcome = "spec_defects"
+        elif outcome == "skipped" and getattr(report, INFO_ATTRIBUTE, {}).get("not_run"):
+            outcome = "not_run"
         result.outcome = outcome
         result.message = "" if outcome == "passed" else _message(report)
         result.crashed = report.when not in ("setup", "call", "teardown")
@@ -118,6 +121,13 @@ class Outcomes:
     def finished(self) -> int:
         """How many tests have an outcome."""
         return sum(result.outcome is not None for result in list(self.results.values()))
+
+    def not_reached(self, infos: list[ItemInfo], reason: str) -> int:
+        """Record as not run, for ``reason``, the tests of ``infos`` that have no outcome; how many."""
+        missing = [info for info in infos if self.results.get(info.nodeid, ItemResult(info)).outcome is None]
+        for info in missing:
+            self.not_run(info, reason)
+        return len(missing)
 
 
 def _count(results: list[ItemResult]) -> dict[str, int]:
@@ -149,6 +159,7 @@ def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device
         "complete": complete,
         "collected": collected,
         "error": None if error is None else {"kind": error.kind, "message": error.message},
+        "partial": partial_lines(results, collected),
         "summary": _count(results),
         "areas": {area: _count(areas[area]) for area in sorted(areas)},
         "tests": [
@@ -167,6 +178,16 @@ def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device
         ],
         **({} if coverage is None else {"coverage": coverage}),
     }
+
+
+def partial_lines(results: list[ItemResult], collected: int | None) -> list[str]:
+    """One line per reason that tests did not run, with how many: why the run is partial."""
+    reasons: dict[str, int] = {}
+    for result in results:
+        if result.outcome == "not_run":
+            reasons[result.message] = reasons.get(result.message, 0) + 1
+    total = len(results) if collected is None else max(collected, len(results))
+    return [f"{count} of {total} tests did not run: {reason}" for reason, count in reasons.items()]
 
 
 def table_rows(report: dict[str, Any]) -> list[list[str]]:
@@ -215,13 +236,15 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 
 def status_lines(report: dict[str, Any]) -> list[str]:
-    """What keeps the report from being a whole run's verdict: a run-level error, an early stop."""
+    """What keeps the report from being a whole run's verdict: a run-level error, tests that
+    did not run, an early stop."""
     lines = []
     error = report.get("error")
     if error:
         lines.append(f"Run-level error ({error['kind']}): {error['message']}")
+    lines += [f"Partial run: {line}." for line in report.get("partial", [])]
     if not report.get("complete", True):
-        finished = sum(report["summary"].values())
+        finished = sum(report["summary"].values()) - report["summary"].get("not_run", 0)
         collected = report.get("collected")
         lines.append(f"Incomplete run: {finished} of {collected if collected is not None else '?'} tests finished.")
     return [*lines, ""] if lines else []

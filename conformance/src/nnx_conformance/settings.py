@@ -17,6 +17,9 @@ from .items import DOCS_MODULE, KINDS, SPEC_ROOT, UNMARKED_KIND
 from .manifest import MANIFEST
 
 DEFAULT_IMPL = "nnx_reference"
+YARDSTICKS = ("flax", "none", "only")
+"""What the tests that compare with flax.nnx do: run beside the rest, not run (the run is
+partial), or run alone (the rest is deselected)."""
 DEFAULT_TIMEOUT = 120.0
 """Seconds a suite test may take: the slowest honest test takes about 18 s on 2 shared cores."""
 PACKAGE_DIR = SPEC_ROOT.parent
@@ -39,6 +42,10 @@ def add_options(parser: pytest.Parser) -> None:
                     help="write a JSON report there, and its Markdown rendering next to it (.md)")
     group.addoption("--kinds", metavar="KIND[,KIND...]", type=_kinds, default=None,
                     help=f"run only the suite's tests of these kinds ({', '.join(('doc', *KINDS, UNMARKED_KIND))})")
+    group.addoption("--yardstick", choices=YARDSTICKS, default=None,
+                    help="flax (default): the tests that compare with the real flax.nnx, installed beside the "
+                         "implementation, run with the rest; none: they do not run, and the run is partial; "
+                         "only: they alone run (env NNX_YARDSTICK)")
     group.addoption("--conformance-timeout", metavar="SECONDS", type=float, default=DEFAULT_TIMEOUT,
                     help=f"fail a suite test that runs longer (default {DEFAULT_TIMEOUT:g}; 0: no limit)")
 
@@ -104,6 +111,7 @@ class Settings:
     report: Path | None
     timeout: float
     kinds: frozenset[str] | None
+    yardstick: str  # one of YARDSTICKS
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -128,7 +136,16 @@ class Settings:
             report=Path(option.conformance_report) if option.conformance_report else None,
             timeout=option.conformance_timeout,
             kinds=option.kinds,
+            yardstick=_yardstick(option.yardstick),
         )
+
+
+def _yardstick(given: str | None) -> str:
+    """The ``--yardstick`` of a run: the option, else NNX_YARDSTICK, else flax."""
+    chosen = given or os.environ.get("NNX_YARDSTICK") or "flax"
+    if chosen not in YARDSTICKS:
+        raise pytest.UsageError(f"NNX_YARDSTICK={chosen}: the yardsticks are {', '.join(YARDSTICKS)}")
+    return chosen
 
 
 def _find_upwards(roots: list[Path], relative: Path) -> Path | None:

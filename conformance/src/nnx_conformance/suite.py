@@ -18,9 +18,9 @@ from . import coverage, coverage_summary, devices, expectations, report
 from .doc_warnings import DATA as DOC_WARNINGS, DocWarnings
 from .docsuite import SPEC_DEFECT, DocSuite, Skip, page_problems
 from .graph_modes import GraphMode
-from .impl import FLAX_NNX, ImportAlias, Implementation, Yardstick
+from .impl import FLAX_NNX, NO_YARDSTICK, ImportAlias, Implementation, Yardstick
 from .isolation import RUN_DIR_KEY, PageClaims
-from .items import ItemInfo, describe, doc_case, doc_page_of, in_suite_nodeid, suite_test_id
+from .items import ItemInfo, describe, describe_nodeid, doc_case, doc_page_of, in_suite_nodeid, suite_test_id
 from .manifest import REGENERATE, Manifest
 from .patterns import PatternFileError, PatternList
 from .report import INFO_ATTRIBUTE, RunError
@@ -35,8 +35,16 @@ HARNESS_ERROR = 11
 """Exit status of a run stopped by a broken spec or suite: no verdict on the implementation."""
 
 PROGRESS_INTERVAL = 1.0
-"""Seconds between two writes of the report while the run goes."""
+"""The fewest seconds between two writes of the report while the run goes."""
+PROGRESS_SHARE = 0.02
+"""The most of the run's time that writing the report as it goes may take: a report of
+thousands of tests takes a tenth of a second to write, and is then written every five seconds."""
 _SHOWN_PROBLEMS = 5
+
+
+def compares_with_flax(item: pytest.Item) -> bool:
+    """Whether a test compares with the real flax.nnx (it asks for the ``flax_nnx`` fixture)."""
+    return "flax_nnx" in getattr(item, "fixturenames", ())
 
 
 def _spec_error(manifest: Manifest | None, problem: str | None, impl_name: str) -> RunError | None:
@@ -75,12 +83,15 @@ class Suite:
     outcomes: report.Outcomes = field(default_factory=report.Outcomes)
     error: RunError | None = None  # a run-level error: no test runs
     collected: int | None = None  # tests the run collected (None until known)
+    collected_ids: list[str] = field(default_factory=list)  # their node ids, in the controller
+    stopped: str | None = None  # why the run stopped before its end, once it has
     run_dir: Path | None = None  # the xdist controller's folder for its workers' page claims
     recorder: coverage.Recorder | None = None  # watches the public API where tests run
     api_coverage: coverage.Collected | None = None  # what the tests exercised, where the report is built
     _yardstick: Yardstick | str | None = None
     _mode: GraphMode | None = None  # the mode the implementation was last put in (None: the run's)
     _written: float = 0.0  # when the report was last written while the run goes
+    _write_cost: float = 0.0  # how long its last write took, in seconds
     _pending: threading.Timer | None = None  # a progress write put off until the interval has passed
     _writing: threading.RLock = field(default_factory=threading.RLock)  # re-entered by the SIGTERM handler
     _final: bool = False  # the final report is written: no progress write may replace it
@@ -187,7 +198,7 @@ class Suite:
         """In xdist's controller, which collects nothing itself: count a worker's collection,
         and mark the expectations and spec defects its test ids use."""
         tests = [nodeid for nodeid in nodeids if in_suite_nodeid(nodeid)]
-        self.collected = len(tests)
+        self.collected, self.collected_ids = len(tests), tests
         for nodeid in tests:
             test_id = suite_test_id(nodeid)
             self.expectations.match(test_id)
@@ -205,9 +216,31 @@ class Suite:
     def yardstick(self) -> Yardstick | str:
         """The real flax.nnx for parity tests (imported on first use), or why there is none."""
         if self._yardstick is None:
-            self._yardstick = Yardstick.load(self.impl, self.alias)
+            self._yardstick = Yardstick.load(self.impl, self.alias) if self.settings.yardstick != "none" else NO_YARDSTICK
             self.enter_mode(self._mode)
         return self._yardstick
+
+    def need_yardstick(self, item: pytest.Item) -> None:
+        """Skip a test that compares with flax.nnx, as not run, when the run has no flax beside it."""
+        if not compares_with_flax(item):
+            return
+        found = self.yardstick()
+        if isinstance(found, str):
+            data = item.stash.get(_REPORT_INFO, None)
+            if data is not None:
+                data["not_run"] = True
+            pytest.skip(found)
+
+    def end_early(self, reason: str) -> None:
+        """Record why the run stops early; the tests it has not reached are not run for that reason."""
+        self.stopped = self.stopped or reason
+        infos = [self.infos.get(nodeid) or describe_nodeid(nodeid) for nodeid in self.collected_ids]
+        self.outcomes.not_reached(infos, f"the run stopped before it: {self.stopped}")
+
+    def partial_lines(self) -> list[str]:
+        """Why the run is partial, one line per reason that tests did not run (none: it is whole)."""
+        results = [result for result in list(self.outcomes.results.values()) if result.outcome is not None]
+        return report.partial_lines(results, self.collected)
 
     def versions(self) -> dict[str, str | None]:
         jax = sys.modules.get("jax")
@@ -224,7 +257,8 @@ class Suite:
         except Exception as exc:  # JAX itself may be what is broken
             device = f"unknown ({exc!r})"
         finished = self.outcomes.finished()
-        complete = final and (self.error is not None or (self.collected is not None and finished >= self.collected))
+        complete = final and self.stopped is None and (
+            self.error is not None or (self.collected is not None and finished >= self.collected))
         results = dict(self.outcomes.results)  # a copy: a progress write runs beside tests that still report
         covered = None if self.api_coverage is None else coverage_summary.summarize(self.api_coverage, results)
         return report.build(self.outcomes, self.impl.name, self.versions(), device, self.settings.graph_mode.value,
@@ -242,13 +276,16 @@ class Suite:
                 self._pending.cancel()
             self._final = final
             self._written = time.monotonic()
-            return report.write(built if built is not None else self.build_report(final), self.settings.report)
+            written = report.write(built if built is not None else self.build_report(final), self.settings.report)
+            self._write_cost = time.monotonic() - self._written
+            return written
 
     def write_progress(self) -> None:
-        """Write the report marked incomplete: now, or once :data:`PROGRESS_INTERVAL` seconds have
-        passed since the last write, so that a test that then runs for long leaves its predecessors
-        on disk."""
-        wait = PROGRESS_INTERVAL - (time.monotonic() - self._written)
+        """Write the report marked incomplete: now, or once :data:`PROGRESS_INTERVAL` seconds (more
+        for a report that takes long to write: see :data:`PROGRESS_SHARE`) have passed since the
+        last write, so that a test that then runs for long leaves its predecessors on disk."""
+        interval = max(PROGRESS_INTERVAL, self._write_cost / PROGRESS_SHARE)
+        wait = interval - (time.monotonic() - self._written)
         if wait <= 0:
             self.write_report(final=False)
         elif self._pending is None or not self._pending.is_alive():
