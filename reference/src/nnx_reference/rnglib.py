@@ -266,7 +266,11 @@ class Rngs(Pytree):
         return Rngs(**streams)
 
     def split(self, k: tp.Mapping[filterlib.Filter, Shape | None] | Shape) -> Rngs:
-        """New Rngs whose selected streams hold keys split into shape ``k`` (per filter if a mapping)."""
+        """New Rngs whose selected streams hold keys split into shape ``k`` (per filter if a mapping).
+
+        None is not a form of ``k`` (``broadcast`` alone takes it): flax refuses it with an AttributeError."""
+        if k is None:
+            raise AttributeError("Rngs.split takes an int, a shape or a mapping of filters to those, not None")
         return self._derive(k, RngStream.split, lambda stream: stream)
 
     def broadcast(self, k: tp.Mapping[filterlib.Filter, Shape | None] | Shape | None) -> Rngs:
