@@ -319,8 +319,8 @@ def _reach_options(session: nox.Session, python: Path) -> list[str]:
     flax/nnx of the venv of `python` (by path: naming the package would import flax before the plugin)."""
     group = f"{ROOT / 'conformance' / 'pyproject.toml'}:reach"
     session.run(str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), "--group", group, external=True)
-    where = "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('flax.nnx').origin).parent)"
-    package = (session.run(str(python), "-c", where, external=True, silent=True) or "").strip()
+    where = "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('flax').origin).parent / 'nnx')"
+    package = (session.run(str(python), "-c", where, external=True, silent=True) or "").strip()  # flax not imported
     return [f"--cov={package}", "--cov-branch", "--cov-report=", f"--cov-config={ROOT / 'tools' / 'reach_coverage.toml'}"]
 
 
