@@ -217,3 +217,75 @@ def test_with_rngs_as_a_function_or_a_decorator_treats_each_stream_as_flax_does(
         return made, rngs
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+POLICIES: dict[str, Any] = {
+    "scalars_only": "scalars_only",
+    "match_shape": "match_shape",
+    "a callable": lambda path, key, shape: jnp.broadcast_to(key, shape),
+    "an unknown name": "split_everything",
+}
+"""reseed's policies: the two named ones, a callable (path, scalar_key, target_shape) -> key, and a wrong name."""
+
+
+@pytest.mark.apis("reseed", "split_rngs")
+@pytest.mark.documented("reseed docstring (policy: 'scalars_only', 'match_shape' or a callable)")
+@given(policy=st.sampled_from(sorted(POLICIES)), splits=st.sampled_from([None, 2, (2, 3)]), graph=st.booleans(),
+       seed=st.integers(0, 9))
+def test_reseed_applies_its_policy_to_scalar_and_split_keys_as_flax_does(
+    nnx: Any, flax_nnx: Any, policy: str, splits: Any, graph: bool, seed: int
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(params=seed, dropout=seed + 1)
+        if splits is not None:
+            nnx.split_rngs(rngs, splits=splits, only="dropout", graph=graph, graph_updates=graph)
+        nnx.reseed(rngs, dropout=seed + 5, params=seed + 6, policy=POLICIES[policy], graph=graph)
+        return rngs
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("split_rngs", "restore_rngs")
+@pytest.mark.documented("split_rngs docstring (splits an int or a shape; squeeze drops the split axis)")
+@given(splits=st.sampled_from([1, 2, (2, 3)]), squeeze=st.booleans(), graph=st.booleans(), updates=st.booleans(),
+       only=st.sampled_from([..., "params", "dropout"]))
+def test_split_rngs_splits_squeezes_and_restores_as_flax_does(
+    nnx: Any, flax_nnx: Any, splits: Any, squeeze: bool, graph: bool, updates: bool, only: Any
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(params=0, dropout=1)
+        made = nnx.split_rngs(rngs, splits=splits, squeeze=squeeze, only=only, graph=graph, graph_updates=updates)
+        snapshot = nnx.state(rngs)
+        if graph and updates:
+            nnx.restore_rngs(made)
+            return snapshot, rngs
+        return snapshot, made, rngs
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("with_rngs")
+@pytest.mark.documented("with_rngs docstring (a stream takes the first rule that matches it; two specific rules conflict)")
+@pytest.mark.parametrize("rules", [
+    {"split": {"params": 2}, "fork": "params"},
+    {"split": {"params": 2}, "broadcast": {"params": 3}},
+    {"split": {...: 2}, "fork": "params"},
+    {"broadcast": {"dropout": 2}, "fork": ("params", "dropout")},
+], ids=["split-and-fork", "split-and-broadcast", "catch-all-split-and-fork", "broadcast-and-fork"])
+def test_with_rngs_refuses_a_stream_two_specific_rules_match_naming_its_path(
+    nnx: Any, flax_nnx: Any, rules: dict[str, Any]
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(params=0, dropout=1)
+        return nnx.with_rngs({"inner": rngs}, **rules, graph=False), rngs
+
+    assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("Rngs")
+@pytest.mark.documented("Rngs docstring (a stream is an attribute; a missing one is an AttributeError)")
+@pytest.mark.parametrize("name", ["__array__", "__missing_dunder__", "missing_stream"])
+def test_an_rngs_without_a_stream_of_that_name_raises_attribute_error_as_flax_does(
+    nnx: Any, flax_nnx: Any, name: str
+) -> None:
+    assert_same(flax_nnx, nnx, lambda nnx: getattr(nnx.Rngs(params=0), name))
