@@ -4,7 +4,8 @@
 them under jit, grad, vmap and scan; the steps here reach the rest of the API: layers
 of every nn family built from drawn constructor arguments, nesting in ``Sequential``,
 ``List`` and ``Dict``, the other transforms (remat, value_and_grad, eval_shape, cond,
-switch, fori_loop, while_loop, vmap with ``StateAxes``, grad with ``DiffState``), one
+switch, fori_loop, while_loop, checkify, vmap with ``StateAxes`` or drawn ``out_axes``,
+grad with ``DiffState``), one
 jitted function called again between outside changes, attribute assignment and deletion
 (plain arrays included), Variable metadata, graph utilities and metrics. Each step is
 plain data and runs with either implementation on a :class:`MachineWorld`.
@@ -26,10 +27,11 @@ LAYER_TRANSFORMS = ("eager", "jit", "grad", "remat")
 """How a program calls a layer."""
 
 NET_TRANSFORMS = ("remat", "value_and_grad", "eval_shape", "cond", "switch", "fori_loop", "while_loop", "vmap_state_axes",
-                  "grad_diff_state")
+                  "vmap_out_axes", "checkify", "grad_diff_state")
 """The transforms a program calls a Net under, besides those of :data:`programs.TRANSFORMS`."""
 
 CONTAINERS = ("Sequential", "List", "Dict")
+"""What a program nests its models in."""
 
 ATTRIBUTE_VALUES = ("array", "param", "int", "python_list_of_arrays", "nnx_list_of_arrays", "linear", "model")
 """What an attribute assignment sets: a plain array, a Param, a static int, a Python list
@@ -40,8 +42,10 @@ ATTRIBUTE_NAMES = ("extra", "tag", "lin", "bn", "arr", "group")
 """Attributes a program assigns or deletes (some the Nets have, some they do not)."""
 
 GRAPH_OPS = ("pop_batch_stats", "graphdef_of_clone", "iter_graph", "variables", "recursive_map", "tree_round_trip", "view")
+"""The graph utilities a program applies to a model."""
 
 METRICS = ("Average", "Welford", "Accuracy", "MultiMetric")
+"""The metrics a program updates and computes."""
 
 
 @dataclass
@@ -67,7 +71,7 @@ class MachineWorld(programs.World):
         return self.layers[number % len(self.layers)]
 
 
-def _layer_input(nnx: Any, layer: Layer, seed: int) -> Any:
+def _layer_input(layer: Layer, seed: int) -> Any:
     if layer.family == "Embed":
         return jnp.asarray(np.random.default_rng(seed).integers(0, layer.module.num_embeddings, layer.input_shape))
     return jnp.asarray(layer_input(layer.input_shape, seed))
@@ -106,7 +110,7 @@ class CallLayer:
 
     def __call__(self, nnx: Any, world: MachineWorld) -> Any:
         layer = world.layer(self.target)
-        x, kwargs = _layer_input(nnx, layer, self.seed), self.mode.kwargs()
+        x, kwargs = _layer_input(layer, self.seed), self.mode.kwargs()
         with self.mode.context(nnx):
             if self.transform == "eager":
                 return layer.module(x)
@@ -124,7 +128,8 @@ def _negated(m: Any, x: Any) -> Any:
 @dataclass(frozen=True)
 class TransformCall:
     """Calls Net ``target`` on :data:`programs.X` under one of :data:`NET_TRANSFORMS` in ``mode``;
-    ``branch`` picks cond's or switch's branch and the number of loop iterations, ``recipe``
+    ``branch`` picks cond's or switch's branch, the number of loop iterations and vmap's
+    ``out_axes``, ``recipe``
     the filter of ``DiffState`` and ``StateAxes``."""
 
     target: int
@@ -154,6 +159,10 @@ class TransformCall:
                 def body(carry: Any) -> Any:
                     return carry[0], carry[0](carry[1]), carry[2] + 1
                 return nnx.while_loop(lambda carry: carry[2] < n, body, (model, x, 0), **kwargs)[1:]
+            if self.transform == "vmap_out_axes":
+                return nnx.vmap(lambda m, x: m(x), in_axes=(None, 0), out_axes=n % 2, **kwargs)(model, jnp.stack([x, -x]))
+            if self.transform == "checkify":
+                return nnx.checkify(lambda m, x: m(x), **kwargs)(model, x)[1]
             state_filter = gs.build_filter(nnx, self.recipe)
             if self.transform == "vmap_state_axes":
                 axes = nnx.StateAxes({state_filter: None, ...: None})

@@ -20,7 +20,7 @@ STEPS = 12
 
 APIS = (
     "jit", "grad", "value_and_grad", "vmap", "scan", "remat", "eval_shape", "cond", "switch", "fori_loop", "while_loop",
-    "StateAxes", "DiffState", "split", "merge", "update", "clone", "state", "pop", "graphdef", "iter_graph", "variables",
+    "checkify", "StateAxes", "DiffState", "split", "merge", "update", "clone", "state", "pop", "graphdef", "iter_graph", "variables",
     "recursive_map", "to_tree", "from_tree", "view", "Sequential", "List", "Dict", "Optimizer", "MultiMetric", "RNN",
     "set_graph_mode", "set_graph_updates",
 )
