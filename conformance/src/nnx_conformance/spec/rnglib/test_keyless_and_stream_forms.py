@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import pytest
 from hypothesis import given
@@ -176,8 +177,6 @@ def test_a_stream_splits_broadcasts_and_forks_as_flax_s(nnx: Any, flax_nnx: Any,
 def test_a_stream_is_made_from_an_int_a_key_or_raw_key_data_and_refuses_anything_else(
     nnx: Any, flax_nnx: Any, key: str
 ) -> None:
-    import jax
-
     seeds = {
         "int": lambda: 4,
         "typed key": lambda: jax.random.key(4),
@@ -289,3 +288,20 @@ def test_an_rngs_without_a_stream_of_that_name_raises_attribute_error_as_flax_do
     nnx: Any, flax_nnx: Any, name: str
 ) -> None:
     assert_same(flax_nnx, nnx, lambda nnx: getattr(nnx.Rngs(params=0), name))
+
+
+@pytest.mark.apis("restore_rngs")
+@pytest.mark.documented("nnx.compat (the graph-mode defaults of rnglib's functions); restore_rngs docstring")
+@given(draws=st.integers(0, 2), seed=st.integers(0, 9))
+def test_compat_backup_keys_keeps_each_stream_s_key_for_restore_rngs_as_flax_does(
+    nnx: Any, flax_nnx: Any, draws: int, seed: int
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        rngs = nnx.Rngs(params=seed, dropout=seed + 1)
+        backups = nnx.compat.backup_keys({"rngs": rngs, "again": rngs})
+        nnx.split_rngs(rngs, splits=2, graph=False, graph_updates=False)
+        drawn = [rngs.params() for _ in range(draws)]
+        nnx.restore_rngs(backups)
+        return backups, drawn, rngs
+
+    assert_same(flax_nnx, nnx, scenario)
