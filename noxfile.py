@@ -6,6 +6,7 @@
     nox -s compare -- BEFORE.json AFTER.json               regressions and fixes between two reports
     nox -s releases [-- VERSION ...]                       the pinned spec against several flax releases
     nox -s lint                                            ruff's checks and formatter over the code
+    nox -s reach                                           the share of flax.nnx's lines and branches the suite drives
 
 JAX 0.12 and flax 0.12.12 need Python >= 3.12, which need not be the Python that runs
 nox: `find_python` looks for one on PATH, then in the usual install locations.
@@ -194,8 +195,11 @@ def _venv_for(session: nox.Session, impl: str, with_flax: bool) -> Path:
     return _impl_venv(session, top, [*_third_party(session, impl), *([f"flax=={FLAX_PIN}"] if with_flax else [])])
 
 
-def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str], label: str | None = None) -> None:
-    """Run the conformance suite against `impl`, writing reports/<label or impl>/conformance.{json,md}."""
+def _run_suite(
+    session: nox.Session, python: Path, impl: str, args: list[str], label: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Path:
+    """Run the conformance suite against `impl`, writing reports/<label or impl>/conformance.{json,md}; returns the JSON report's path."""
     _ensure_spec(session, python)
     report = REPORTS / (label or impl) / "conformance.json"
     chosen = any(arg.startswith(SERIAL_FLAGS) for arg in args)
@@ -203,9 +207,10 @@ def _run_suite(session: nox.Session, python: Path, impl: str, args: list[str], l
         str(python), "-m", "pytest", "--pyargs", "nnx_conformance",
         "--impl", impl, f"--spec-dir={ROOT / 'docs_extracted'}",
         f"--conformance-report={report}", "-p", "no:cacheprovider", *([] if chosen else PARALLEL), *args,
-        external=True, env=SUITE_ENV,
+        external=True, env={**SUITE_ENV, **(env or {})},
     )
     session.log(f"report: {report} and {report.with_suffix('.md')}")
+    return report
 
 
 def _jax_pin() -> str:
@@ -327,6 +332,50 @@ def releases(session: nox.Session) -> None:
             external=True, success_codes=[0, 1],
         )
     session.run(str(spec_python), "-m", "nnx_conformance.release_matrix", str(RELEASES), external=True)
+
+
+REACH = REPORTS / "reach"
+REACH_DATA = REACH / ".coverage"
+REACH_FLOOR = ROOT / "tools" / "reach_floor.json"
+"""The committed reach figures (lines and branches, percent) that a run must not drop below."""
+
+
+def _reach_options(session: nox.Session, python: Path) -> list[str]:
+    """pytest options that run the suite under coverage.py with branch coverage, limited to the
+    flax/nnx of the venv of `python` (by path: naming the package would import flax before the plugin)."""
+    group = f"{ROOT / 'conformance' / 'pyproject.toml'}:reach"
+    session.run(str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), "--group", group, external=True)
+    where = "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('flax').origin).parent / 'nnx')"
+    package = (session.run(str(python), "-c", where, external=True, silent=True) or "").strip()  # flax not imported
+    return [f"--cov={package}", "--cov-branch", "--cov-report=", f"--cov-config={ROOT / 'tools' / 'reach_coverage.toml'}"]
+
+
+def _run_flax_with_reach(session: nox.Session, args: list[str], *, ratchet: bool = True) -> None:
+    """The suite against flax.nnx (the differential tests comparing it with itself) under coverage,
+    then reach: per module in the log, unreached lines and branches in reports/reach/, the totals
+    in the JSON report, and with `ratchet`, a failure when reach drops below REACH_FLOOR.
+
+    `nox -s tests` runs its flax.nnx run through this, so CI gets reach from a run it makes anyway.
+    """
+    python = _flax_venv(session)
+    options = _reach_options(session, python)
+    REACH.mkdir(parents=True, exist_ok=True)
+    for stale in REACH.glob(".coverage*"):
+        stale.unlink()
+    report = _run_suite(session, python, "flax.nnx", [*options, *args], env={"COVERAGE_FILE": str(REACH_DATA)})
+    floor = ["--floor", str(REACH_FLOOR)] if ratchet else []
+    session.run(str(python), "-m", "tools.reach", str(REACH_DATA), "--out", str(REACH), "--report", str(report), *floor,
+                external=True)
+
+
+@nox.session(venv_backend="none")
+def reach(session: nox.Session) -> None:
+    """The share of flax.nnx's lines and branches (less tools/reach_exclusions.txt) the suite drives.
+
+    The whole suite against flax.nnx under coverage.py; `nox -s reach -- -k rnglib` measures a part
+    (without the ratchet, which holds for the whole suite alone).
+    """
+    _run_flax_with_reach(session, ["-q", *session.posargs], ratchet=not session.posargs)
 
 
 @nox.session(venv_backend="none")

@@ -266,7 +266,11 @@ class Rngs(Pytree):
         return Rngs(**streams)
 
     def split(self, k: tp.Mapping[filterlib.Filter, Shape | None] | Shape) -> Rngs:
-        """New Rngs whose selected streams hold keys split into shape ``k`` (per filter if a mapping)."""
+        """New Rngs whose selected streams hold keys split into shape ``k`` (per filter if a mapping).
+
+        None is not a form of ``k`` (``broadcast`` alone takes it): flax refuses it with an AttributeError."""
+        if k is None:
+            raise AttributeError("Rngs.split takes an int, a shape or a mapping of filters to those, not None")
         return self._derive(k, RngStream.split, lambda stream: stream)
 
     def broadcast(self, k: tp.Mapping[filterlib.Filter, Shape | None] | Shape | None) -> Rngs:
@@ -494,10 +498,12 @@ def with_rngs(
     split_rules = _rules(split)
     broadcast_rules = _rules(broadcast)
     fork_predicate = filterlib.to_predicate(fork)
+    refuse_conflicts = _conflict_check(split, broadcast, fork)
 
     def replace(path: tuple, stream: RngStream) -> RngStream:
         if not only_predicate(path, stream):
             return stream
+        refuse_conflicts(path, stream)
         shape = _match(split_rules, path, stream)
         if shape is not MISSING:
             return stream.split(shape)
@@ -516,6 +522,41 @@ def with_rngs(
     return apply(node)
 
 
+def _filters_of(pattern: SplitPattern) -> list[filterlib.Filter]:
+    """The filters of a split or broadcast pattern, in order (a bare shape is ``{...: shape}``)."""
+    if pattern is None:
+        return []
+    return list(pattern) if isinstance(pattern, tp.Mapping) else [...]
+
+
+def _conflict_check(
+    split: SplitPattern, broadcast: SplitPattern, fork: filterlib.Filter | tp.Sequence[filterlib.Filter] | None
+) -> tp.Callable[[tuple, RngStream], None]:
+    """A check that raises ValueError, naming the stream's path and the rules, when the first
+    matching filters of two of with_rngs' rules (split, broadcast, fork) are both specific:
+    neither ``...`` nor ``True``, which match every stream and give way to a specific rule."""
+    forks = [] if fork is None else [fork] if isinstance(fork, str) or not isinstance(fork, tp.Sequence) else list(fork)
+    filters = {"split": _filters_of(split), "broadcast": _filters_of(broadcast), "fork": forks}
+    predicates = {rule: [(f, filterlib.to_predicate(f)) for f in found] for rule, found in filters.items()}
+
+    def check(path: tuple, stream: RngStream) -> None:
+        matched = {}
+        for rule, candidates in predicates.items():
+            first = next((f for f, predicate in candidates if predicate(path, stream)), MISSING)
+            if first is not MISSING:
+                matched[rule] = first
+        specific = [rule for rule, f in matched.items() if f is not ... and f is not True]
+        if len(specific) > 1:
+            described = "\n".join(f"  - {rule} matches filter {f!r}" for rule, f in matched.items())
+            raise ValueError(f"RngStream at path {path} matches multiple rules:\n{described}")
+
+    return check
+
+
+RESEED_POLICIES = ("scalars_only", "match_shape")
+"""The named policies of ``reseed``; a callable is the third form."""
+
+
 def reseed(
     node: tp.Any, /, *, graph: bool | None = None, policy: ReseedPolicy = "scalars_only", **stream_keys: RngValue
 ) -> None:
@@ -526,6 +567,8 @@ def reseed(
     with non-scalar keys need ``policy='match_shape'`` (split the new key to the
     shape) or a callable ``(path, key, shape) -> keys``.
     """
+    if not callable(policy) and policy not in RESEED_POLICIES:
+        raise ValueError(f'policy must be "scalars_only", "match_shape" or a callable, got {policy!r}')
     for path, stream in _streams(node, graph=graph):
         if stream.tag not in stream_keys:
             continue

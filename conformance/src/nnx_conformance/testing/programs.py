@@ -105,19 +105,20 @@ class Create:
         return self.kind
 
 
-def _loss(m: Any, x: Any) -> Any:
+def squared_loss(m: Any, x: Any) -> Any:
+    """The sum of the squares of ``m(x)``: the loss of the programs' gradients."""
     return (m(x) ** 2).sum()
 
 
-def _grads(nnx: Any, model: Any, mode: gs.Mode) -> Any:
-    """The gradients of the loss by ``model``'s Params: ``nnx.grad`` of the Module itself
-    in graph mode with graph updates, else (tree-like modes differentiate whole
+def grads(nnx: Any, model: Any, mode: gs.Mode, x: Any = X, loss: Any = squared_loss) -> Any:
+    """The gradients of ``loss(model, x)`` by ``model``'s Params: ``nnx.grad`` of the Module
+    itself in graph mode with graph updates, else (tree-like modes differentiate whole
     arguments) of its Params split from the rest, as the guides do it."""
-    x = jnp.asarray(X)
+    x = jnp.asarray(x)
     if mode.graph and mode.updates:
-        return nnx.grad(_loss, **mode.kwargs())(model, x)
+        return nnx.grad(loss, **mode.kwargs())(model, x)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    return nnx.grad(lambda params, rest: _loss(nnx.merge(graphdef, params, rest), x), **mode.kwargs())(params, rest)
+    return nnx.grad(lambda params, rest: loss(nnx.merge(graphdef, params, rest), x), **mode.kwargs())(params, rest)
 
 
 def _scan_step(m: Any, x: Any) -> Any:
@@ -141,7 +142,7 @@ class Call:
             if self.transform == "jit":
                 return nnx.jit(lambda m, x: m(x), **kwargs)(model, x)
             if self.transform == "grad":
-                return _grads(nnx, model, self.mode)
+                return grads(nnx, model, self.mode)
             if self.transform == "vmap":
                 return nnx.vmap(lambda m, x: m(x), in_axes=(None, 0), **kwargs)(model, jnp.stack([x, -x]))
             scan = nnx.scan(_scan_step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), **kwargs)
@@ -237,10 +238,10 @@ class OptimizerStep:
     def __call__(self, nnx: Any, world: World) -> Any:
         index, model = world.target(self.target)
         with self.mode.context(nnx):
-            grads = _grads(nnx, model, self.mode)
+            gradients = grads(nnx, model, self.mode)
             if index not in world.optimizers:
                 world.optimizers[index] = nnx.Optimizer(model, optax.adam(0.1), wrt=nnx.Param)
-            world.optimizers[index].update(model, grads)
+            world.optimizers[index].update(model, gradients)
         return world.optimizers[index]
 
 
@@ -257,17 +258,21 @@ class Program:
         return "Program(\n" + "".join(f"  {step!r},\n" for step in self.steps) + ")"
 
 
+def run_step(nnx: Any, step: Any, world: World, snapshot: Any) -> Described:
+    """Runs ``step(nnx, world)``; a snapshot of what it returned (or the name of the exception
+    it raised: a program goes on after it) and of ``snapshot(world)``, the objects it changed."""
+    try:
+        result = step(nnx, world)
+    except Exception as error:  # noqa: BLE001 - the exception type is part of the outcome
+        result = ("raised", type(error).__name__)
+    return Described(describe(nnx, (type(step).__name__, result, snapshot(world))))
+
+
 def run(nnx: Any, program: Program) -> list[Described]:
     """Runs ``program`` with ``nnx``; after each step, a snapshot of what it returned (or the
     name of the exception it raised; the program goes on) and of every model."""
-    world, snapshots = World(), []
-    for step in program.steps:
-        try:
-            result = step(nnx, world)
-        except Exception as error:  # noqa: BLE001 - the exception type is part of the outcome
-            result = ("raised", type(error).__name__)
-        snapshots.append(Described(describe(nnx, (type(step).__name__, result, world.models))))
-    return snapshots
+    world = World()
+    return [run_step(nnx, step, world, lambda world: world.models) for step in program.steps]
 
 
 def _modes(tree_only: bool) -> st.SearchStrategy[gs.Mode]:
