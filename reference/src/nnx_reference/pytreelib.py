@@ -104,7 +104,10 @@ def register_data_type(type_: type[A], /) -> type[A]:
 
 def is_data(value: tp.Any, /) -> bool:
     """Whether ``value`` is of a data type: arrays, Refs, Variables, graph nodes, registered types."""
-    return isinstance(value, (jax.Array, np.ndarray, Variable, Pytree, *_DATA_TYPES)) or reprlib.is_ref(value)
+    # a registered type counts by its exact type (its subclasses are not data), as flax's
+    return (
+        isinstance(value, (jax.Array, np.ndarray, Variable, Pytree)) or type(value) in _DATA_TYPES or reprlib.is_ref(value)
+    )
 
 
 def has_data(value: tp.Any, /) -> list[tp.Any]:

@@ -230,3 +230,31 @@ def _outcome(call: Any) -> Any:
         return call()
     except Exception as error:  # noqa: BLE001 - the exception's type is the outcome
         return type(error).__name__
+
+
+@pytest.mark.apis("register_data_type", "is_data", "Pytree")
+@pytest.mark.documented("api object page: register_data_type, is_data (a registered type is data)")
+@given(registered=st.sampled_from(["the class", "its base"]), holder=st.sampled_from(["Module", "Pytree"]))
+def test_a_registered_data_type_is_data_by_its_exact_type_as_flax(
+    nnx: Any, flax_nnx: Any, registered: str, holder: str
+) -> None:
+    """``register_data_type`` of a class makes its instances data (is_data, Pytree leaves,
+    state); an instance of a subclass of a registered class is not, as flax matches the exact type."""
+
+    def scenario(nnx: Any) -> Any:
+        class Base:
+            pass
+
+        class Sub(Base):
+            pass
+
+        nnx.register_data_type(Sub if registered == "the class" else Base)
+
+        class Holder(getattr(nnx, holder)):  # type: ignore[misc]
+            def __init__(self) -> None:
+                self.sub = Sub()
+
+        made = Holder()
+        return nnx.is_data(Sub()), [type(leaf).__name__ for leaf in jax.tree.leaves(made)], list(nnx.state(made))
+
+    assert_same(flax_nnx, nnx, scenario)
