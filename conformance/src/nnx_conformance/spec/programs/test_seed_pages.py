@@ -1,8 +1,7 @@
 """The five seed pages (the project's first spec: the object, variables, transforms and module
 API pages and the NNX Basics guide, as the pinned flax renders them), run example by example
 on the implementation and on flax.nnx beside it: each example must print what flax's prints
-(object reprs included, addresses masked) and raise what flax's raises (kind "differential",
-reported under the page's area).
+(object reprs included, addresses masked) and raise what flax's raises (kind "differential").
 
 Where the doc tests compare an example with the output its page documents, this compares it
 with what flax 0.12.12 does on the same page, so an example whose documented output comes
@@ -26,7 +25,7 @@ SEED_PAGES = ("object", "variables", "transforms", "module", "guide:nnx_basics")
 
 
 @pytest.mark.apis("Module", "Variable", "jit")
-@pytest.mark.parametrize("page_id", [pytest.param(page, marks=pytest.mark.area(page), id=page) for page in SEED_PAGES])
+@pytest.mark.parametrize("page_id", SEED_PAGES)
 def test_every_example_of_a_seed_page_prints_and_raises_as_flax(
     nnx: Any, flax_nnx: Any, spec_manifest: Manifest, page_id: str
 ) -> None:
