@@ -25,6 +25,7 @@ SEED_PAGES = ("object", "variables", "transforms", "module", "guide:nnx_basics")
 
 
 @pytest.mark.apis("Module", "Variable", "jit")
+@pytest.mark.timeout(600)  # a page runs twice, flax's side included: the transforms page takes a minute
 @pytest.mark.parametrize("page_id", SEED_PAGES)
 def test_every_example_of_a_seed_page_prints_and_raises_as_flax(
     nnx: Any, flax_nnx: Any, spec_manifest: Manifest, page_id: str
