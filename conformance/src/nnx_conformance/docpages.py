@@ -9,7 +9,9 @@ last example raised, so that a missing nnx name can be reported as such.
 
 from __future__ import annotations
 
+import contextlib
 import doctest
+import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +21,7 @@ from sybil.parsers.abstract import DocTestStringParser
 from sybil.parsers.markdown import CodeBlockParser
 from sybil.region import Region
 
-from .cells import Cell, CellEvaluator, CellParser, ExcInfo, SourceEvaluator, cache_source
+from .cells import Cell, CellEvaluator, CellParser, ExcInfo, SourceEvaluator, cache_source, run_cell
 from .manifest import PageEntry
 from .outputs import DocOutputChecker
 
@@ -107,6 +109,22 @@ def source_and_output(example: Example) -> tuple[str, str]:
     if isinstance(parsed, str):  # a code block: its source, no expected output
         return str(parsed), ""
     return parsed.source, parsed.want
+
+
+def printed_by(example: Example) -> str:
+    """Run ``example`` in its page's namespace as its evaluator does, comparing nothing: what
+    it printed, a doctest's or a guide cell's shown result included. Raises what it raises."""
+    parsed = example.parsed
+    if isinstance(parsed, Cell):
+        return run_cell(parsed.source, example.namespace, f"<{example.path}:cell {parsed.number}>")
+    filename = f"<{example.path}:{example.line}>"
+    source = str(parsed) if isinstance(parsed, str) else parsed.source
+    cache_source(filename, source)
+    mode = "exec" if isinstance(parsed, str) else "single"  # a doctest shows its expression's repr
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        exec(compile(source, filename, mode, dont_inherit=True), example.namespace)
+    return stdout.getvalue()
 
 
 def last_exception(example: Example) -> ExcInfo | None:

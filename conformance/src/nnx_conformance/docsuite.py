@@ -25,6 +25,7 @@ from .graph_modes import GraphMode
 from .impl import Implementation, missing_name
 from .isolation import PageClaims, blocked_by_crash
 from .manifest import REGENERATE, ExampleEntry, Manifest, PageEntry, example_digest
+from .outputs import DocOutputChecker
 from .patterns import PatternList
 from .var_defaults import VarDefaults
 
@@ -162,6 +163,41 @@ class DocSuite:
             return None
         mismatch = doc_warnings.difference(self.warnings.expected(entry.id), self.warned[entry.id])
         return None if mismatch is None else f"{entry.id} ({page.path.name}:{entry.line}) does not warn as documented: {mismatch}"
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    """What one example did: what it printed (normalised as ``outputs`` compares output) and
+    the class name of the exception it raised, if any."""
+
+    id: str
+    printed: str
+    raised: str | None
+
+    @property
+    def shown(self) -> str:
+        """What the example did, in a line of a failure message."""
+        printed = self.printed.rstrip() or "nothing"
+        return printed if self.raised is None else f"{printed}, then {self.raised}"
+
+
+def run_page_examples(page: PageEntry, impl_name: str) -> list[ExampleRun]:
+    """Every example of ``page`` in order in one fresh namespace, each run whatever the ones
+    before it did, with its output normalised for ``impl_name`` (addresses masked, the
+    implementation's module path read as flax.nnx). The seed pages' differential test runs
+    a page so on the implementation and, with the import alias suspended, on flax."""
+    document, examples = docpages.parse_page(page, impl_name)
+    docpages.seed_namespace(document, page.kind)
+    normalise = DocOutputChecker(impl_name).normalize
+    runs = []
+    for entry, example in zip(page.examples, examples):
+        raised = None
+        try:
+            printed = docpages.printed_by(example)
+        except Exception as error:  # noqa: BLE001 - the exception's class is part of what the example did
+            printed, raised = "", type(error).__name__
+        runs.append(ExampleRun(entry.id, normalise(printed), raised))
+    return runs
 
 
 def page_problems(manifest: Manifest, impl_name: str) -> list[str]:

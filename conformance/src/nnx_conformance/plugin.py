@@ -20,6 +20,7 @@ from hypothesis import settings as hypothesis_settings
 from . import artifacts, coverage, coverage_summary, devices, graph_modes, hypothesis_profiles, isolation, report, scheduling, settings
 from .impl import ImplProxy, MissingName, Yardstick
 from .items import DOCS_MODULE, describe, doc_case, in_suite, in_suite_nodeid
+from .manifest import Manifest
 from .report import RunError
 from .suite import KEY, Suite, compares_with_flax
 
@@ -313,6 +314,17 @@ def flax_nnx(request: pytest.FixtureRequest) -> Yardstick:
     if isinstance(found, str):
         pytest.skip(found)
     return found
+
+
+@pytest.fixture(scope="session")
+def spec_manifest(request: pytest.FixtureRequest) -> Manifest:
+    """The spec's manifest (``--spec-dir``), for tests that run its pages themselves."""
+    suite = _suite(request.config)
+    if suite is None:
+        pytest.fail("the spec_manifest fixture belongs to the conformance suite (nnx_conformance/spec)", pytrace=False)
+    if suite.docs.manifest is None:
+        pytest.fail(suite.docs.problem or "no spec pages", pytrace=False)
+    return suite.docs.manifest
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

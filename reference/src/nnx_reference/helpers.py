@@ -158,10 +158,28 @@ class Sequential(Module, Iterable[tp.Callable[..., tp.Any]]):
         self.layers = List(fns)
 
     def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        output: tp.Any = args[0] if len(args) == 1 else args
+        """Calls each layer on the previous one's output, as flax's: a tuple output is the next
+        layer's positional arguments, a dict its keyword arguments, anything else its one
+        argument; ``kwargs`` go to each layer that takes them beyond its positional ones.
+        Without layers: the one argument, the arguments, the keyword arguments, or None."""
+        if not self.layers:
+            return args[0] if len(args) == 1 else args or kwargs or None
+        output: tp.Any = None
         for i, layer in enumerate(self.layers):
-            accepted = {k: v for k, v in kwargs.items() if _accepts_keyword(layer, k)}
-            output = layer(*args, **accepted) if i == 0 else layer(output, **accepted)
+            if not callable(layer):
+                raise TypeError(f"Sequence[{i}] is not callable: {layer}")
+            passed: dict[str, tp.Any] = {}
+            if i > 0:
+                if isinstance(output, tuple):
+                    args = output
+                elif isinstance(output, dict):
+                    args, passed = (), dict(output)
+                else:
+                    args = (output,)
+            accepted = _accepted_keywords(layer, len(args), kwargs) if kwargs else {}
+            if repeated := set(passed) & set(accepted):
+                raise TypeError(f"Got multiple values for arguments {repeated} in Sequential[{i}]")
+            output = layer(*args, **passed, **accepted)
         return output
 
     def __iter__(self) -> tp.Iterator[tp.Callable[..., tp.Any]]:
@@ -169,9 +187,17 @@ class Sequential(Module, Iterable[tp.Callable[..., tp.Any]]):
         return iter(self.layers)
 
 
-def _accepts_keyword(fn: tp.Callable[..., tp.Any], name: str) -> bool:
+def _accepted_keywords(fn: tp.Callable[..., tp.Any], n_positional: int, kwargs: dict[str, tp.Any]) -> dict[str, tp.Any]:
+    """The ``kwargs`` that ``fn`` takes by keyword once ``n_positional`` arguments are bound
+    (all of them if it takes ``**kwargs``); none if its signature cannot be read."""
     try:
-        parameters = inspect.signature(fn).parameters.values()
+        parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
-        return False
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
+        return {}
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        bound = {p.name for p in parameters[:n_positional] if p.kind is p.POSITIONAL_OR_KEYWORD}
+        return {k: v for k, v in kwargs.items() if k not in bound}
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    free = {p.name for p in positional[n_positional:] if p.kind is p.POSITIONAL_OR_KEYWORD}
+    free |= {p.name for p in parameters if p.kind is p.KEYWORD_ONLY}
+    return {k: v for k, v in kwargs.items() if k in free}

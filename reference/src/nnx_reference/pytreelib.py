@@ -14,6 +14,7 @@ keys first, as ``nnx.List`` uses them), each under ``GetAttrKey(name)`` (or
 
 from __future__ import annotations
 
+import abc
 import ast
 import dataclasses
 import operator
@@ -103,7 +104,10 @@ def register_data_type(type_: type[A], /) -> type[A]:
 
 def is_data(value: tp.Any, /) -> bool:
     """Whether ``value`` is of a data type: arrays, Refs, Variables, graph nodes, registered types."""
-    return isinstance(value, (jax.Array, np.ndarray, Variable, Pytree, *_DATA_TYPES)) or reprlib.is_ref(value)
+    # a registered type counts by its exact type (its subclasses are not data), as flax's
+    return (
+        isinstance(value, (jax.Array, np.ndarray, Variable, Pytree)) or type(value) in _DATA_TYPES or reprlib.is_ref(value)
+    )
 
 
 def has_data(value: tp.Any, /) -> list[tp.Any]:
@@ -116,10 +120,12 @@ def check_pytree(pytree: tp.Any) -> None:
     attributes (``ValueError``); as flax's, the Pytrees it holds are not checked."""
     if not isinstance(pytree, Pytree):
         raise TypeError(f"Expected a Pytree, got {type(pytree)}.")
+    # as flax's, an object that is no pytree (``pytree=False``) has no data attributes to it
+    is_pytree = type(pytree)._pytree__is_pytree
     for name, value in vars(pytree).items():
-        if name == NODES or pytree._pytree__nodes.get(name, False):
+        if _is_internal(name) or (is_pytree and pytree._pytree__nodes.get(name, False)):
             continue
-        if has_data(value) and type(pytree)._pytree__is_pytree:
+        if has_data(value):
             raise ValueError(_unexpected_data_message(pytree, name, value))
 
 
@@ -266,7 +272,24 @@ def set_deep_copy(copy_graph: tp.Callable[[tp.Any], tp.Any]) -> None:
     _deep_copy = copy_graph
 
 
-class Pytree:
+class PytreeMeta(abc.ABCMeta):
+    """The metaclass of Pytrees (an ``ABCMeta``, as flax's): once ``__init__`` has run, an
+    attribute it set without ``__setattr__`` gets the status its value's type gives it, and
+    the instance is checked with :func:`check_pytree`, so that data appended to a static
+    attribute's list or dict is refused as flax refuses it."""
+
+    def __call__(cls, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        node = super().__call__(*args, **kwargs)
+        if isinstance(node, Pytree) and type(node)._pytree__is_pytree:
+            nodes = node._pytree__nodes
+            for name, value in vars(node).items():
+                if name not in nodes and not _is_internal(name):
+                    nodes[name] = is_data(value)
+            check_pytree(node)
+        return node
+
+
+class Pytree(metaclass=PytreeMeta):
     """Base class for all NNX objects; instances are JAX pytrees of their data attributes."""
 
     _pytree__is_pytree: tp.ClassVar[bool] = True
@@ -476,9 +499,13 @@ it was made for (the Modules of a model share a few layouts)."""
 
 
 def attribute_layout(node: Pytree) -> _Layout:
-    """The sorted data and static attribute keys of ``node`` (internal ones left out)."""
+    """The sorted data and static attribute keys of ``node`` (internal ones left out). An
+    object that is no pytree (``pytree=False``) has data wherever its attributes hold it now,
+    as flax's (a list it filled after assigning it is walked too)."""
     values = node.__dict__
     nodes = node._pytree__nodes
+    if not type(node)._pytree__is_pytree:
+        nodes = {k: nodes.get(k, False) or bool(has_data(v)) for k, v in values.items() if not _is_internal(k)}
     names = tuple(values)
     known = _LAYOUTS.get(names)
     if known is None:

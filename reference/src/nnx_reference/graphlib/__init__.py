@@ -110,3 +110,7 @@ __all__ = [
     "vars_as",
     "with_vars",
 ]
+
+for _public in (GraphDef, GraphState, MergeContext, SplitContext, UpdateContext, set_graph_mode, set_graph_updates):
+    _public.__module__ = __name__  # their public home, as flax's: reprs and pickles name it
+del _public

@@ -109,11 +109,16 @@ def _tree_flatten(node: tp.Any, api: str) -> Flattened:
     check_tree(node, api, "keystr")
     pairs, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x: isinstance(x, Variable))
     leaves = [(tuple(jax_key(e) for e in path), leaf) for path, leaf in pairs]
-    templates = tuple(
-        VariableTemplate(type(leaf), leaf._var_metadata.sorted_items()) if isinstance(leaf, Variable) else None
-        for _, leaf in leaves
-    )
+    templates = tuple(_template(leaf) if isinstance(leaf, Variable) else None for _, leaf in leaves)
     return Flattened(TreeDef(treedef, tuple(p for p, _ in leaves), templates), leaves)
+
+
+def _template(variable: tp.Any) -> VariableTemplate:
+    """What a Variable leaf is rebuilt from; a tracer of a hijax Variable (inside ``jax.jit``)
+    gives the hijax class it traces and the metadata its type holds."""
+    if isinstance(variable, jax.core.Tracer):
+        return VariableTemplate(_hijax.class_of(variable), tuple(sorted(variable.get_metadata().items())))
+    return VariableTemplate(type(variable), variable._var_metadata.sorted_items())
 
 
 def flatten_node(

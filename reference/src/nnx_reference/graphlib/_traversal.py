@@ -7,6 +7,7 @@ import warnings
 
 import jax
 
+from .. import _hijax
 from .._tracing import current_trace_state
 from .._variable_metadata import as_ref, wants_ref
 from ..filterlib import to_predicate
@@ -184,7 +185,8 @@ def with_vars(
         if not _changes_mode(x, hijax, ref):
             metadata = _with_mutability(metadata)
         value = x.get_value()
-        return type(x)._new(as_ref(value) if wants_ref(metadata) else value, metadata)
+        cls = _hijax.class_of(x)  # a tracer of a hijax Variable (inside jax.jit) converts as the Variable
+        return cls._new(as_ref(value) if wants_ref(metadata) else value, metadata)
 
     if resolve_graph(None) and (isinstance(node, Pytree) or is_container(node)):
         duplicates = [] if allow_duplicates else find_duplicates(node, only=replaced)

@@ -56,8 +56,12 @@ class _GatedCell(RNNCellBase):
     """What the built-in cells share: their settings, carry creation and feature axes."""
 
     def _settings(self, in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                  carry_init, keep_rngs, rngs) -> None:
-        """Stores the settings every cell has, warning about the deprecated ones as flax does."""
+                  carry_init, keep_rngs, rngs, functions: dict[str, tp.Any],
+                  functions_first: bool = True) -> None:
+        """Stores the settings every cell has, warning about the deprecated ones as flax does,
+        with the cell's own ``functions`` (gate_fn, activation_fn, residual) before the dtypes
+        (or, not ``functions_first``, after them) and ``carry_init`` left for :meth:`_done`, in
+        flax's order (its reprs list attributes in the order they were set)."""
         # flax warns about keep_rngs first, and points both warnings at the cell's own code
         if keep_rngs:
             warnings.warn(
@@ -76,11 +80,20 @@ class _GatedCell(RNNCellBase):
             )
         self.in_features = in_features
         self.hidden_features = hidden_features
+        if functions_first:
+            for name, value in functions.items():
+                setattr(self, name, value)
         self.dtype = dtype
         self.param_dtype = param_dtype
+        if not functions_first:
+            for name, value in functions.items():
+                setattr(self, name, value)
         self.promote_dtype = promote_dtype
-        self.carry_init = carry_init
         self.rngs = fork_stream(rngs, "carry") if keep_rngs else data(None)
+
+    def _done(self, carry_init: Initializer | None) -> None:
+        """The last setting, once the layers are made."""
+        self.carry_init = carry_init
 
     def _layers(self, width: int, *, input_bias: bool, kernel_init, recurrent_kernel_init, bias_init,
                 kernel_metadata: Metadata, recurrent_kernel_metadata: Metadata, bias_metadata: Metadata,
@@ -151,9 +164,7 @@ class LSTMCell(_GatedCell):
         bias_metadata: Metadata = NO_METADATA,
     ):
         self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                       carry_init, keep_rngs, rngs)
-        self.gate_fn = gate_fn
-        self.activation_fn = activation_fn
+                       carry_init, keep_rngs, rngs, {"gate_fn": gate_fn, "activation_fn": activation_fn})
         from_inputs, from_hidden = self._layers(
             hidden_features, input_bias=False,
             kernel_init=kernel_init, recurrent_kernel_init=recurrent_kernel_init, bias_init=bias_init,
@@ -162,6 +173,7 @@ class LSTMCell(_GatedCell):
         )
         self.ii, self.if_, self.ig, self.io = (from_inputs() for _ in range(4))
         self.hi, self.hf, self.hg, self.ho = (from_hidden() for _ in range(4))
+        self._done(carry_init)
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array):
         c, h = carry
@@ -200,9 +212,7 @@ class OptimizedLSTMCell(_GatedCell):
         bias_metadata: Metadata = NO_METADATA,
     ):
         self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                       carry_init, keep_rngs, rngs)
-        self.gate_fn = gate_fn
-        self.activation_fn = activation_fn
+                       carry_init, keep_rngs, rngs, {"gate_fn": gate_fn, "activation_fn": activation_fn})
         from_inputs, from_hidden = self._layers(
             4 * hidden_features, input_bias=False,
             kernel_init=kernel_init, recurrent_kernel_init=recurrent_kernel_init, bias_init=bias_init,
@@ -210,6 +220,7 @@ class OptimizedLSTMCell(_GatedCell):
             bias_metadata=bias_metadata, rngs=rngs,
         )
         self.dense_i, self.dense_h = from_inputs(), from_hidden()
+        self._done(carry_init)
 
     def __call__(self, carry: tuple[Array, Array], inputs: Array):
         c, h = carry
@@ -244,9 +255,7 @@ class GRUCell(_GatedCell):
         bias_metadata: Metadata = NO_METADATA,
     ):
         self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                       carry_init, keep_rngs, rngs)
-        self.gate_fn = gate_fn
-        self.activation_fn = activation_fn
+                       carry_init, keep_rngs, rngs, {"gate_fn": gate_fn, "activation_fn": activation_fn})
         from_inputs, from_hidden = self._layers(
             3 * hidden_features, input_bias=True,
             kernel_init=kernel_init, recurrent_kernel_init=recurrent_kernel_init, bias_init=bias_init,
@@ -254,6 +263,7 @@ class GRUCell(_GatedCell):
             bias_metadata=bias_metadata, rngs=rngs,
         )
         self.dense_i, self.dense_h = from_inputs(), from_hidden()
+        self._done(carry_init)
 
     def __call__(self, carry: Array, inputs: Array):
         h = carry
@@ -290,9 +300,8 @@ class SimpleCell(_GatedCell):
         bias_metadata: Metadata = NO_METADATA,
     ):
         self._settings(in_features, hidden_features, dtype, param_dtype, promote_dtype,
-                       carry_init, keep_rngs, rngs)
-        self.residual = residual
-        self.activation_fn = activation_fn
+                       carry_init, keep_rngs, rngs, {"residual": residual, "activation_fn": activation_fn},
+                       functions_first=False)
         from_inputs, from_hidden = self._layers(
             hidden_features, input_bias=True,
             kernel_init=kernel_init, recurrent_kernel_init=recurrent_kernel_init, bias_init=bias_init,
@@ -301,6 +310,7 @@ class SimpleCell(_GatedCell):
         )
         self.dense_h = from_hidden()  # made first: its parameters draw first
         self.dense_i = from_inputs()
+        self._done(carry_init)
 
     def __call__(self, carry: Array, inputs: Array):
         pre_activation = self.dense_i(inputs) + self.dense_h(carry)

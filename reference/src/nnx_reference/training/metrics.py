@@ -196,7 +196,7 @@ class MultiMetric(Metric):
 
     def __init__(self, **metrics: Metric) -> None:
         """``MultiMetric(name=metric, ...)``: each metric is an attribute ``name``."""
-        self._metric_names = list(metrics)
+        self._metric_names = tuple(metrics)
         for name, metric in metrics.items():
             setattr(self, name, metric)
 

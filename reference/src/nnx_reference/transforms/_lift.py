@@ -356,7 +356,8 @@ def exit(
     objs = list(entered.objects)
     ref_index = _ref_index(entered.index_ref)
     result = _exit(name, static, objs, ref_index, out, out_prefix, expand, same_prefixes, carry_arg)
-    (in_part, out_tree), holes = refs.to_holes(to_jax((result.in_part, result.out_tree)), entered.pure)
+    fresh = static.graph and static.graph_updates and bool(entered.objects)  # flax's condition, observed
+    (in_part, out_tree), holes = refs.to_holes(to_jax((result.in_part, result.out_tree)), entered.pure, fresh)
     out_static = dataclasses.replace(
         result.static, holes=holes, places=output_places.places(name, static.graph, static.graph_updates)
     )

@@ -8,6 +8,11 @@ a static :class:`Hole` naming the input it came from (:func:`to_holes`), and
 ``lift.apply`` fills the holes with the caller's Refs (:func:`fill_holes`), which
 JAX has already updated in place. Whether a result holds holes is recorded in its
 static part at trace time, so a call without Refs pays nothing.
+
+A Ref made inside the call cannot leave it either. In graph mode with graph updates,
+when the call was given at least one graph object or Variable, flax returns such a Ref
+as its value and makes a new Ref of it outside: :func:`to_holes` wraps it in a
+:class:`Fresh` and :func:`fill_holes` makes the new Ref. Otherwise JAX rejects it.
 """
 
 from __future__ import annotations
@@ -30,23 +35,43 @@ class Hole:
 jax.tree_util.register_static(Hole)
 
 
-def to_holes(tree: tp.Any, inputs: tp.Any) -> tuple[tp.Any, bool]:
-    """``tree`` with each Ref among the leaves of ``inputs`` swapped for a :class:`Hole`;
-    and whether any was swapped. Runs while tracing."""
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Fresh:
+    """A Ref made inside a transform, as its value: outside it becomes a new Ref."""
+
+    value: tp.Any
+
+
+def to_holes(tree: tp.Any, inputs: tp.Any, fresh: bool = False) -> tuple[tp.Any, bool]:
+    """``tree`` with each Ref among the leaves of ``inputs`` swapped for a :class:`Hole`
+    and, where ``fresh``, each other Ref for a :class:`Fresh` of its value; and whether
+    any was swapped. Runs while tracing."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     if not any(map(is_ref, leaves)):
         return tree, False
     index = {id(x): i for i, x in enumerate(jax.tree_util.tree_leaves(inputs)) if is_ref(x)}
-    leaves = [Hole(index[id(x)]) if id(x) in index else x for x in leaves]
+    leaves = [
+        Hole(index[id(x)]) if id(x) in index else Fresh(x[...]) if fresh and is_ref(x) else x for x in leaves
+    ]
     return jax.tree_util.tree_unflatten(treedef, leaves), True
 
 
+def _is_placeholder(x: tp.Any) -> bool:
+    return isinstance(x, (Hole, Fresh))
+
+
 def fill_holes(tree: tp.Any, inputs: tp.Any) -> tp.Any:
-    """``tree`` with each :class:`Hole` filled with the leaf of ``inputs`` it names."""
+    """``tree`` with each :class:`Hole` filled with the leaf of ``inputs`` it names, and
+    each :class:`Fresh` with a new Ref of its value."""
     leaves = jax.tree_util.tree_leaves(inputs)
-    return jax.tree_util.tree_map(
-        lambda x: leaves[x.index] if isinstance(x, Hole) else x, tree, is_leaf=lambda x: isinstance(x, Hole)
-    )
+
+    def fill(x: tp.Any) -> tp.Any:
+        if isinstance(x, Hole):
+            return leaves[x.index]
+        return jax.new_ref(x.value) if isinstance(x, Fresh) else x
+
+    return jax.tree_util.tree_map(fill, tree, is_leaf=_is_placeholder)
 
 
 def shapes_of_refs(tree: tp.Any) -> tp.Any:

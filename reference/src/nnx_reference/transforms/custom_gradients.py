@@ -101,8 +101,10 @@ class CustomVjp:
                 filters[a.argnum] = a.filter
             else:
                 filters[a] = None
+        nondiff = sorted(a for a in self.nondiff_argnums if isinstance(a, int))
         prefixes = tuple(DiffPrefix(filters[i], False) for i in range(len(args)))
         lifted = lift.lift("custom_vjp", (args, {}), (prefixes, {}), Mode(True, True), expand=expand_diff)
+        _reject_nondiff_objects(args, nondiff)  # after the aliasing checks, as flax's
         self._check_defined(graph_updates=True)
         static = lifted.static
         diff, rest = trees.partition(lifted.pure, lifted.prefix, is_diff)
@@ -124,17 +126,48 @@ class CustomVjp:
             return lift.exit("custom_vjp", static, entered, out), (residuals, rest)
 
         def pure_bwd(res: tp.Any, g: tp.Any) -> tuple[tp.Any, tp.Any]:
+            # as jax.custom_vjp's: the int nondiff_argnums' arguments come first, and
+            # neither the input updates' cotangents nor the tangents include them
             residuals, rest = res
             _, in_part_g, out_g = g
             updates_g = _node_updates(lifted, in_part_g, len(nums))
-            tangents = bwd(residuals, (updates_g, out_g))
+            updates_g = tuple(u for i, u in enumerate(updates_g) if i not in nondiff)
+            tangents = bwd(*(args[i] for i in nondiff), residuals, (updates_g, out_g))
             if not isinstance(tangents, tuple):
                 tangents = (tangents,)
+            tangents = _with_nondiff(tangents, nondiff)
             diff_g = _pure_tangents(lifted, diff, tangents)
             return diff_g, jax.tree.map(lambda x: None, rest)
 
         pure_fn.defvjp(pure_fwd, pure_bwd)
         return lift.apply(lifted, pure_fn(diff, rest))
+
+
+def _reject_nondiff_objects(args: tuple, nondiff: list[int]) -> None:
+    """Graph mode: an int in ``nondiff_argnums`` may not name an argument holding a graph
+    node or Variable (flax's TypeError, naming the first one's path), nor a tracer (jax's
+    error, as ``jax.custom_vjp`` checks its own ``nondiff_argnums``)."""
+    for i in nondiff:
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(args[i])):
+            raise jax.errors.UnexpectedTracerError(
+                "Found a JAX Tracer object passed as an argument to a custom_vjp function in a position "
+                f"indicated by nondiff_argnums as non-differentiable (argument {i}). Tracers cannot be passed "
+                "as non-differentiable arguments to custom_vjp functions; instead, nondiff_argnums should "
+                "only be used for arguments that can't be or contain JAX tracers."
+            )
+        found = jax.tree_util.tree_flatten_with_path(args[i], is_leaf=trees.is_object)[0]
+        for path, leaf in found:
+            if trees.is_object(leaf):
+                raise TypeError(
+                    "Passing integers to nondiff_argnums for graph nodes arguments in custom_vjp is not "
+                    f"supported. Got False at path [{i}]{jax.tree_util.keystr(path)} for value {leaf}"
+                )
+
+
+def _with_nondiff(tangents: tuple, nondiff: list[int]) -> tuple:
+    """The tangents of the differentiable arguments, with None at the nondiff ones."""
+    remaining = iter(tangents)
+    return tuple(None if i in nondiff else next(remaining, None) for i in range(len(tangents) + len(nondiff)))
 
 
 def _variables(args: tuple) -> list[list[Variable[tp.Any]]]:
@@ -184,8 +217,9 @@ def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any
     """Put the user's per-argument tangents into the pure layout of ``diff``.
 
     Each tangent has its argument's structure, a State where the argument holds a graph
-    node: each differentiable Variable takes the tangent at its path (extra entries, e.g.
-    non-differentiable ones, are ignored); the other leaves take theirs in place.
+    node: each differentiable Variable takes the tangent at its path, and the State must
+    hold those paths and no other (jax's TypeError, as flax's); the other leaves take theirs
+    in place.
     """
     leaves, states = diff
     static = lifted.static
@@ -203,10 +237,17 @@ def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any
             if part is None:
                 continue
             by_path = {tuple(p): v for p, v in to_flat_state(part)}
-            for gi, group in enumerate(static.groups):
-                if group.obj == obj_at[j] and states[gi] is not None:
-                    values = [by_path[tuple(p)[2:]] for p, _ in to_flat_state(states[gi])]
-                    new_states[gi] = jax.tree.unflatten(jax.tree.structure(states[gi]), jax.tree.leaves(values))
+            groups = [gi for gi, group in enumerate(static.groups) if group.obj == obj_at[j] and states[gi] is not None]
+            expected = {tuple(p)[2:] for gi in groups for p, _ in to_flat_state(states[gi])}
+            if set(by_path) != expected:
+                raise TypeError(
+                    "Custom VJP bwd rule must produce an output with the same container (pytree) structure as "
+                    "the args tuple of the primal function: the tangent of the graph node at argument "
+                    f"{slots.start} holds the paths {sorted(by_path)}, its differentiable state {sorted(expected)}"
+                )
+            for gi in groups:
+                values = [by_path[tuple(p)[2:]] for p, _ in to_flat_state(states[gi])]
+                new_states[gi] = jax.tree.unflatten(jax.tree.structure(states[gi]), jax.tree.leaves(values))
     return trees.Layout(new_leaves, new_states)
 
 

@@ -57,3 +57,47 @@ def test_sequential_is_an_iterable_type_that_subscripts_as_flax_s(nnx: Any, flax
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax subscripts Sequential: {outcome.error!r}"
+
+
+def _pair(x: Any) -> Any:
+    return x, x + 1
+
+
+def _named(x: Any) -> Any:
+    return {"a": x, "b": x * 2}
+
+
+def _sum(a: Any, b: Any, scale: Any = 1) -> Any:
+    return (a + b) * scale
+
+
+def _scaled(x: Any, *, scale: Any = 1) -> Any:
+    return x * scale
+
+
+def _anything(*args: Any, **kwargs: Any) -> Any:
+    return (*args, *sorted(kwargs.items()))
+
+
+LAYERS = {"pair": _pair, "named": _named, "sum": _sum, "scaled": _scaled, "anything": _anything, "not callable": 3}
+
+
+@pytest.mark.apis("Sequential")
+@pytest.mark.documented("api helpers page: Sequential (keyword arguments forwarded to each layer that accepts them)")
+@given(
+    layers=st.lists(st.sampled_from(sorted(LAYERS)), max_size=3),
+    n_args=st.integers(0, 2),
+    keywords=st.sampled_from([{}, {"scale": 3}, {"a": 5}, {"scale": 2, "b": 1}]),
+)
+def test_sequential_passes_tuples_as_arguments_and_dicts_as_keywords_as_flax(
+    nnx: Any, flax_nnx: Any, layers: list[str], n_args: int, keywords: dict[str, int]
+) -> None:
+    """A layer's tuple output is the next layer's positional arguments, a dict its keyword
+    arguments; the call's keywords reach each layer that takes them beyond its positional
+    ones; a keyword given twice, a layer that is not callable and an empty Sequential
+    (returning its one argument, its arguments, its keywords or None) as flax's."""
+
+    def scenario(nnx: Any) -> Any:
+        return nnx.Sequential(*(LAYERS[name] for name in layers))(*range(1, n_args + 1), **keywords)
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -10,6 +10,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
 
 from nnx_conformance.testing import graph_strategies as gs
 from nnx_conformance.testing.assertions import assert_same
@@ -172,3 +174,79 @@ def test_a_custom_vjp_called_before_defvjp_raises(nnx: Any, flax_nnx: Any, mode:
     assert_same(
         flax_nnx, nnx, lambda nnx: nnx.custom_vjp(lambda x: x, graph=graph, graph_updates=graph_updates)(1.0)
     )
+
+
+NONDIFF = {
+    "none": lambda nnx: (),
+    "the scale by int": lambda nnx: (0,),
+    "the Module by int": lambda nnx: (1,),
+    "the Module's Params differentiable by DiffState": lambda nnx: (nnx.DiffState(1, nnx.Param),),
+    "the scale by int and the Module's x differentiable by DiffState": lambda nnx: (
+        0, nnx.DiffState(1, nnx.PathContains("x"))
+    ),
+}
+ARGNUMS = {
+    "the array": lambda nnx: 2,
+    "the Module and the array": lambda nnx: (1, 2),
+    "the scale and the array": lambda nnx: (0, 2),
+    "the Module by DiffState": lambda nnx: nnx.DiffState(1, ...),
+    "the Module's x by DiffState": lambda nnx: nnx.DiffState(1, nnx.PathContains("x")),
+}
+MODES = st.sampled_from([{}, {"graph": True, "graph_updates": True}, {"graph": True, "graph_updates": False},
+                         {"graph": False}])
+OUT_OF_SYNC = {
+    ("the Module's Params differentiable by DiffState", "the Module by DiffState"),
+    ("the scale by int and the Module's x differentiable by DiffState", "the Module and the array"),
+    ("the scale by int and the Module's x differentiable by DiffState", "the Module by DiffState"),
+}
+"""grad asked for a Variable that custom_vjp's DiffState gives no tangent: the docstring
+says grad cannot calculate it and keeps the two filters in sync (flax 0.12.12 raises jax's
+UnexpectedTracerError there, the reference gives it a zero gradient)."""
+
+
+def _scaled_tangent(nnx: Any, arg: Any, updates: Any, out_g: Any, scale: float) -> Any:
+    """A tangent shaped as the docstring says: a copy of the argument's input-updates State
+    with values scaled from ``out_g``, or for an array, one of its shape."""
+    if updates is not None:
+        return jax.tree.map(lambda v: out_g * scale * jnp.ones_like(v), updates)
+    if isinstance(arg, nnx.Module):
+        return jax.tree.map(lambda v: out_g * scale * jnp.ones_like(v), arg)
+    return out_g * scale * jnp.ones_like(arg)
+
+
+@pytest.mark.apis("custom_vjp", "grad")
+@pytest.mark.documented(CUSTOM_VJP_DOC)
+@given(nondiff=st.sampled_from(sorted(NONDIFF)), argnums=st.sampled_from(sorted(ARGNUMS)), mode=MODES)
+@example(nondiff="the scale by int", argnums="the Module by DiffState", mode={})
+def test_custom_vjp_bwd_gets_the_nondiff_arguments_then_the_residuals_and_cotangents_as_flax(
+    nnx: Any, flax_nnx: Any, nondiff: str, argnums: str, mode: dict[str, bool]
+) -> None:
+    """``f(scale, module, x)`` under ``grad`` (both in one mode): ``bwd`` gets the int ``nondiff_argnums``'
+    arguments first, then the residuals and the cotangents (``(input_updates_g, out_g)`` with
+    graph updates, ``out_g`` without); its tangents become the gradients."""
+    assume((nondiff, argnums) not in OUT_OF_SYNC)
+
+    def scenario(nnx: Any) -> Any:
+        nondiff_argnums = NONDIFF[nondiff](nnx)
+        skipped = [a for a in nondiff_argnums if isinstance(a, int)]
+        received = []
+
+        @nnx.custom_vjp(nondiff_argnums=nondiff_argnums, **mode)
+        def f(scale: Any, m: Any, x: Any) -> Any:
+            return jnp.sin(x) * scale * m.x[...] * m.y[...] + m.z[...]
+
+        def bwd(*args: Any) -> Any:
+            *given, res, g = args
+            received.append((given, g))
+            rest = [arg for i, arg in enumerate(res) if i not in skipped]
+            updates_g, out_g = g if isinstance(g, tuple) else ([None] * len(rest), g)
+            return tuple(
+                _scaled_tangent(nnx, arg, updates, out_g, 3.0 + i) for i, (arg, updates) in enumerate(zip(rest, updates_g))
+            )
+
+        f.defvjp(lambda *args: (f(*args), args), bwd)
+        m = _bar(nnx)
+        grads = nnx.grad(f, argnums=ARGNUMS[argnums](nnx), **mode)(jnp.array(1.5), m, jnp.array(0.5))
+        return grads, m, received
+
+    assert_same(flax_nnx, nnx, scenario)
