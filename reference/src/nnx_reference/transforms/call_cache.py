@@ -7,12 +7,15 @@ array held by a Pytree attribute) and watches those Pytrees (see :mod:`.._struct
 A later call on the same objects, with no structural change since, reads the leaves
 straight from their Variables. Per call it checks what a change of values alone could
 change in the structure: each leaf's type (a Variable given a tuple, or a Ref, no
-longer holds one array) and each Variable's metadata object.
+longer holds one array) and each Variable's metadata object; and, since an attribute
+can change without ``__setattr__`` (``object.__setattr__``, ``vars(m)[name] = ...``,
+``__setstate__``), what each Pytree holds (:class:`Contents`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import operator
 import typing as tp
 import weakref
@@ -45,6 +48,41 @@ _METADATA = operator.attrgetter("_var_metadata")
 _ARGUMENT = _Held(None)
 
 
+@dataclasses.dataclass(eq=False)
+class Contents:
+    """What the Pytrees of a cached call held when it was cached: their types, their
+    attribute names and (held, so that no id is reused) the objects bound to them.
+    A later call compares them by identity: any rebinding, addition or deletion of an
+    attribute, however made, makes the cached structure stale."""
+
+    pytrees: list[Pytree]
+    types: list[type]
+    sizes: list[int]
+    names: list[str]
+    values: list[tp.Any]
+
+    @classmethod
+    def of(cls, pytrees: list[Pytree]) -> Contents:
+        dicts = list(map(vars, pytrees))
+        return cls(
+            pytrees,
+            list(map(type, pytrees)),
+            list(map(len, dicts)),
+            list(itertools.chain.from_iterable(dicts)),
+            list(itertools.chain.from_iterable(map(dict.values, dicts))),
+        )
+
+    def unchanged(self) -> bool:
+        """Whether every Pytree still holds the very objects it held, under the same names."""
+        dicts = list(map(vars, self.pytrees))
+        return (
+            list(map(type, self.pytrees)) == self.types
+            and list(map(len, dicts)) == self.sizes
+            and list(itertools.chain.from_iterable(dicts)) == self.names
+            and all(map(operator.is_, itertools.chain.from_iterable(map(dict.values, dicts)), self.values))
+        )
+
+
 def _argument(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], where: Where) -> tp.Any:
     return args[where] if isinstance(where, int) else kwargs[where]
 
@@ -64,6 +102,7 @@ class CachedCall:
     sources: list[Variable[tp.Any] | _Held]
     metadata: list[tp.Any]
     types: list[type]
+    contents: Contents
     jitted: tp.Callable[..., tp.Any]
     variables: list[Variable[tp.Any] | None] | None = None  # by node position, found on the first write
 
@@ -88,6 +127,8 @@ class CachedCall:
         for where, ref in self.objects:
             if ref() is not _argument(args, kwargs, where):
                 return None
+        if not self.contents.unchanged():
+            return None
         leaves = list(map(_RAW, self.sources))
         for position, where in self.arguments:
             leaves[position] = _argument(args, kwargs, where)
@@ -121,12 +162,13 @@ def cache_call(
     custom pytree) or is not one of Pytrees, Variables and leaves. ``on_release`` is called
     when a Pytree or Variable argument is garbage collected (the cache must not keep a model's arrays alive)."""
     sources: list[Variable[tp.Any] | _Held] = []
+    pytrees: list[Pytree] = []
     objects: list[tuple[Where, weakref.ref[tp.Any]]] = []
     arguments: list[tuple[int, Where]] = []
     for where in (*range(len(args)), *sorted(kwargs)):
         arg = _argument(args, kwargs, where)
         if isinstance(arg, (Pytree, Variable)):
-            found = _sources(arg)
+            found = _sources(arg, pytrees)
             if found is None:
                 return None
             sources.extend(found)
@@ -150,14 +192,15 @@ def cache_call(
         sources,
         list(map(_METADATA, sources)),
         list(map(type, leaves)),
+        Contents.of(pytrees),
         jitted,
     )
 
 
-def _sources(tree: Pytree | Variable[tp.Any]) -> list[Variable[tp.Any] | _Held] | None:
+def _sources(tree: Pytree | Variable[tp.Any], pytrees: list[Pytree]) -> list[Variable[tp.Any] | _Held] | None:
     """Where each leaf of ``tree`` comes from, in flatten order, watching every Pytree on
-    the way; None when a node is neither a Pytree, a Variable of one leaf, a tuple, None
-    nor a leaf."""
+    the way and appending it to ``pytrees``; None when a node is neither a Pytree, a
+    Variable of one leaf, a tuple, None nor a leaf."""
     nodes: list[tp.Any] = []
 
     def record(x: tp.Any) -> bool:
@@ -166,12 +209,12 @@ def _sources(tree: Pytree | Variable[tp.Any]) -> list[Variable[tp.Any] | _Held] 
 
     items = jax.tree_util.tree_leaves(tree, is_leaf=record)
     ends = set(map(id, items))
-    pytrees: list[Pytree] = []
+    found: list[Pytree] = []
     for node in nodes:
         if id(node) in ends:
             continue
         if isinstance(node, Pytree):
-            pytrees.append(node)
+            found.append(node)
         elif node is not None and type(node) is not tuple:
             return None
     sources: list[Variable[tp.Any] | _Held] = []
@@ -185,8 +228,9 @@ def _sources(tree: Pytree | Variable[tp.Any]) -> list[Variable[tp.Any] | _Held] 
             return None
         else:
             sources.append(_Held(item))
-    for node in pytrees:
+    for node in found:
         _structure.watch(node)
+    pytrees.extend(found)
     return sources
 
 

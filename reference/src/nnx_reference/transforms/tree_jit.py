@@ -15,8 +15,8 @@ tree mode. So does a structure with Refs (a compiled function returns none) or
 hijax Variables (JAX types of their own, not pytrees).
 
 In graph mode the function is traced as the general path traces it (lift, enter,
-call, exit): when the call kept the structure of its objects and returns none of
-them, only the assigned values come out; otherwise the trace returns the general
+call, exit): when the call kept the structure of its objects (rebinding no attribute,
+a plain array attribute included) and returns none of them, only the assigned values come out; otherwise the trace returns the general
 path's :class:`lift.Result`, applied to the caller's objects as that path would.
 
 A call on the same objects as the previous one, when nothing changed in their
@@ -36,7 +36,7 @@ from .. import _hijax, _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
 from . import lift, output_places
-from .call_cache import CachedCall, cache_call, identities, nodes_of
+from .call_cache import CachedCall, Contents, cache_call, identities, nodes_of
 from .checks import check_no_aliasing
 from .statics import Statics, insert_statics
 from .trees import is_object, is_variable, reported_as
@@ -150,7 +150,12 @@ class TreeJit:
         if cached is not None:
             leaves = cached.leaves(args, kwargs, statics, mode)
             if leaves is not None:
-                return True, self._result(cached.jitted(*leaves), call, mode, lambda: cached.nodes(call))
+                try:
+                    outcome = cached.jitted(*leaves)
+                except NotHandled:  # traced anew (new shapes) into a call the plan cannot take
+                    self.cached = None
+                else:
+                    return True, self._result(outcome, call, mode, lambda: cached.nodes(call))
         try:
             flat = flatten_once(call, graph=mode.graph)
         except NotHandled:
@@ -241,9 +246,15 @@ class TreeJit:
             entered = lift.enter(lifted.static, lifted.pure)
             start = flatten_once(entered.args)
             before = [_raw(x) for x in start.nodes]
+            contents = Contents.of([x for x in start.nodes if isinstance(x, Pytree)])
             args, kwargs = insert_statics(*entered.args, key.statics)
             out = self.fun(*args, **kwargs)
-            if start.treedef == key.treedef and _kept_structure(entered.args, start) and not _has_objects(out):
+            if (
+                start.treedef == key.treedef
+                and contents.unchanged()  # a plain array attribute rebound is a graph update
+                and _kept_structure(entered.args, start)
+                and not _has_objects(out)
+            ):
                 return _assigned(start.nodes, before, out, key.mode)
             result = lift.exit(self.name, lifted.static, entered, out, None)  # coalesced: no prefixes to compare
             return Outcome(Assigned((), result.static.places), None, [], result)
