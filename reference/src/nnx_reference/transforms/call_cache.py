@@ -48,35 +48,47 @@ _METADATA = operator.attrgetter("_var_metadata")
 _ARGUMENT = _Held(None)
 
 
+def _itself(mapping: dict[str, tp.Any]) -> dict[str, tp.Any]:
+    return mapping
+
+
 @dataclasses.dataclass(eq=False)
 class Contents:
-    """What the Pytrees of a cached call held when it was cached: their types, their
-    attribute names and (held, so that no id is reused) the objects bound to them.
-    A later call compares them by identity: any rebinding, addition or deletion of an
-    attribute, however made, makes the cached structure stale."""
+    """What some objects held when a call was cached: their types, the keys of their
+    mappings (a Pytree's attributes, a Variable's metadata) and, held so that no id is
+    reused, the values bound to them (the owners themselves are held weakly: a cached
+    argument must not outlive its caller). A later call compares them by identity: any
+    rebinding, addition or deletion, however made (``object.__setattr__``, ``vars(m)``,
+    ``__setstate__``), makes the cached structure stale."""
 
-    pytrees: list[Pytree]
+    owners: list[weakref.ref[tp.Any]]
+    read: tp.Callable[[tp.Any], dict[str, tp.Any]]
     types: list[type]
     sizes: list[int]
     names: list[str]
     values: list[tp.Any]
 
     @classmethod
-    def of(cls, pytrees: list[Pytree]) -> Contents:
-        dicts = list(map(vars, pytrees))
+    def of(cls, owners: list[tp.Any], read: tp.Callable[[tp.Any], dict[str, tp.Any]] = vars) -> Contents:
+        """The contents of ``owners``, whose mappings ``read`` gives (their attributes by default)."""
+        dicts = list(map(read, owners))
         return cls(
-            pytrees,
-            list(map(type, pytrees)),
+            list(map(weakref.ref, owners)),
+            read,
+            list(map(type, owners)),
             list(map(len, dicts)),
             list(itertools.chain.from_iterable(dicts)),
             list(itertools.chain.from_iterable(map(dict.values, dicts))),
         )
 
     def unchanged(self) -> bool:
-        """Whether every Pytree still holds the very objects it held, under the same names."""
-        dicts = list(map(vars, self.pytrees))
+        """Whether every owner still holds the very objects it held, under the same keys."""
+        owners = list(map(operator.call, self.owners))
+        if not all(map(operator.is_not, owners, itertools.repeat(None))):  # one was collected
+            return False
+        dicts = list(map(self.read, owners))
         return (
-            list(map(type, self.pytrees)) == self.types
+            list(map(type, owners)) == self.types
             and list(map(len, dicts)) == self.sizes
             and list(itertools.chain.from_iterable(dicts)) == self.names
             and all(map(operator.is_, itertools.chain.from_iterable(map(dict.values, dicts)), self.values))
@@ -89,8 +101,10 @@ def _argument(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], where: Where)
 
 @dataclasses.dataclass(eq=False)
 class CachedCall:
-    """A call's flattened structure: valid while :data:`_structure.epoch` stays ``epoch``,
-    for the same Pytree arguments (held weakly), static arguments and compiled function."""
+    """A call's flattened structure, for the same Pytree arguments (held weakly), static
+    arguments and compiled function: valid while its Pytrees hold what they held and
+    its Variables the same metadata. Checked in full (the Variables' metadata by content)
+    when :data:`_structure.epoch` has moved since ``epoch``."""
 
     epoch: int
     arity: int
@@ -103,6 +117,7 @@ class CachedCall:
     metadata: list[tp.Any]
     types: list[type]
     contents: Contents
+    metadata_contents: Contents
     jitted: tp.Callable[..., tp.Any]
     variables: list[Variable[tp.Any] | None] | None = None  # by node position, found on the first write
 
@@ -116,13 +131,7 @@ class CachedCall:
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
     ) -> list[tp.Any] | None:
         """The call's leaves, or None when the call differs in structure from the cached one."""
-        if (
-            self.epoch != _structure.epoch
-            or len(args) != self.arity
-            or tuple(kwargs) != self.keywords
-            or statics != self.statics
-            or mode != self.mode
-        ):
+        if len(args) != self.arity or tuple(kwargs) != self.keywords or statics != self.statics or mode != self.mode:
             return None
         for where, ref in self.objects:
             if ref() is not _argument(args, kwargs, where):
@@ -134,6 +143,10 @@ class CachedCall:
             leaves[position] = _argument(args, kwargs, where)
         if list(map(type, leaves)) != self.types or list(map(_METADATA, self.sources)) != self.metadata:
             return None
+        if self.epoch != _structure.epoch:  # a structural change somewhere: this one's metadata may have changed
+            if not self.metadata_contents.unchanged():
+                return None
+            self.epoch = _structure.epoch
         return leaves
 
 
@@ -181,6 +194,7 @@ def cache_call(
     leaves = list(map(_RAW, sources))
     for position, where in arguments:
         leaves[position] = _argument(args, kwargs, where)
+    metadata = list(map(_METADATA, sources))
     return CachedCall(
         _structure.epoch,
         len(args),
@@ -190,9 +204,10 @@ def cache_call(
         tuple(objects),
         tuple(arguments),
         sources,
-        list(map(_METADATA, sources)),
+        metadata,
         list(map(type, leaves)),
         Contents.of(pytrees),
+        Contents.of([m for m in metadata if m is not None], _itself),
         jitted,
     )
 

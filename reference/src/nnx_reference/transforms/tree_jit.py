@@ -19,9 +19,9 @@ call, exit): when the call kept the structure of its objects (rebinding no attri
 a plain array attribute included) and returns none of them, only the assigned values come out; otherwise the trace returns the general
 path's :class:`lift.Result`, applied to the caller's objects as that path would.
 
-A call on the same objects as the previous one, when nothing changed in their
+A call on the same objects as one of the last few, when nothing changed in their
 structure since, skips the flattening: :mod:`.call_cache` reads the leaves straight
-from the Variables the previous call found.
+from the Variables the earlier call found.
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ from .trees import is_object, is_variable, reported_as
 
 _MAX_PLANS = 256
 """Structures remembered per function; past this the plans are rebuilt as they come."""
+
+_MAX_CACHED = 8
+"""Calls (sets of argument objects) whose structure is kept per function, the oldest dropped first."""
 
 
 class NotHandled(Exception):
@@ -135,9 +138,9 @@ class TreeJit:
         self.fun = fun
         self.jit_kwargs = jit_kwargs
         self.plans: dict[PlanKey, jax.stages.Wrapped | None] = {}
-        self.cached: CachedCall | None = None
+        self.cached: dict[tuple[int, ...], CachedCall] = {}  # by the ids of the call's Pytree and Variable arguments
         self.uncacheable: set[PlanKey] = set()
-        self.seen: tuple[int, tuple[int, ...]] | None = None  # the epoch and objects of the last call that flattened
+        self.flattened: dict[tuple[int, ...], int] = {}  # the epoch of the last call that flattened, by argument ids
 
     def call(
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
@@ -146,16 +149,18 @@ class TreeJit:
         if inside_transformation():
             return False, None  # under a JAX trace the general path checks each Variable's trace
         call = (args, kwargs)
-        cached = self.cached
+        ids = identities(args, kwargs)
+        cached = self.cached.get(ids)
         if cached is not None:
             leaves = cached.leaves(args, kwargs, statics, mode)
             if leaves is not None:
                 try:
                     outcome = cached.jitted(*leaves)
                 except NotHandled:  # traced anew (new shapes) into a call the plan cannot take
-                    self.cached = None
+                    pass
                 else:
                     return True, self._result(outcome, call, mode, lambda: cached.nodes(call))
+            self.cached.pop(ids, None)
         try:
             flat = flatten_once(call, graph=mode.graph)
         except NotHandled:
@@ -173,7 +178,7 @@ class TreeJit:
             return False, None
         out = self._result(outcome, call, mode, lambda: flat.nodes if mode.graph else nodes_of(call))
         if outcome.general is None:
-            self._cache(key, call, jitted)
+            self._cache(key, call, ids, jitted)
         return True, out
 
     def _result(
@@ -189,22 +194,29 @@ class TreeJit:
             _write(nodes(), outcome)
         return outcome.out
 
-    def _cache(self, key: PlanKey, call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]], jitted: tp.Callable) -> None:
-        """Keeps the structure of a call that had to flatten, for the next call: only when the
-        call before that flattened too was on the same objects, with no structural change
-        since (objects that change between calls would be cached in vain), and this
-        structure can be cached."""
-        seen = (_structure.epoch, identities(*call))
-        if seen != self.seen or key in self.uncacheable:
-            self.seen, self.cached = seen, None
+    def _cache(
+        self, key: PlanKey, call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]], ids: tuple[int, ...], jitted: tp.Callable
+    ) -> None:
+        """Keeps the structure of a call that had to flatten, for the next call on the same
+        objects: only when the last call on them flattened too, with no structural change
+        since (objects made anew, or changed, before every call would be cached in vain),
+        and this structure can be cached."""
+        if self.flattened.get(ids) != _structure.epoch or key in self.uncacheable:
+            if len(self.flattened) >= _MAX_PLANS:
+                self.flattened.clear()
+            self.flattened[ids] = _structure.epoch
             return
-        self.cached = cache_call(*call, key.statics, key.mode, jitted, self._release)
-        if self.cached is None:
+        cached = cache_call(*call, key.statics, key.mode, jitted, self._release)
+        if cached is None:
             self.uncacheable.add(key)
+            return
+        if len(self.cached) >= _MAX_CACHED:
+            del self.cached[next(iter(self.cached))]
+        self.cached[ids] = cached
 
     def _release(self, _: tp.Any) -> None:
-        """Forgets the cached call when one of its objects is garbage collected."""
-        self.cached = None
+        """Forgets the cached calls when an object of one is garbage collected (its id may be reused)."""
+        self.cached = {}
 
     def _plan(self, key: PlanKey, flat: Flat) -> jax.stages.Wrapped | None:
         if len(self.plans) >= _MAX_PLANS:
