@@ -32,7 +32,7 @@ from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 
-STEPS = 10
+STEPS = 8
 """Steps per program: each program compiles anew, so programs stay short and many."""
 
 MODES: dict[str, dict[str, Any]] = {
