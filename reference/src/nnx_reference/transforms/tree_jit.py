@@ -16,8 +16,9 @@ hijax Variables (JAX types of their own, not pytrees).
 
 In graph mode the function is traced as the general path traces it (lift, enter,
 call, exit): when the call kept the structure of its objects (rebinding no attribute,
-a plain array attribute included) and returns none of them, only the assigned values come out; otherwise the trace returns the general
-path's :class:`lift.Result`, applied to the caller's objects as that path would.
+a plain array attribute included) and returns none of them, only the assigned values
+come out; otherwise the trace returns the general path's :class:`lift.Result`, applied
+to the caller's objects as that path would.
 
 A call on the same objects as one of the last few, when nothing changed in their
 structure since, skips the flattening: :mod:`.call_cache` reads the leaves straight
@@ -195,7 +196,11 @@ class TreeJit:
         return outcome.out
 
     def _cache(
-        self, key: PlanKey, call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]], ids: tuple[int, ...], jitted: tp.Callable
+        self,
+        key: PlanKey,
+        call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]],
+        ids: tuple[int, ...],
+        jitted: tp.Callable,
     ) -> None:
         """Keeps the structure of a call that had to flatten, for the next call on the same
         objects: only when the last call on them flattened too, with no structural change

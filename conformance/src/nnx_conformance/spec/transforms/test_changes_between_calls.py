@@ -59,7 +59,9 @@ BYPASSES: dict[str, Callable[[Any, Any], None]] = {
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
 @pytest.mark.parametrize("bypass", sorted(BYPASSES))
-def test_a_jitted_function_sees_a_change_made_without_setattr(nnx: Any, flax_nnx: Any, bypass: str, graph: bool) -> None:
+def test_a_jitted_function_sees_a_change_made_without_setattr(
+    nnx: Any, flax_nnx: Any, bypass: str, graph: bool
+) -> None:
     """Called three times on one Module, then twice after the Module changed behind its
     ``__setattr__``: the last calls compute with the Module as it is then."""
 
