@@ -48,6 +48,9 @@ _MAX_PLANS = 256
 _MAX_CACHED = 8
 """Calls (sets of argument objects) whose structure is kept per function, the oldest dropped first."""
 
+_STRIKES = 2
+"""Stale cached calls on one set of objects after which it is cached only with no structural change between calls."""
+
 
 class NotHandled(Exception):
     """Raised while flattening or tracing when a call needs the general path."""
@@ -142,6 +145,7 @@ class TreeJit:
         self.cached: dict[tuple[int, ...], CachedCall] = {}  # by the ids of the call's Pytree and Variable arguments
         self.uncacheable: set[PlanKey] = set()
         self.flattened: dict[tuple[int, ...], int] = {}  # the epoch of the last call that flattened, by argument ids
+        self.strikes: dict[tuple[int, ...], int] = {}  # how often a cached call on these ids was found stale
 
     def call(
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
@@ -161,7 +165,8 @@ class TreeJit:
                     pass
                 else:
                     return True, self._result(outcome, call, mode, lambda: cached.nodes(call))
-            self.cached.pop(ids, None)
+            del self.cached[ids]
+            self.strikes[ids] = self.strikes.get(ids, 0) + 1
         try:
             flat = flatten_once(call, graph=mode.graph)
         except NotHandled:
@@ -203,12 +208,16 @@ class TreeJit:
         jitted: tp.Callable,
     ) -> None:
         """Keeps the structure of a call that had to flatten, for the next call on the same
-        objects: only when the last call on them flattened too, with no structural change
-        since (objects made anew, or changed, before every call would be cached in vain),
-        and this structure can be cached."""
-        if self.flattened.get(ids) != _structure.epoch or key in self.uncacheable:
+        objects, when this structure can be cached: from the second call on them that
+        flattens; once a cached call on them has been found stale twice, only when there
+        was no structural change since the last (objects made anew, or changed, before
+        every call would be cached in vain)."""
+        last = self.flattened.get(ids)
+        again = last == _structure.epoch or (last is not None and self.strikes.get(ids, 0) < _STRIKES)
+        if not again or key in self.uncacheable:
             if len(self.flattened) >= _MAX_PLANS:
                 self.flattened.clear()
+                self.strikes.clear()
             self.flattened[ids] = _structure.epoch
             return
         cached = cache_call(*call, key.statics, key.mode, jitted, self._release)
