@@ -5,9 +5,10 @@ ready (a call that updates a model returns the model too, so that the writes it 
 running are not charged to the next case); each round calls every case in turn
 (twice, timing the second call: see :func:`medians_interleaved`), so that a slow
 spell of a shared machine falls on every case alike, and the median over the rounds
-is kept. Every figure is a ratio to the median of one unit case: ``jax.jit`` of a
-pure-JAX MLP of 100 ``x @ kernel + bias`` layers (4 x 4) over a list of dicts of
-arrays. Cases:
+is kept. Every figure is a ratio to the median of one unit case, the floor: ``jax.jit``
+of a pure-JAX MLP of 100 ``x @ kernel + bias`` layers (4 x 4) over a list of dicts of
+arrays. A per-call figure shows in brackets its ratio to the library's own ``jax.jit``
+over its split state (or Equinox's partitioned arrays). Cases:
 
 * per call: the same 100-layer MLP as ``nnx.Linear`` layers through ``jax.jit``
   over ``nnx.split``'s state, ``nnx.jit`` in graph mode (with graph updates, the
@@ -15,6 +16,10 @@ arrays. Cases:
   model bound; as ``eqx.nn.Linear`` layers through ``jax.jit`` over
   ``eqx.partition``'s arrays and through ``eqx.filter_jit``; every call on the same,
   unchanged model (a training loop's steady state);
+* call patterns of real programs, in graph and tree mode: two and three models of one
+  structure alternating through one jitted function, a Variable's value changed before
+  each call, an attribute re-set before each call, ``train()``/``eval()`` between calls,
+  the model inside a list or a dict argument;
 * ``split``, ``merge``, ``state``, ``update`` and ``clone`` at 10, 100 and 1000
   layers, and each one's growth from 10 to 1000 layers (100 when linear);
 * an ``nnx.Optimizer`` (adam) step under ``nnx.jit`` on a small MLP;
@@ -26,8 +31,10 @@ arrays. Cases:
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib
+import itertools
 import statistics
 import time
 import types
@@ -88,8 +95,8 @@ GRAPH = Row(PER_CALL, "nnx.jit, graph mode")
 TREE = Row(PER_CALL, "nnx.jit, tree mode")
 FILTER_JIT = Row(PER_CALL, "eqx.filter_jit")
 CACHED = Row(PER_CALL, "nnx.cached_partial of the graph-mode nnx.jit")
-GRAPH_OVER_RAW = Row(PER_CALL, "graph mode / jax.jit over the split state")
-TREE_OVER_RAW = Row(PER_CALL, "tree mode (eqx.filter_jit) / jax.jit over the split state")
+PATTERNS = f"call patterns, {LAYERS} x Linear({WIDTH}, {WIDTH}) per call"
+MODES = {"graph mode": {"graph": True, "graph_updates": True}, "tree mode": {"graph": False}}
 OPTIMIZER = Row("training", "Optimizer(adam) step under nnx.jit, 3 x Linear(32, 32)")
 SCAN_CALL = Row("scan", f"nnx.scan over {SCAN_LAYERS} layers, per call")
 SCAN_TRACES = Row("scan", f"nnx.scan over {SCAN_LAYERS} layers: body traces per call (a count)")
@@ -149,6 +156,64 @@ def _per_call(cases: Cases, name: str, nnx: types.ModuleType) -> None:
     cases.add(TREE, name, lambda: tree_fn(model, x))
     cached_fn = nnx.cached_partial(nnx.jit(forward, graph=True, graph_updates=True), model)  # a jit of its own
     cases.add(CACHED, name, lambda: cached_fn(x))
+
+
+def _alternating(calls: list[Call]) -> Call:
+    """One call of ``calls`` in turn at each call."""
+    turns = itertools.cycle(calls)
+    return lambda: next(turns)()
+
+
+def _patterns(cases: Cases, name: str, nnx: types.ModuleType) -> None:
+    """The call patterns of real programs, through one jitted function per mode and pattern."""
+    models = [_mlp(nnx, LAYERS) for _ in range(3)]
+    model = models[0]
+    x = jnp.ones((1, WIDTH))
+    kernel = model.layers[0].kernel
+    values = itertools.cycle([kernel[...] + 1, kernel[...]])
+
+    def forward(model: tp.Any, x: jax.Array) -> jax.Array:
+        return model(x)
+
+    def forward_in(container: tp.Any, x: jax.Array) -> jax.Array:
+        return (container[0] if isinstance(container, list) else container["model"])(x)
+
+    for mode, options in MODES.items():
+        def fn() -> tp.Any:
+            return nnx.jit(forward, **options)  # a jitted function of its own per pattern
+
+        def row(label: str) -> Row:
+            return Row(PATTERNS, f"{label}, {mode}")
+
+        cases.add(row("the same model"), name, functools.partial(fn(), model, x))
+        for count, label in ((2, "two models alternating"), (3, "three models alternating")):
+            jitted = fn()
+            cases.add(row(label), name, _alternating([functools.partial(jitted, m, x) for m in models[:count]]))
+        jitted_value = fn()
+
+        def value_changed(jitted: tp.Any = jitted_value) -> tp.Any:
+            kernel[...] = next(values)
+            return jitted(model, x)
+
+        cases.add(row("a Variable's value changed before each call"), name, value_changed)
+        jitted_reset = fn()
+
+        def attribute_reset(jitted: tp.Any = jitted_reset) -> tp.Any:
+            model.layers = model.layers
+            return jitted(model, x)
+
+        cases.add(row("an attribute re-set before each call"), name, attribute_reset)
+        jitted_toggled = fn()
+        toggles = itertools.cycle([model.train, model.eval])
+
+        def toggled(jitted: tp.Any = jitted_toggled) -> tp.Any:
+            next(toggles)()
+            return jitted(model, x)
+
+        cases.add(row("train() or eval() before each call"), name, toggled)
+        jitted_in = nnx.jit(forward_in, **options)
+        cases.add(row("the model inside a list argument"), name, functools.partial(jitted_in, [model], x))
+        cases.add(row("the model inside a dict argument"), name, functools.partial(jitted_in, {"model": model}, x))
 
 
 def _graph_ops(cases: Cases, name: str, nnx: types.ModuleType) -> None:
@@ -249,13 +314,13 @@ def collect() -> tuple[Cases, list[str]]:
         except ImportError as error:
             notes.append(f"{name}: not importable ({error})")
             continue
-        for add in (_per_call, _graph_ops, _optimizer, _scan):
+        for add in (_per_call, _patterns, _graph_ops, _optimizer, _scan):
             add(cases, name, nnx)
     try:
         _equinox(cases)
     except ImportError as error:
         notes.append(f"{EQUINOX}: not importable ({error})")
-    for row in (GRAPH_OVER_RAW, TREE_OVER_RAW, *map(growth_row, OPS)):
+    for row in map(growth_row, OPS):
         cases.derived(row)
     return cases, notes
 
@@ -294,12 +359,6 @@ def figures(cases: Cases, medians: dict[tuple[Row, str], float]) -> dict[tuple[R
     unit = medians[UNIT, "jax"]
     out = {key: seconds / unit for key, seconds in medians.items()}
     for name in COLUMNS:
-        raw = medians.get((RAW, name))
-        if raw is None:
-            continue
-        for over, row in ((GRAPH_OVER_RAW, GRAPH), (TREE_OVER_RAW, TREE), (TREE_OVER_RAW, FILTER_JIT)):
-            if (row, name) in medians:
-                out[over, name] = medians[row, name] / raw
         for op in OPS:
             first, last = (medians.get((op_row(op, n), name)) for n in (OP_SIZES[0], OP_SIZES[-1]))
             if first is not None and last is not None:
@@ -308,15 +367,30 @@ def figures(cases: Cases, medians: dict[tuple[Row, str], float]) -> dict[tuple[R
     return out
 
 
-def table(cases: Cases, cells: dict[tuple[Row, str], float]) -> str:
-    """The Markdown table: one line per row, one column per library."""
+def over_raw(medians: dict[tuple[Row, str], float]) -> dict[tuple[Row, str], float]:
+    """Each per-call figure as a ratio to its library's own ``jax.jit`` over its split state."""
+    return {
+        (row, name): seconds / medians[RAW, name]
+        for (row, name), seconds in medians.items()
+        if row.section in (PER_CALL, PATTERNS) and row != RAW and (RAW, name) in medians
+    }
+
+
+def _shown(value: float | None, raw: float | None) -> str:
+    if value is None:
+        return ""
+    shown = f"{value:.3g}" if value < 10 else f"{value:.0f}"
+    return shown if raw is None else f"{shown} ({raw:.3g})"
+
+
+def table(cases: Cases, cells: dict[tuple[Row, str], float], raw: dict[tuple[Row, str], float]) -> str:
+    """The Markdown table: one line per row, one column per library; ``raw`` figures in brackets."""
     lines = [f"| | {' | '.join(COLUMNS)} |", f"| --- |{' ---: |' * len(COLUMNS)}"]
     sections = list(dict.fromkeys(row.section for row in cases.rows if row != UNIT))
     for section in sections:
         lines.append(f"| **{section}** |{' |' * len(COLUMNS)}")
         for row in (row for row in cases.rows if row.section == section):
-            values = [cells.get((row, name)) for name in COLUMNS]
-            shown = ["" if v is None else f"{v:.3g}" if v < 10 else f"{v:.0f}" for v in values]
+            shown = [_shown(cells.get((row, name)), raw.get((row, name))) for name in COLUMNS]
             lines.append(f"| {row.label} | {' | '.join(shown)} |")
     return "\n".join(lines)
 
@@ -330,8 +404,8 @@ def main() -> None:
     for note in notes:
         print(note)
     print(f"Ratios to jax.jit of a pure-JAX {LAYERS}-layer MLP (median of {args.rounds} interleaved rounds)")
-    print(f"on {jax.devices()[0].platform}:\n")
-    print(table(cases, figures(cases, medians)))
+    print(f"on {jax.devices()[0].platform}; in brackets, to the library's own jax.jit over its split state:\n")
+    print(table(cases, figures(cases, medians), over_raw(medians)))
 
 
 if __name__ == "__main__":

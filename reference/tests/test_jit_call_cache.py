@@ -1,7 +1,7 @@
 """The cached structure of plain ``nnx.jit`` calls (``transforms/call_cache.py``).
 
-A call on the same objects as the call before, in either mode, reads the leaves
-straight from the Variables it found then. Each test changes the structure between two calls
+A call on the same objects as one of the last few calls, in either mode, reads the
+leaves straight from the Variables found then. Each test changes the structure between two calls
 in one of the ways a model can change, and checks that the second call sees it, as a
 call on a fresh copy of the model does.
 """
@@ -42,7 +42,7 @@ def _cached(jitted: tp.Any, *args: tp.Any) -> None:
     """Calls twice: the second call, on an unchanged structure, keeps it for the next."""
     jitted(*args)
     jitted(*args)
-    assert jitted._tree_jit.cached is not None, "two calls on an unchanged structure kept nothing for the next"
+    assert jitted._tree_jit.cached, "two calls on an unchanged structure kept nothing for the next"
 
 
 def _check(jitted: tp.Any, model: tp.Any, expected: tp.Any, change: str) -> None:
@@ -55,10 +55,10 @@ def test_a_second_call_on_the_same_model_takes_the_cached_structure(jit: Jit) ->
     jitted = jit(_scaled)
     model = _model()
     _cached(jitted, model)
-    cached = jitted._tree_jit.cached
+    cached = dict(jitted._tree_jit.cached)
     model.kernel[...] = jnp.ones((2, 2))
     _check(jitted, model, jnp.ones((2, 2)), "a new value of a Variable")
-    assert jitted._tree_jit.cached is cached, "a change of value alone made the cached structure stale"
+    assert jitted._tree_jit.cached == cached, "a change of value alone made the cached structure stale"
 
 
 def test_a_structure_changed_before_every_call_is_not_cached_in_vain(jit: Jit) -> None:
@@ -68,16 +68,27 @@ def test_a_structure_changed_before_every_call_is_not_cached_in_vain(jit: Jit) -
     for step in range(3):
         model.step = step
         _check(jitted, model, model.kernel[...], "a static attribute changed")
-    assert jitted._tree_jit.cached is None, "a structure that changes before every call was cached anyway"
+    assert not jitted._tree_jit.cached, "a structure that changes before every call was cached anyway"
 
 
-def test_models_called_in_turn_are_not_cached_in_vain(jit: Jit) -> None:
+def test_models_called_in_turn_are_each_cached(jit: Jit) -> None:
     jitted = jit(_scaled)
     first, second = _model(), nnx.Linear(2, 2, rngs=nnx.Rngs(1))
-    for _ in range(2):
+    for _ in range(3):
         _check(jitted, first, first.kernel[...], "a call on another model")
         _check(jitted, second, second.kernel[...], "a call on another model")
-    assert jitted._tree_jit.cached is None, "models called in turn were cached anyway"
+    assert len(jitted._tree_jit.cached) == 2, "two models called in turn were not both cached"
+    first.kernel = nnx.Param(jnp.full((2, 2), 3.0))
+    _check(jitted, first, jnp.full((2, 2), 3.0), "a Variable of one of two cached models was replaced")
+    _check(jitted, second, second.kernel[...], "the other cached model's Variable was replaced")
+
+
+def test_a_change_made_without_setattr_is_seen(jit: Jit) -> None:
+    jitted = jit(_scaled)
+    model = _model()
+    _cached(jitted, model)
+    vars(model)["kernel"] = nnx.Param(jnp.full((2, 2), 4.0))
+    _check(jitted, model, jnp.full((2, 2), 4.0), "a Variable was replaced through vars()")
 
 
 def test_a_variable_replaced_by_assignment_is_read(jit: Jit) -> None:
@@ -151,7 +162,7 @@ def test_a_data_list_changed_in_place_is_seen(jit: Jit) -> None:
     jitted = jit(lambda m: sum(jnp.sum(p[...]) for p in m.items))
     jitted(model)
     jitted(model)
-    assert jitted._tree_jit.cached is None, "a structure holding a plain list was cached"
+    assert not jitted._tree_jit.cached, "a structure holding a plain list was cached"
     model.items.append(nnx.Param(jnp.ones(3)))
     _check(jitted, model, 5.0, "a plain list of the model grew in place")
 

@@ -156,14 +156,13 @@ class Optimizer(pytreelib.Pytree, tp.Generic[M]):
         line-search transforms such as ``optax.lbfgs`` go through as optax expects.
         Returns the updates (a State of arrays shaped like the selected parameters).
         """
-        param_vars = graphlib.state(model, self.wrt, graph=self.graph)
-        params = graphlib.as_pure(param_vars)
+        params = graphlib.as_pure(graphlib.state(model, self.wrt, graph=self.graph))
         grads = graphlib.as_pure(graphlib.state(grads, self.wrt, graph=self.graph))
         _check_same_structure(params, grads, self.wrt)
         opt_state = graphlib.as_pure(self.opt_state)
         extra_args = {name: _plain(value) for name, value in kwargs.items()}
         updates, new_opt_state = self.tx.update(grads, opt_state, params, **extra_args)
-        _assign(param_vars, optax.apply_updates(params, updates))
+        graphlib.update(model, optax.apply_updates(params, updates))  # plain array attributes too, as flax
         _assign(self.opt_state, new_opt_state)
         self.step[...] += 1
         return updates

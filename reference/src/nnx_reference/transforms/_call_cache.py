@@ -7,12 +7,15 @@ array held by a Pytree attribute) and watches those Pytrees (see :mod:`.._struct
 A later call on the same objects, with no structural change since, reads the leaves
 straight from their Variables. Per call it checks what a change of values alone could
 change in the structure: each leaf's type (a Variable given a tuple, or a Ref, no
-longer holds one array) and each Variable's metadata object.
+longer holds one array) and each Variable's metadata object; and, since an attribute
+can change without ``__setattr__`` (``object.__setattr__``, ``vars(m)[name] = ...``,
+``__setstate__``), what each Pytree holds (:class:`Contents`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import operator
 import typing as tp
 import weakref
@@ -45,14 +48,63 @@ _METADATA = operator.attrgetter("_var_metadata")
 _ARGUMENT = _Held(None)
 
 
+def _itself(mapping: dict[str, tp.Any]) -> dict[str, tp.Any]:
+    return mapping
+
+
+@dataclasses.dataclass(eq=False)
+class Contents:
+    """What some objects held when a call was cached: their types, the keys of their
+    mappings (a Pytree's attributes, a Variable's metadata) and, held so that no id is
+    reused, the values bound to them (the owners themselves are held weakly: a cached
+    argument must not outlive its caller). A later call compares them by identity: any
+    rebinding, addition or deletion, however made (``object.__setattr__``, ``vars(m)``,
+    ``__setstate__``), makes the cached structure stale."""
+
+    owners: list[weakref.ref[tp.Any]]
+    read: tp.Callable[[tp.Any], dict[str, tp.Any]]
+    types: list[type]
+    sizes: list[int]
+    names: list[str]
+    values: list[tp.Any]
+
+    @classmethod
+    def of(cls, owners: list[tp.Any], read: tp.Callable[[tp.Any], dict[str, tp.Any]] = vars) -> Contents:
+        """The contents of ``owners``, whose mappings ``read`` gives (their attributes by default)."""
+        dicts = list(map(read, owners))
+        return cls(
+            list(map(weakref.ref, owners)),
+            read,
+            list(map(type, owners)),
+            list(map(len, dicts)),
+            list(itertools.chain.from_iterable(dicts)),
+            list(itertools.chain.from_iterable(map(dict.values, dicts))),
+        )
+
+    def unchanged(self) -> bool:
+        """Whether every owner still holds the very objects it held, under the same keys."""
+        owners = list(map(operator.call, self.owners))
+        if not all(map(operator.is_not, owners, itertools.repeat(None))):  # one was collected
+            return False
+        dicts = list(map(self.read, owners))
+        return (
+            list(map(type, owners)) == self.types
+            and list(map(len, dicts)) == self.sizes
+            and list(itertools.chain.from_iterable(dicts)) == self.names
+            and all(map(operator.is_, itertools.chain.from_iterable(map(dict.values, dicts)), self.values))
+        )
+
+
 def _argument(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], where: Where) -> tp.Any:
     return args[where] if isinstance(where, int) else kwargs[where]
 
 
 @dataclasses.dataclass(eq=False)
 class CachedCall:
-    """A call's flattened structure: valid while :data:`_structure.epoch` stays ``epoch``,
-    for the same Pytree arguments (held weakly), static arguments and compiled function."""
+    """A call's flattened structure, for the same Pytree arguments (held weakly), static
+    arguments and compiled function: valid while its Pytrees hold what they held and
+    its Variables the same metadata. Checked in full (the Variables' metadata by content)
+    when :data:`_structure.epoch` has moved since ``epoch``."""
 
     epoch: int
     arity: int
@@ -64,6 +116,8 @@ class CachedCall:
     sources: list[Variable[tp.Any] | _Held]
     metadata: list[tp.Any]
     types: list[type]
+    contents: Contents
+    metadata_contents: Contents
     jitted: tp.Callable[..., tp.Any]
     variables: list[Variable[tp.Any] | None] | None = None  # by node position, found on the first write
 
@@ -77,22 +131,22 @@ class CachedCall:
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
     ) -> list[tp.Any] | None:
         """The call's leaves, or None when the call differs in structure from the cached one."""
-        if (
-            self.epoch != _structure.epoch
-            or len(args) != self.arity
-            or tuple(kwargs) != self.keywords
-            or statics != self.statics
-            or mode != self.mode
-        ):
+        if len(args) != self.arity or tuple(kwargs) != self.keywords or statics != self.statics or mode != self.mode:
             return None
         for where, ref in self.objects:
             if ref() is not _argument(args, kwargs, where):
                 return None
+        if not self.contents.unchanged():
+            return None
         leaves = list(map(_RAW, self.sources))
         for position, where in self.arguments:
             leaves[position] = _argument(args, kwargs, where)
         if list(map(type, leaves)) != self.types or list(map(_METADATA, self.sources)) != self.metadata:
             return None
+        if self.epoch != _structure.epoch:  # a structural change somewhere: this one's metadata may have changed
+            if not self.metadata_contents.unchanged():
+                return None
+            self.epoch = _structure.epoch
         return leaves
 
 
@@ -121,12 +175,13 @@ def cache_call(
     custom pytree) or is not one of Pytrees, Variables and leaves. ``on_release`` is called
     when a Pytree or Variable argument is garbage collected (the cache must not keep a model's arrays alive)."""
     sources: list[Variable[tp.Any] | _Held] = []
+    pytrees: list[Pytree] = []
     objects: list[tuple[Where, weakref.ref[tp.Any]]] = []
     arguments: list[tuple[int, Where]] = []
     for where in (*range(len(args)), *sorted(kwargs)):
         arg = _argument(args, kwargs, where)
         if isinstance(arg, (Pytree, Variable)):
-            found = _sources(arg)
+            found = _sources(arg, pytrees)
             if found is None:
                 return None
             sources.extend(found)
@@ -139,6 +194,7 @@ def cache_call(
     leaves = list(map(_RAW, sources))
     for position, where in arguments:
         leaves[position] = _argument(args, kwargs, where)
+    metadata = list(map(_METADATA, sources))
     return CachedCall(
         _structure.epoch,
         len(args),
@@ -148,16 +204,18 @@ def cache_call(
         tuple(objects),
         tuple(arguments),
         sources,
-        list(map(_METADATA, sources)),
+        metadata,
         list(map(type, leaves)),
+        Contents.of(pytrees),
+        Contents.of([m for m in metadata if m is not None], _itself),
         jitted,
     )
 
 
-def _sources(tree: Pytree | Variable[tp.Any]) -> list[Variable[tp.Any] | _Held] | None:
+def _sources(tree: Pytree | Variable[tp.Any], pytrees: list[Pytree]) -> list[Variable[tp.Any] | _Held] | None:
     """Where each leaf of ``tree`` comes from, in flatten order, watching every Pytree on
-    the way; None when a node is neither a Pytree, a Variable of one leaf, a tuple, None
-    nor a leaf."""
+    the way and appending it to ``pytrees``; None when a node is neither a Pytree, a
+    Variable of one leaf, a tuple, None nor a leaf."""
     nodes: list[tp.Any] = []
 
     def record(x: tp.Any) -> bool:
@@ -166,12 +224,12 @@ def _sources(tree: Pytree | Variable[tp.Any]) -> list[Variable[tp.Any] | _Held] 
 
     items = jax.tree_util.tree_leaves(tree, is_leaf=record)
     ends = set(map(id, items))
-    pytrees: list[Pytree] = []
+    found: list[Pytree] = []
     for node in nodes:
         if id(node) in ends:
             continue
         if isinstance(node, Pytree):
-            pytrees.append(node)
+            found.append(node)
         elif node is not None and type(node) is not tuple:
             return None
     sources: list[Variable[tp.Any] | _Held] = []
@@ -185,8 +243,9 @@ def _sources(tree: Pytree | Variable[tp.Any]) -> list[Variable[tp.Any] | _Held] 
             return None
         else:
             sources.append(_Held(item))
-    for node in pytrees:
+    for node in found:
         _structure.watch(node)
+    pytrees.extend(found)
     return sources
 
 

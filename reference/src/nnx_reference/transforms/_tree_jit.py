@@ -15,13 +15,14 @@ tree mode. So does a structure with Refs (a compiled function returns none) or
 hijax Variables (JAX types of their own, not pytrees).
 
 In graph mode the function is traced as the general path traces it (lift, enter,
-call, exit): when the call kept the structure of its objects and returns none of
-them, only the assigned values come out; otherwise the trace returns the general
-path's :class:`lift.Result`, applied to the caller's objects as that path would.
+call, exit): when the call kept the structure of its objects (rebinding no attribute,
+a plain array attribute included) and returns none of them, only the assigned values
+come out; otherwise the trace returns the general path's :class:`lift.Result`, applied
+to the caller's objects as that path would.
 
-A call on the same objects as the previous one, when nothing changed in their
+A call on the same objects as one of the last few, when nothing changed in their
 structure since, skips the flattening: :mod:`.call_cache` reads the leaves straight
-from the Variables the previous call found.
+from the Variables the earlier call found.
 """
 
 from __future__ import annotations
@@ -36,13 +37,19 @@ from .. import _hijax, _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
 from . import _lift as lift, _output_places as output_places
-from ._call_cache import CachedCall, cache_call, identities, nodes_of
+from ._call_cache import CachedCall, Contents, cache_call, identities, nodes_of
 from ._checks import check_no_aliasing
 from ._statics import Statics, insert_statics
 from ._trees import is_object, is_variable, reported_as
 
 _MAX_PLANS = 256
 """Structures remembered per function; past this the plans are rebuilt as they come."""
+
+_MAX_CACHED = 8
+"""Calls (sets of argument objects) whose structure is kept per function, the oldest dropped first."""
+
+_STRIKES = 2
+"""Stale cached calls on one set of objects after which it is cached only with no structural change between calls."""
 
 
 class NotHandled(Exception):
@@ -135,9 +142,10 @@ class TreeJit:
         self.fun = fun
         self.jit_kwargs = jit_kwargs
         self.plans: dict[PlanKey, jax.stages.Wrapped | None] = {}
-        self.cached: CachedCall | None = None
+        self.cached: dict[tuple[int, ...], CachedCall] = {}  # by the ids of the call's Pytree and Variable arguments
         self.uncacheable: set[PlanKey] = set()
-        self.seen: tuple[int, tuple[int, ...]] | None = None  # the epoch and objects of the last call that flattened
+        self.flattened: dict[tuple[int, ...], int] = {}  # the epoch of the last call that flattened, by argument ids
+        self.strikes: dict[tuple[int, ...], int] = {}  # how often a cached call on these ids was found stale
 
     def call(
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
@@ -146,11 +154,19 @@ class TreeJit:
         if inside_transformation():
             return False, None  # under a JAX trace the general path checks each Variable's trace
         call = (args, kwargs)
-        cached = self.cached
+        ids = identities(args, kwargs)
+        cached = self.cached.get(ids)
         if cached is not None:
             leaves = cached.leaves(args, kwargs, statics, mode)
             if leaves is not None:
-                return True, self._result(cached.jitted(*leaves), call, mode, lambda: cached.nodes(call))
+                try:
+                    outcome = cached.jitted(*leaves)
+                except NotHandled:  # traced anew (new shapes) into a call the plan cannot take
+                    pass
+                else:
+                    return True, self._result(outcome, call, mode, lambda: cached.nodes(call))
+            del self.cached[ids]
+            self.strikes[ids] = self.strikes.get(ids, 0) + 1
         try:
             flat = flatten_once(call, graph=mode.graph)
         except NotHandled:
@@ -168,7 +184,7 @@ class TreeJit:
             return False, None
         out = self._result(outcome, call, mode, lambda: flat.nodes if mode.graph else nodes_of(call))
         if outcome.general is None:
-            self._cache(key, call, jitted)
+            self._cache(key, call, ids, jitted)
         return True, out
 
     def _result(
@@ -184,22 +200,37 @@ class TreeJit:
             _write(nodes(), outcome)
         return outcome.out
 
-    def _cache(self, key: PlanKey, call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]], jitted: tp.Callable) -> None:
-        """Keeps the structure of a call that had to flatten, for the next call: only when the
-        call before that flattened too was on the same objects, with no structural change
-        since (objects that change between calls would be cached in vain), and this
-        structure can be cached."""
-        seen = (_structure.epoch, identities(*call))
-        if seen != self.seen or key in self.uncacheable:
-            self.seen, self.cached = seen, None
+    def _cache(
+        self,
+        key: PlanKey,
+        call: tuple[tuple[tp.Any, ...], dict[str, tp.Any]],
+        ids: tuple[int, ...],
+        jitted: tp.Callable,
+    ) -> None:
+        """Keeps the structure of a call that had to flatten, for the next call on the same
+        objects, when this structure can be cached: from the second call on them that
+        flattens; once a cached call on them has been found stale twice, only when there
+        was no structural change since the last (objects made anew, or changed, before
+        every call would be cached in vain)."""
+        last = self.flattened.get(ids)
+        again = last == _structure.epoch or (last is not None and self.strikes.get(ids, 0) < _STRIKES)
+        if not again or key in self.uncacheable:
+            if len(self.flattened) >= _MAX_PLANS:
+                self.flattened.clear()
+                self.strikes.clear()
+            self.flattened[ids] = _structure.epoch
             return
-        self.cached = cache_call(*call, key.statics, key.mode, jitted, self._release)
-        if self.cached is None:
+        cached = cache_call(*call, key.statics, key.mode, jitted, self._release)
+        if cached is None:
             self.uncacheable.add(key)
+            return
+        if len(self.cached) >= _MAX_CACHED:
+            del self.cached[next(iter(self.cached))]
+        self.cached[ids] = cached
 
     def _release(self, _: tp.Any) -> None:
-        """Forgets the cached call when one of its objects is garbage collected."""
-        self.cached = None
+        """Forgets the cached calls when an object of one is garbage collected (its id may be reused)."""
+        self.cached = {}
 
     def _plan(self, key: PlanKey, flat: Flat) -> jax.stages.Wrapped | None:
         if len(self.plans) >= _MAX_PLANS:
@@ -241,9 +272,15 @@ class TreeJit:
             entered = lift.enter(lifted.static, lifted.pure)
             start = flatten_once(entered.args)
             before = [_raw(x) for x in start.nodes]
+            contents = Contents.of([x for x in start.nodes if isinstance(x, Pytree)])
             args, kwargs = insert_statics(*entered.args, key.statics)
             out = self.fun(*args, **kwargs)
-            if start.treedef == key.treedef and _kept_structure(entered.args, start) and not _has_objects(out):
+            if (
+                start.treedef == key.treedef
+                and contents.unchanged()  # a plain array attribute rebound is a graph update
+                and _kept_structure(entered.args, start)
+                and not _has_objects(out)
+            ):
                 return _assigned(start.nodes, before, out, key.mode)
             result = lift.exit(self.name, lifted.static, entered, out, None)  # coalesced: no prefixes to compare
             return Outcome(Assigned((), result.static.places), None, [], result)

@@ -13,6 +13,7 @@ from jax.sharding import PartitionSpec
 from .. import graphlib
 from . import _checks as checks, _lift as lift, _trees as trees
 from .general import eval_shape
+from ._jit_options import JitOptions, taking_jit_options
 from ._prefix import PrefixMapping, VariablePrefix
 from ._statics import Statics, insert_statics, remove_statics
 from ._tree_jit import TreeJit
@@ -133,42 +134,26 @@ class _Prepared(tp.NamedTuple):
 class JitWrapped:
     """A function compiled with :func:`jit`: call it like the original."""
 
-    def __init__(
-        self,
-        fun: tp.Callable,
-        *,
-        in_shardings: tp.Any,
-        out_shardings: tp.Any,
-        static_argnums: int | tp.Sequence[int] | None,
-        static_argnames: str | tp.Iterable[str] | None,
-        donate_argnums: int | tp.Sequence[int] | None,
-        donate_argnames: str | tp.Iterable[str] | None,
-        keep_unused: bool,
-        device: tp.Any,
-        backend: str | None,
-        inline: bool,
-        graph: bool | None,
-        graph_updates: bool | None,
-    ):
+    def __init__(self, fun: tp.Callable, options: JitOptions):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.in_shardings = in_shardings
-        self.out_shardings = out_shardings
-        both = static_argnums is not None and static_argnames is not None
+        self.in_shardings = options.in_shardings
+        self.out_shardings = options.out_shardings
+        both = options.static_argnums is not None and options.static_argnames is not None
         self.static_argnums, self.static_argnames = _infer(
-            fun, _normalize(static_argnums), _names(static_argnames), both
+            fun, _normalize(options.static_argnums), _names(options.static_argnames), both
         )
-        both = donate_argnums is not None and donate_argnames is not None
+        both = options.donate_argnums is not None and options.donate_argnames is not None
         self.donate_argnums, self.donate_argnames = _infer(
-            fun, _normalize(donate_argnums), _names(donate_argnames), both
+            fun, _normalize(options.donate_argnums), _names(options.donate_argnames), both
         )
-        self.graph = graph
-        self.graph_updates = graph_updates
-        self.plain = in_shardings is None and out_shardings is None and not (
+        self.graph = options.graph
+        self.graph_updates = options.graph_updates
+        self.plain = self.in_shardings is None and self.out_shardings is None and not (
             self.donate_argnums or self.donate_argnames
         )
-        _refuse_placement_with_shardings(device, backend, in_shardings)
-        self._jit_kwargs = dict(keep_unused=keep_unused, inline=inline)
+        _refuse_placement_with_shardings(options.device, options.backend, self.in_shardings)
+        self._jit_kwargs = dict(keep_unused=options.keep_unused, inline=options.inline)
         self._traced = trees.reported_as(fun, self._traced_fn())
         self.jitted_fn = jax.jit(self._traced, static_argnums=(0,), **self._jit_kwargs)
         self._tree_jit = TreeJit("jit", fun, self._jit_kwargs)
@@ -315,111 +300,42 @@ class _Frozen:
         return hash(self._key)
 
 
-class JitOptions(tp.TypedDict, total=False):
-    """The keyword arguments of :func:`jit`."""
-
-    in_shardings: tp.Any
-    out_shardings: tp.Any
-    static_argnums: int | tp.Sequence[int] | None
-    static_argnames: str | tp.Iterable[str] | None
-    donate_argnums: int | tp.Sequence[int] | None
-    donate_argnames: str | tp.Iterable[str] | None
-    keep_unused: bool
-    device: tp.Any
-    backend: str | None
-    inline: bool
-    graph: bool | None
-    graph_updates: bool | None
-
-
 @tp.overload
-def jit(fun: trees.Fn, /, **options: tp.Unpack[JitOptions]) -> JitWrapped: ...
+def jit(fun: trees.Fn, /, **options: tp.Any) -> JitWrapped: ...
 @tp.overload
-def jit(**options: tp.Unpack[JitOptions]) -> tp.Callable[[trees.Fn], JitWrapped]: ...
+def jit(**options: tp.Any) -> tp.Callable[[trees.Fn], JitWrapped]: ...
+@taking_jit_options
 def jit(
-    fun: tp.Callable | trees.Missing = trees.MISSING,
-    *,
-    in_shardings: tp.Any = None,
-    out_shardings: tp.Any = None,
-    static_argnums: int | tp.Sequence[int] | None = None,
-    static_argnames: str | tp.Iterable[str] | None = None,
-    donate_argnums: int | tp.Sequence[int] | None = None,
-    donate_argnames: str | tp.Iterable[str] | None = None,
-    keep_unused: bool = False,
-    device: tp.Any = None,
-    backend: str | None = None,
-    inline: bool = False,
-    graph: bool | None = None,
-    graph_updates: bool | None = None,
+    fun: tp.Callable | trees.Missing = trees.MISSING, *, options: JitOptions
 ) -> JitWrapped | tp.Callable[[trees.Fn], JitWrapped]:
     """Lifted ``jax.jit``: Modules and Variables as arguments, their updates propagated."""
     trees.reject_bound_method("jit", fun)
-    mode = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
-    graph, graph_updates = mode
-    checks.reject_variable_prefixes("jit", "in_shardings", in_shardings)
-    checks.reject_variable_prefixes("jit", "out_shardings", out_shardings)
-    checks.reject_prefix_objects("jit", in_shardings, StateSharding, mode, "in_shardings")
-    checks.reject_prefix_objects("jit", out_shardings, StateSharding, mode, "out_shardings")
-    return trees.decorator_or_call(
-        fun,
-        lambda f: JitWrapped(
-            f,
-            in_shardings=in_shardings,
-            out_shardings=out_shardings,
-            static_argnums=static_argnums,
-            static_argnames=static_argnames,
-            donate_argnums=donate_argnums,
-            donate_argnames=donate_argnames,
-            keep_unused=keep_unused,
-            device=device,
-            backend=backend,
-            inline=inline,
-            graph=graph,
-            graph_updates=graph_updates,
-        ),
-    )
+    options = _checked(options)
+    return trees.decorator_or_call(fun, lambda f: JitWrapped(f, options))
 
 
-def jit_partial(
-    fun: tp.Callable,
-    *partial_args: tp.Any,
-    in_shardings: tp.Any = None,
-    out_shardings: tp.Any = None,
-    static_argnums: int | tp.Sequence[int] | None = None,
-    static_argnames: str | tp.Iterable[str] | None = None,
-    donate_argnums: int | tp.Sequence[int] | None = None,
-    donate_argnames: str | tp.Iterable[str] | None = None,
-    keep_unused: bool = False,
-    device: tp.Any = None,
-    backend: str | None = None,
-    inline: bool = False,
-    graph: bool | None = None,
-    graph_updates: bool | None = None,
-) -> PartialJit:
+@taking_jit_options
+def jit_partial(fun: tp.Callable, *partial_args: tp.Any, options: JitOptions) -> PartialJit:
     """``jit`` of ``fun`` with ``partial_args`` bound as its first positional arguments.
 
     Updates to the Variables of the bound arguments are propagated after every call;
     graph updates are not supported (``graph=False`` or ``graph_updates=False``).
     """
-    if trees.resolve_mode(graph, graph_updates).graph_updates:
+    if trees.resolve_mode(options.graph, options.graph_updates).graph_updates:
         raise ValueError("`graph_updates` not supported by `jit_partial`")
-    jitted = jit(
-        fun,
-        in_shardings=in_shardings,
-        out_shardings=out_shardings,
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        donate_argnums=donate_argnums,
-        donate_argnames=donate_argnames,
-        keep_unused=keep_unused,
-        device=device,
-        backend=backend,
-        inline=inline,
-        graph=graph,
-        graph_updates=graph_updates,
-    )
+    trees.reject_bound_method("jit", fun)
+    return PartialJit(JitWrapped(fun, _checked(options)), partial_args)
 
-    return PartialJit(jitted, partial_args)
+
+def _checked(options: JitOptions) -> JitOptions:
+    """``options`` with the mode in force now (fixed when made, as flax's), once its
+    shardings are checked."""
+    mode = trees.resolve_mode(options.graph, options.graph_updates)
+    checks.reject_variable_prefixes("jit", "in_shardings", options.in_shardings)
+    checks.reject_variable_prefixes("jit", "out_shardings", options.out_shardings)
+    checks.reject_prefix_objects("jit", options.in_shardings, StateSharding, mode, "in_shardings")
+    checks.reject_prefix_objects("jit", options.out_shardings, StateSharding, mode, "out_shardings")
+    return dataclasses.replace(options, graph=mode.graph, graph_updates=mode.graph_updates)
 
 
 class PartialJit:
