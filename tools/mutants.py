@@ -144,7 +144,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "transforms_drop_updates",
         "Variable updates made inside nnx.jit, nnx.grad, nnx.vmap, ... never reach the caller",
-        (Patch("transforms/lift.py", "    if not write:\n        lifted = lifted.unwritten()\n",
+        (Patch("transforms/_lift.py", "    if not write:\n        lifted = lifted.unwritten()\n",
                "    lifted = lifted.unwritten()\n"),),
         f"{area_tests('transforms', 'test_laws', 'test_edges', 'test_trace_counts')} or guide:transforms",
     ),
@@ -158,7 +158,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "refs_left_in_transform_outputs",
         "nnx.jit, nnx.cond and nnx.remat return the input Refs of ref=True Variables, which JAX refuses",
-        (Patch("transforms/refs.py", "    if not any(map(is_ref, leaves)):\n        return tree, False\n",
+        (Patch("transforms/_refs.py", "    if not any(map(is_ref, leaves)):\n        return tree, False\n",
                "    if True:\n        return tree, False\n"),),
         "ref_variable",
     ),

@@ -1,4 +1,4 @@
-"""The cached structure of plain ``nnx.jit`` calls (``transforms/call_cache.py``).
+"""The cached structure of plain ``nnx.jit`` calls (``transforms/_call_cache.py``).
 
 A call on the same objects as one of the last few calls, in either mode, reads the
 leaves straight from the Variables found then. Each test changes the structure between two calls

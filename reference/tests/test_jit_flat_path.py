@@ -1,4 +1,4 @@
-"""The flat-leaf path of ``nnx.jit`` (``transforms/tree_jit.py``): bounded caches, one
+"""The flat-leaf path of ``nnx.jit`` (``transforms/_tree_jit.py``): bounded caches, one
 trace per structure, and the graphs it must leave to the general path.
 
 Counts, never timings: after many calls the caches hold as many entries as there
