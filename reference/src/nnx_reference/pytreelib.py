@@ -547,7 +547,7 @@ def _unflatten(cls: type[Pytree], aux: tp.Any, children: tp.Iterable[tp.Any]) ->
     """Rebuilds a Pytree: data attributes (sorted) first, then static ones (sorted), as flax orders them."""
     keys, statics = aux
     obj = object.__new__(cls)
-    object.__setattr__(obj, NODES, {**{k: True for k in keys}, **{k: False for k, _ in statics}})
+    object.__setattr__(obj, NODES, {**dict.fromkeys(keys, True), **{k: False for k, _ in statics}})
     object.__setattr__(obj, TRACE_STATE, current_trace_state())
     obj.__dict__.update(zip(keys, children))
     obj.__dict__.update(statics)

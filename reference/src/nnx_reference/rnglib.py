@@ -37,7 +37,7 @@ __all__ = [
 F = tp.TypeVar("F", bound=tp.Callable[..., tp.Any])
 RngValue = tp.Union[int, jax.Array]
 Shape = tp.Union[int, tuple[int, ...]]
-SplitPattern = tp.Union[tp.Mapping[filterlib.Filter, tp.Optional[Shape]], Shape, None]
+SplitPattern = tp.Union[tp.Mapping[filterlib.Filter, Shape | None], Shape, None]
 StreamBackup = tuple["RngStream", jax.Array, jax.Array]
 KeylessInitializer = tp.Callable[..., jax.Array]
 ReseedPolicy = tp.Union[

@@ -291,7 +291,7 @@ def _lettered(nnx: Any) -> Any:
     use=st.sampled_from(["vmap", "prefix in graph mode", "prefix in tree mode"]),
 )
 def test_a_state_axes_built_from_a_state_selects_exactly_its_paths_as_in_flax(
-    nnx: Any, flax_nnx: Any, axes: list[int | None | str], use: str
+    nnx: Any, flax_nnx: Any, axes: list[int | str | None], use: str
 ) -> None:
     """Each path of the State gets its axis; a Variable at a path the State lacks (whether
     it sorts before or after the State's paths) is a ValueError, as no filter selects it."""
