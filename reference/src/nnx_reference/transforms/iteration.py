@@ -236,7 +236,7 @@ def vmap(
     axis_name: tp.Hashable | None = None,
     axis_size: int | None = None,
     spmd_axis_name: tp.Any = None,
-    transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
+    transform_metadata: tp.Mapping[str, tp.Any] = {},  # read only
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
@@ -287,7 +287,7 @@ def pmap(
     backend: str | None = None,
     axis_size: int | None = None,
     donate_argnums: int | tp.Iterable[int] = (),
-    transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
+    transform_metadata: tp.Mapping[str, tp.Any] = {},  # read only
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
