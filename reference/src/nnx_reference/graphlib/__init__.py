@@ -67,7 +67,7 @@ from ._traversal import (
 
 # Not in __all__: the names the modules built on graphlib use (Key and PathParts are
 # also documented, as nnx.graph.Key), and the type GraphDef.apply returns.
-from ._defs import RefMap, hashing_for_caches, without_metadata  # noqa: F401, I001
+from ._defs import RefMap, hashing_for_caches, without_metadata  # noqa: F401
 from ._mode import Mode, graph_mode, graph_updates, resolve_graph, resolve_mode  # noqa: F401
 from ._nodes import Key, PathParts, is_graph_node, is_node, jax_key  # noqa: F401
 from ._split_merge import ApplyCaller, flatten_into, unflatten_into  # noqa: F401
