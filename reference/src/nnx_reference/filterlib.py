@@ -35,8 +35,8 @@ __all__ = [
 Key = Hashable
 PathParts = tuple[Key, ...]
 Predicate = tp.Callable[[PathParts, tp.Any], bool]
-FilterLiteral = tp.Union[type, str, Predicate, bool, tp.Any, None]
-Filter = tp.Union[FilterLiteral, tuple["Filter", ...], list["Filter"]]
+FilterLiteral = type | str | Predicate | bool | tp.Any | None
+Filter = tp.Union[FilterLiteral, tuple["Filter", ...], list["Filter"]]  # noqa: UP007 - recursive: "Filter" is a forward reference
 
 _NO_TAG = object()
 

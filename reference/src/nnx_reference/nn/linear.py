@@ -19,7 +19,7 @@ from ..variablelib import Param
 
 __all__ = ["Conv", "ConvTranspose", "Einsum", "Embed", "Linear", "LinearGeneral"]
 
-PaddingLike = tp.Union[str, int, tp.Sequence[int | tuple[int, int]]]
+PaddingLike = str | int | tp.Sequence[int | tuple[int, int]]
 
 default_kernel_init = initializers.lecun_normal()
 default_bias_init = initializers.zeros_init()
