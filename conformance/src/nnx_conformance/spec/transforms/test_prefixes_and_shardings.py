@@ -301,7 +301,10 @@ def test_a_state_axes_built_from_a_state_selects_exactly_its_paths_as_in_flax(
         by_path = {path: axis for path, axis in zip(STATE_PATHS, axes) if axis != "absent"}
         state_axes = nnx.StateAxes(nnx.State.from_flat_path(by_path))
         if use == "vmap":
-            total = lambda m, x: x * (m.a[...] + m.b[...] + m.n.c[...] + m.n.d[...])
+
+            def total(m: Any, x: Any) -> Any:
+                return x * (m.a[...] + m.b[...] + m.n.c[...] + m.n.d[...])
+
             return nnx.vmap(total, in_axes=(state_axes, 0), axis_size=3)(module, jnp.ones(3))
         prefixes = nnx.prefix(module, state_axes, graph=use.endswith("graph mode"))
         return jax.tree.leaves(prefixes, is_leaf=lambda leaf: leaf is None)
