@@ -22,6 +22,7 @@ in which `nox -s tests` proves that it stands alone.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shlex
@@ -222,7 +223,7 @@ def _jax_pin() -> str:
 
 
 def _wants_gpu(args: list[str]) -> bool:
-    return "--device=gpu" in args or any(a == "--device" and b == "gpu" for a, b in zip(args, args[1:]))
+    return "--device=gpu" in args or any(a == "--device" and b == "gpu" for a, b in itertools.pairwise(args))
 
 
 def _gpu_venv(session: nox.Session, impl: str, with_flax: bool) -> Path:

@@ -179,10 +179,10 @@ def _patterns(cases: Cases, name: str, nnx: types.ModuleType) -> None:
         return (container[0] if isinstance(container, list) else container["model"])(x)
 
     for mode, options in MODES.items():
-        def fn() -> tp.Any:
+        def fn(options: dict[str, tp.Any] = options) -> tp.Any:
             return nnx.jit(forward, **options)  # a jitted function of its own per pattern
 
-        def row(label: str) -> Row:
+        def row(label: str, mode: str = mode) -> Row:
             return Row(PATTERNS, f"{label}, {mode}")
 
         cases.add(row("the same model"), name, functools.partial(fn(), model, x))
@@ -206,7 +206,7 @@ def _patterns(cases: Cases, name: str, nnx: types.ModuleType) -> None:
         jitted_toggled = fn()
         toggles = itertools.cycle([model.train, model.eval])
 
-        def toggled(jitted: tp.Any = jitted_toggled) -> tp.Any:
+        def toggled(jitted: tp.Any = jitted_toggled, toggles: tp.Any = toggles) -> tp.Any:
             next(toggles)()
             return jitted(model, x)
 

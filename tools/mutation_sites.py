@@ -155,7 +155,7 @@ def make_mutant(site: Site, source: str) -> Mutant | None:
     operator = plugins.get_operator(site.operator)()
     try:
         mutated = mutate_code(source, operator, site.occurrence)
-    except Exception as failure:  # noqa: BLE001 - any failure of cosmic-ray's operator
+    except Exception as failure:  # any failure of cosmic-ray's operator
         raise UnmadeMutant(f"{site.module}:{site.line} {site.operator}: {type(failure).__name__}: {failure}") from failure
     if mutated is None or mutated == source:
         return None

@@ -12,7 +12,6 @@ import ast
 import importlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Union
 
 from .spec_sdist import Sdist
 
@@ -50,7 +49,7 @@ class ExternalRef:
     dotted: str
 
 
-Ref = Union[ModuleRef, LocalRef, ExternalRef]
+Ref = ModuleRef | LocalRef | ExternalRef
 
 
 @dataclass

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import jax  # noqa: F401  imported once here, so in-process runs share it
+import jax  # imported once here, so in-process runs share it
 import jax.numpy  # noqa: F401
 import pytest
 

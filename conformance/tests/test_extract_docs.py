@@ -18,11 +18,11 @@ from sybil import Document
 from sybil.parsers.markdown import CodeBlockParser
 from sybil.parsers.rest import DocTestParser
 
+from tools.manifest_diff import diff_manifests
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "synthetic_sdist"
 VERSION = "9.9.9"
-
-from tools.manifest_diff import diff_manifests
 
 
 def build_sdist(source: Path, target_dir: Path) -> Path:
@@ -159,7 +159,7 @@ def test_code_blocks_are_fenced_examples(generated: tuple[Path, dict]) -> None:
     assert literal["sha256"] == hashlib.sha256(code.encode()).hexdigest()
     assert literal["classification"] == "run" and literal["apis"] == []
     widget_source = (FIXTURE / "flax/nnx/widgets.py").read_text().split("\n")
-    path, line = literal["source"].rsplit(":", 1)
+    _path, line = literal["source"].rsplit(":", 1)
     assert widget_source[int(line) - 1].strip() == "bigger = make_widget(2).grow()"
     directive = by_id["widgets/flax.nnx.make_widget:5"]
     assert ".. code-block:: python\n   :caption: a directive\n\n```python\nassert make_widget(1).size == 1\n```" in text

@@ -63,7 +63,7 @@ def test_a_patch_that_breaks_the_syntax_fails_loudly(tmp_path: Path) -> None:
 
 def test_a_patch_naming_a_missing_file_fails_loudly(tmp_path: Path) -> None:
     package = _fake_package(tmp_path, {"graphlib.py": ""})
-    with pytest.raises(mutants.PatchError, match="no file rnglib.py"):
+    with pytest.raises(mutants.PatchError, match=r"no file rnglib\.py"):
         mutants.apply_patch(package, mutants.Patch("rnglib.py", "a", "b"), "demo")
 
 

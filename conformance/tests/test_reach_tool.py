@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("coverage", reason="tools/reach.py reads coverage.py's data: nox installs the reach group")
 
-import coverage  # noqa: E402 - after the skip
+import coverage
 
-from tools import reach  # noqa: E402
+from tools import reach
 
 SOURCE = textwrap.dedent("""\
     def sign(x):

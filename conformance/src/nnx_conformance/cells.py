@@ -217,7 +217,7 @@ class SourceEvaluator:
         filename = self.filename(example)
         try:
             got = self.execute(example, filename)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a documented example may raise anything; its traceback is the result
             exc_type, exc, tb = sys.exc_info()
             assert exc_type is not None and exc is not None
             while tb is not None and tb.tb_frame.f_code.co_filename != filename:

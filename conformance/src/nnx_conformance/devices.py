@@ -12,6 +12,7 @@ reading one back costs a fraction of compiling it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -71,10 +72,9 @@ class JaxEnvironment:
 
 def _try_config(jax: object, option: str, value: object) -> None:
     """Set a JAX option; once JAX's backends are running it is too late and is left."""
-    try:
+    # RuntimeError: the backends already run; AttributeError: a JAX without this option.
+    with contextlib.suppress(RuntimeError, AttributeError):
         jax.config.update(option, value)  # type: ignore[attr-defined]
-    except Exception:
-        pass
 
 
 def describe() -> str:

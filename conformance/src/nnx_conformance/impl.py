@@ -98,9 +98,8 @@ def missing_name(exc: BaseException, impl_name: str) -> str | None:
     if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name.startswith(FLAX_NNX + "."):
         parent, _, attr = exc.name.rpartition(".")
         return missing_message(impl_name + parent[len(FLAX_NNX):], impl_name, attr)
-    if isinstance(exc, ImportError) and exc.name and getattr(exc, "name_from", None):
-        if _in_impl(exc.name, impl_name):
-            return missing_message(exc.name, impl_name, exc.name_from)
+    if isinstance(exc, ImportError) and exc.name and getattr(exc, "name_from", None) and _in_impl(exc.name, impl_name):
+        return missing_message(exc.name, impl_name, exc.name_from)
     return None
 
 

@@ -79,7 +79,7 @@ def _run_step(step: Step, namespace: dict[str, Any], checker: DocOutputChecker) 
             exec(compile(step.source, f"<{step.id}>", "exec", dont_inherit=True), namespace)
             return ""
         got = run_cell(step.source, namespace, f"<{step.id}>")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the page's example raises is the report
         return "".join(traceback.format_exception(exc))
     if step.output is None or checker.check_output(step.output, got, OPTIONFLAGS):
         return ""

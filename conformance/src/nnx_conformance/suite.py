@@ -254,7 +254,7 @@ class Suite:
         """The report; complete when ``final`` and every collected test has an outcome."""
         try:
             device = devices.describe()
-        except Exception as exc:  # JAX itself may be what is broken
+        except Exception as exc:  # noqa: BLE001 - JAX itself may be what is broken
             device = f"unknown ({exc!r})"
         finished = self.outcomes.finished()
         complete = final and self.stopped is None and (

@@ -113,7 +113,7 @@ EXCLUDED: dict[str, str] = {
     "wrappers": "flax.nnx.bridge.wrappers, Linen interoperability, out of the suite's scope",
     "A": "a type variable of flax's own annotations, not an API",
     "M": "a type variable of flax's own annotations, not an API",
-    **{name: "flax's internal module layout: the documentation never names it" for name in UNDOCUMENTED_MODULES},
+    **dict.fromkeys(UNDOCUMENTED_MODULES, "flax's internal module layout: the documentation never names it"),
 }
 """Public names of flax.nnx that the suite does not require, with the reason."""
 

@@ -30,7 +30,7 @@ class VarDefaults:
         try:
             current = var_defaults()
             return cls(bool(current.hijax), bool(current.ref))
-        except Exception:
+        except Exception:  # noqa: BLE001 - the implementation's failure, reported by its own tests
             return None
 
     def restore(self, nnx: ModuleType) -> None:

@@ -8,26 +8,26 @@ names in ``__all__`` and they are re-exported here, so ``nnx_reference.split`` i
 """
 
 from . import (
-    compat,
-    extract,
-    filterlib,
-    graphlib,
-    helpers,
-    module,
-    nn,
-    pytreelib,
-    rnglib,
-    spmd,
-    statelib,
-    summary,
-    tracers,
-    training,
-    transforms,
-    traversals,
-    variablelib,
-    visualization,
+    compat as compat,
+    extract as extract,
+    filterlib as filterlib,
+    graphlib as graphlib,
+    helpers as helpers,
+    module as module,
+    nn as nn,
+    pytreelib as pytreelib,
+    rnglib as rnglib,
+    spmd as spmd,
+    statelib as statelib,
+    summary as summary,
+    tracers as tracers,
+    training as training,
+    transforms as transforms,
+    traversals as traversals,
+    variablelib as variablelib,
+    visualization as visualization,
 )
-from ._config import config
+from ._config import config as config
 from .extract import *  # noqa: F403
 from .filterlib import *  # noqa: F403
 from .graphlib import *  # noqa: F403

@@ -26,7 +26,7 @@ SHARDING_KEY = "out_sharding"
 """The Variable metadata key holding one axis name per dimension."""
 
 
-class use_eager_sharding(BoolFlag):  # noqa: N801 (flax spells it as a function)
+class use_eager_sharding(BoolFlag):  # lowercase: flax spells it as a function
     """Sets whether new Variables shard their value eagerly by default (on by default).
 
     A plain call keeps the value set; used as a context manager it restores the

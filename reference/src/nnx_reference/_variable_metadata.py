@@ -169,7 +169,7 @@ def same_items(a: tuple[tuple[str, tp.Any], ...], b: tuple[tuple[str, tp.Any], .
         try:
             if not bool(value_a == value_b):
                 return False
-        except Exception:
+        except Exception:  # noqa: BLE001 - a user's metadata value may raise anything from == or bool()
             return False
     return True
 

@@ -35,8 +35,8 @@ __all__ = [
 Key = Hashable
 PathParts = tuple[Key, ...]
 Predicate = tp.Callable[[PathParts, tp.Any], bool]
-FilterLiteral = tp.Union[type, str, Predicate, bool, tp.Any, None]
-Filter = tp.Union[FilterLiteral, tuple["Filter", ...], list["Filter"]]
+FilterLiteral = type | str | Predicate | bool | tp.Any | None
+Filter = tp.Union[FilterLiteral, tuple["Filter", ...], list["Filter"]]  # noqa: UP007 - recursive: "Filter" is a forward reference
 
 _NO_TAG = object()
 
@@ -156,10 +156,7 @@ class Any:
         self.predicates = tuple(to_predicate(f) for f in filters)
 
     def __call__(self, path: PathParts, x: tp.Any) -> bool:
-        for predicate in self.predicates:
-            if predicate(path, x):
-                return True
-        return False
+        return any(predicate(path, x) for predicate in self.predicates)
 
     def __repr__(self) -> str:
         return f"Any({', '.join(map(repr, self.predicates))})"
@@ -180,10 +177,7 @@ class All:
         self.predicates = tuple(to_predicate(f) for f in filters)
 
     def __call__(self, path: PathParts, x: tp.Any) -> bool:
-        for predicate in self.predicates:
-            if not predicate(path, x):
-                return False
-        return True
+        return all(predicate(path, x) for predicate in self.predicates)
 
     def __repr__(self) -> str:
         return f"All({', '.join(map(repr, self.predicates))})"

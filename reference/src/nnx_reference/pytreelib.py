@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import ast
 import dataclasses
+import inspect
 import operator
 import threading
 import typing as tp
@@ -212,7 +213,7 @@ def _string_status(annotation: str) -> bool | None:
 
 def _warn_deprecated_annotations(cls: type) -> None:
     """``nnx.Data[...]`` / ``nnx.Static[...]`` annotations are deprecated for ``nnx.data()`` / ``nnx.static()``."""
-    for annotation in cls.__dict__.get("__annotations__", {}).values():
+    for annotation in inspect.get_annotations(cls).values():
         status = _annotation_status(annotation)
         if status is not None:
             name = "Data" if status else "Static"
@@ -307,7 +308,7 @@ class Pytree(metaclass=PytreeMeta):
         _warn_deprecated_annotations(cls)
         status: dict[str, bool] = {}
         for klass in reversed(cls.__mro__):
-            for name, annotation in klass.__dict__.get("__annotations__", {}).items():
+            for name, annotation in inspect.get_annotations(klass).items():
                 found = _annotation_status(annotation)
                 if found is not None:
                     status[name] = found
@@ -451,7 +452,7 @@ def _variables_comment(node: Pytree) -> str:
             entry[1] += nbytes
         elif isinstance(value, Pytree):
             seen.add(id(value))
-            for key, child in sorted(value._pytree__items(), key=lambda item: _sort_key(item[0])):
+            for _key, child in sorted(value._pytree__items(), key=lambda item: _sort_key(item[0])):
                 visit(child)
         elif isinstance(value, (list, tuple)):
             for child in value:
@@ -547,7 +548,7 @@ def _unflatten(cls: type[Pytree], aux: tp.Any, children: tp.Iterable[tp.Any]) ->
     """Rebuilds a Pytree: data attributes (sorted) first, then static ones (sorted), as flax orders them."""
     keys, statics = aux
     obj = object.__new__(cls)
-    object.__setattr__(obj, NODES, {**{k: True for k in keys}, **{k: False for k, _ in statics}})
+    object.__setattr__(obj, NODES, {**dict.fromkeys(keys, True), **{k: False for k, _ in statics}})
     object.__setattr__(obj, TRACE_STATE, current_trace_state())
     obj.__dict__.update(zip(keys, children))
     obj.__dict__.update(statics)

@@ -35,14 +35,14 @@ __all__ = [
 ]
 
 F = tp.TypeVar("F", bound=tp.Callable[..., tp.Any])
-RngValue = tp.Union[int, jax.Array]
-Shape = tp.Union[int, tuple[int, ...]]
-SplitPattern = tp.Union[tp.Mapping[filterlib.Filter, tp.Optional[Shape]], Shape, None]
+RngValue = int | jax.Array
+Shape = int | tuple[int, ...]
+SplitPattern = tp.Mapping[filterlib.Filter, Shape | None] | Shape | None
 StreamBackup = tuple["RngStream", jax.Array, jax.Array]
 KeylessInitializer = tp.Callable[..., jax.Array]
-ReseedPolicy = tp.Union[
-    tp.Literal["scalars_only", "match_shape"], tp.Callable[[tuple, jax.Array, tuple[int, ...]], jax.Array]
-]
+ReseedPolicy = (
+    tp.Literal["scalars_only", "match_shape"] | tp.Callable[[tuple, jax.Array, tuple[int, ...]], jax.Array]
+)
 
 
 class _Missing:

@@ -47,8 +47,8 @@ def flatten_mapping(
     /,
     *,
     keep_empty_nodes: bool = False,
-    is_leaf: None | IsLeafCallable = None,
-    sep: None | str = None,
+    is_leaf: IsLeafCallable | None = None,
+    sep: str | None = None,
 ) -> dict[tp.Any, tp.Any]:
     """A flat dict from key paths (tuples, or strings joined by ``sep``) to the leaves of ``xs``.
 

@@ -41,7 +41,7 @@ _LAYER_ARGS: dict[str, Callable[[], st.SearchStrategy[strategies.LayerArgs]]] = 
     "MultiHeadAttention": strategies.attention_args,
     "LoRA": strategies.lora_args,
     "Dropout": strategies.dropout_args,
-    **{cell: strategies.cell_args for cell in strategies.RECURRENT_CELLS},
+    **dict.fromkeys(strategies.RECURRENT_CELLS, strategies.cell_args),
 }
 """The drawn constructor arguments of each nn layer family a program builds."""
 

@@ -67,26 +67,23 @@ from ._traversal import (
 
 # Not in __all__: the names the modules built on graphlib use (Key and PathParts are
 # also documented, as nnx.graph.Key), and the type GraphDef.apply returns.
-from ._defs import RefMap, hashing_for_caches, without_metadata  # noqa: F401, I001
+from ._defs import RefMap, hashing_for_caches, without_metadata  # noqa: F401
 from ._mode import Mode, graph_mode, graph_updates, resolve_graph, resolve_mode  # noqa: F401
 from ._nodes import Key, PathParts, is_graph_node, is_node, jax_key  # noqa: F401
 from ._split_merge import ApplyCaller, flatten_into, unflatten_into  # noqa: F401
 
 __all__ = [
     "GraphDef",
+    "GraphState",
     "MergeContext",
+    "PureState",
     "SplitContext",
     "UpdateContext",
-    "current_update_context",
-    "merge_context",
-    "split_context",
-    "update_context",
-    "GraphState",
-    "PureState",
     "as_pure",
     "cached_partial",
     "call",
     "clone",
+    "current_update_context",
     "find_duplicates",
     "flatten",
     "graphdef",
@@ -95,6 +92,7 @@ __all__ = [
     "iter_module_children",
     "map",
     "merge",
+    "merge_context",
     "pop",
     "pure",
     "recursive_map",
@@ -102,10 +100,12 @@ __all__ = [
     "set_graph_updates",
     "set_metadata",
     "split",
+    "split_context",
     "state",
     "unflatten",
     "unpack",
     "update",
+    "update_context",
     "variables",
     "vars_as",
     "with_vars",

@@ -63,7 +63,7 @@ class StaticDef:
             return True
         try:
             return type(self.value) is type(other.value) and bool(self.value == other.value)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a static value's == or bool() may raise anything
             return False
 
     def __repr__(self) -> str:

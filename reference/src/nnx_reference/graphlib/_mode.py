@@ -12,14 +12,14 @@ import typing as tp
 from .._config import BoolFlag, Setting, env_flag
 
 
-class set_graph_mode(BoolFlag):  # noqa: N801 (flax's name)
+class set_graph_mode(BoolFlag):  # lowercase: flax's name
     """Sets whether NNX APIs use graph mode by default (see :class:`_config.ConfigContext`
     for the call / context-manager / decorator forms)."""
 
     _setting = Setting(env_flag("NNX_GRAPH_MODE"))
 
 
-class set_graph_updates(BoolFlag):  # noqa: N801 (flax's name)
+class set_graph_updates(BoolFlag):  # lowercase: flax's name
     """Sets whether transforms propagate graph structure updates by default (see
     :class:`_config.ConfigContext` for the call / context-manager / decorator forms)."""
 

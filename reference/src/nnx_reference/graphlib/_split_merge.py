@@ -25,6 +25,7 @@ from ._nodes import Key, PathParts
 from ._unflatten import Reuse, collect_leaves, from_leaves, from_values
 
 A = tp.TypeVar("A")
+_NO_REUSE = Reuse()  # unflatten_leaves' default: Reuse is frozen, so one instance serves every call
 
 
 class GraphState(tp.MutableMapping[Key, tp.Any]):
@@ -182,7 +183,7 @@ def unflatten_leaves(
     index_ref: dict[int, tp.Any] | None,
     copy: bool,
     recreate_variables: bool = True,
-    reuse: Reuse = Reuse(),
+    reuse: Reuse = _NO_REUSE,
 ) -> A:
     """Rebuilds the object of ``graphdef`` from ``(path, leaf)`` pairs, checking their number."""
     if len(leaves) != graphdef.num_leaves:

@@ -2,14 +2,14 @@
 
 from . import (
     activations,
-    attention,
-    dtypes,
+    attention as attention,
+    dtypes as dtypes,
     initializers,
     linear,
     lora,
     normalization,
     pooling,
-    recurrent,
+    recurrent as recurrent,
     stochastic,
 )
 from .activations import *  # noqa: F403

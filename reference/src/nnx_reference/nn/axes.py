@@ -8,7 +8,7 @@ import jax.numpy as jnp
 
 from .aliases import Array
 
-Axes = tp.Union[int, tp.Sequence[int]]
+Axes = int | tp.Sequence[int]
 
 
 def canonicalize_axes(rank: int, axes: Axes) -> tuple[int, ...]:

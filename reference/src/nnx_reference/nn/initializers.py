@@ -31,7 +31,7 @@ from jax.nn.initializers import (
 import jax
 
 DtypeLikeInexact = tp.Any
-Initializer = tp.Union[jax.nn.initializers.Initializer, tp.Callable[..., tp.Any]]
+Initializer = jax.nn.initializers.Initializer | tp.Callable[..., tp.Any]
 
 __all__ = [
     "Initializer",

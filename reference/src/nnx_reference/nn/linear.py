@@ -19,7 +19,7 @@ from ..variablelib import Param
 
 __all__ = ["Conv", "ConvTranspose", "Einsum", "Embed", "Linear", "LinearGeneral"]
 
-PaddingLike = tp.Union[str, int, tp.Sequence[tp.Union[int, tuple[int, int]]]]
+PaddingLike = str | int | tp.Sequence[int | tuple[int, int]]
 
 default_kernel_init = initializers.lecun_normal()
 default_bias_init = initializers.zeros_init()
@@ -344,11 +344,11 @@ class Conv(Module):
         in_features: int,
         out_features: int,
         kernel_size: int | tp.Sequence[int],
-        strides: None | int | tp.Sequence[int] = 1,
+        strides: int | tp.Sequence[int] | None = 1,
         *,
         padding: PaddingLike = "SAME",
-        input_dilation: None | int | tp.Sequence[int] = 1,
-        kernel_dilation: None | int | tp.Sequence[int] = 1,
+        input_dilation: int | tp.Sequence[int] | None = 1,
+        kernel_dilation: int | tp.Sequence[int] | None = 1,
         feature_group_count: int = 1,
         use_bias: bool = True,
         mask: Array | None = None,

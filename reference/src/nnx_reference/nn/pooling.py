@@ -11,7 +11,7 @@ from .axes import flatten_batch, restore_batch
 
 __all__ = ["avg_pool", "max_pool", "min_pool", "pool"]
 
-Padding = tp.Union[str, tp.Sequence[tuple[int, int]]]
+Padding = str | tp.Sequence[tuple[int, int]]
 
 
 def pool(inputs, init, reduce_fn, window_shape, strides, padding):

@@ -1,6 +1,6 @@
 """training: optimizers, metrics, parameter averaging and a functional train state."""
 
-from . import ema, metrics, optimizer
+from . import ema as ema, metrics, optimizer
 from .ema import EMA
 from .metrics import Metric, MultiMetric
 from .optimizer import ModelAndOptimizer, OptArray, OptState, OptVariable, Optimizer

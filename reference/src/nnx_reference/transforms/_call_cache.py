@@ -28,7 +28,7 @@ from ..reprlib import is_ref
 from ..variablelib import Variable
 from ._statics import Statics
 
-Where = tp.Union[int, str]
+Where = int | str
 """An argument: its position, or its keyword."""
 
 

@@ -300,7 +300,7 @@ _WRITING = frozenset({"jit", "remat", "cond", "switch", "while_loop", "fori_loop
 def check_current_trace(name: str, objs: list[tp.Any]) -> None:
     """With graph updates under a JAX trace (a raw ``jax.jit``, ...), the objects' Variables
     must come from that trace: updates cannot be written to a Variable of an outer one."""
-    if name not in _EXTRACTING and name not in _WRITING or not inside_transformation():
+    if (name not in _EXTRACTING and name not in _WRITING) or not inside_transformation():
         return
     current = current_trace_state()
     for _, node in graphlib.iter_graph(objs, graph=True):

@@ -286,7 +286,7 @@ def _refuse_placement_with_shardings(device: tp.Any, backend: str | None, in_sha
 class _Frozen:
     """A hashable-by-identity-of-content wrapper for unhashable prefix trees."""
 
-    __slots__ = ("value", "_key")
+    __slots__ = ("_key", "value")
 
     def __init__(self, value: tp.Any):
         self.value = value

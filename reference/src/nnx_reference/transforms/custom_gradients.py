@@ -95,7 +95,7 @@ class CustomVjp:
 
     def _call_graph(self, args: tuple) -> tp.Any:
         """Graph mode: input updates are extra outputs; ``bwd`` sees ``(updates_g, out_g)``."""
-        filters: dict[int, tp.Any] = {i: ... for i in range(len(args))}
+        filters: dict[int, tp.Any] = dict.fromkeys(range(len(args)), ...)
         for a in self.nondiff_argnums:
             if isinstance(a, DiffState):
                 filters[a.argnum] = a.filter

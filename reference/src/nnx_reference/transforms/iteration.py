@@ -192,7 +192,7 @@ def _mapped(
             args, kwargs = trees.positional(fun, args, kwargs, "with defaults"), {}
         reject_state_axes(name, in_axes, out_axes, graph, graph_updates)
         # keyword arguments left are mapped along axis 0, as jax.vmap and jax.pmap map them
-        prefix = (per_arg(in_axes, args, name, mode.graph), {key: 0 for key in kwargs})
+        prefix = (per_arg(in_axes, args, name, mode.graph), dict.fromkeys(kwargs, 0))
         lifted = lift.lift(name, (args, kwargs), prefix, mode, expand=expand_axes)
 
         def pure_fn(pure: tp.Any) -> tp.Any:
@@ -236,7 +236,7 @@ def vmap(
     axis_name: tp.Hashable | None = None,
     axis_size: int | None = None,
     spmd_axis_name: tp.Any = None,
-    transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
+    transform_metadata: tp.Mapping[str, tp.Any] = {},  # read only
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
@@ -287,7 +287,7 @@ def pmap(
     backend: str | None = None,
     axis_size: int | None = None,
     donate_argnums: int | tp.Iterable[int] = (),
-    transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
+    transform_metadata: tp.Mapping[str, tp.Any] = {},  # read only
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:

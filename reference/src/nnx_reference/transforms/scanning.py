@@ -58,7 +58,7 @@ def scan(
     _split_transpose: bool = False,
     in_axes: tp.Any = (Carry, 0),
     out_axes: tp.Any = (Carry, 0),
-    transform_metadata: tp.Mapping[str, tp.Any] = {},  # noqa: B006 (read only)
+    transform_metadata: tp.Mapping[str, tp.Any] = {},  # read only
     graph: bool | None = None,
     graph_updates: bool | None = None,
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:

@@ -69,7 +69,7 @@ def test_graph_mode_accepts_the_shared_variable_that_tree_mode_rejects(nnx: Any)
 
 @pytest.mark.apis("split", "merge")
 def test_merge_rejects_a_state_with_fewer_leaves_than_its_graphdef(nnx: Any) -> None:
-    graphdef, params, batch_stats = nnx.split(_two_layer_model(nnx), nnx.Param, ...)
+    graphdef, params, _batch_stats = nnx.split(_two_layer_model(nnx), nnx.Param, ...)
     with pytest.raises(ValueError, match=r"Incorrect number of leaves, expected 3 leaves, but got 2"):
         nnx.merge(graphdef, params)
 

@@ -265,7 +265,7 @@ def test_merge_takes_a_list_as_the_leaves_in_path_order_as_flax(nnx: Any, flax_n
     def scenario(nnx: Any) -> Any:
         model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
         model.count = nnx.BatchStat(jnp.array(7.0))
-        graphdef, params, counts = nnx.split(model, nnx.Param, nnx.BatchStat, graph=graph)
+        graphdef, params, _counts = nnx.split(model, nnx.Param, nnx.BatchStat, graph=graph)
         bias, count, kernel = jnp.zeros(3), jnp.array(1.0), jnp.ones((2, 3))
         states = {
             "a list of arrays": ([bias, count, kernel],),

@@ -159,7 +159,7 @@ def test_iter_children_yields_the_immediate_variables_and_pytrees_in_sorted_orde
         path[0]
         for path, entry in shot.items()
         if len(path) == 1
-        and (isinstance(entry, VariableEntry) or isinstance(entry, NodeEntry) and issubclass(entry.type, nnx.Pytree))
+        and (isinstance(entry, VariableEntry) or (isinstance(entry, NodeEntry) and issubclass(entry.type, nnx.Pytree)))
     ]
     children = list(nnx.iter_children(node, graph=graph))
     keys = [key for key, _ in children]

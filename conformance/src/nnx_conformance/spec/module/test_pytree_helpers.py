@@ -223,7 +223,7 @@ COMPARISONS = {
     "two Dicts of the same items": lambda n: n.Dict(a=1, b=n.Param(2)) == n.Dict(a=1, b=n.Param(2)),
     "two Dicts of other items": lambda n: n.Dict(a=1) == n.Dict(a=2),
     "a Dict and a dict": lambda n: n.Dict(a=1) == {"a": 1},
-    "a dict and a Dict": lambda n: {"a": 1} == n.Dict(a=1),
+    "a dict and a Dict": lambda n: {"a": 1} == n.Dict(a=1),  # noqa: SIM300 - the dict on the left is the case under test
     "a Dict of arrays and itself": lambda n: (lambda d: d == d)(n.Dict(c=jnp.zeros(2))),
     "two Dicts of arrays": lambda n: n.Dict(c=jnp.zeros(2)) == n.Dict(c=jnp.zeros(2)),
     "hash of a Dict, twice": lambda n: (lambda d: hash(d) == hash(d))(n.Dict(a=1)),

@@ -79,7 +79,7 @@ docstrings = st.builds(
 def test_view_info_prints_a_set_view_docstring_as_flax(nnx: Any, flax_nnx: Any, docstring: Docstring | None) -> None:
     def scenario(nnx: Any) -> Any:
         class Viewed(nnx.Module):
-            def set_view(self, flag: bool | None = None, size: typing.Optional[int] = None, mode: "str" = "x", *,
+            def set_view(self, flag: bool | None = None, size: typing.Optional[int] = None, mode: "str" = "x", *,  # noqa: UP037, UP045 - view_info prints these spellings
                          extra=0) -> None:
                 pass
 

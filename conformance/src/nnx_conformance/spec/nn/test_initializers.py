@@ -24,8 +24,7 @@ FACTORIES: dict[str, tuple[Any, ...]] = {
     "orthogonal": (),
     "delta_orthogonal": (),
     "variance_scaling": (2.0, "fan_avg", "uniform"),
-    **{name: () for name in ("glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "kaiming_normal",
-                             "kaiming_uniform", "lecun_normal", "lecun_uniform", "xavier_normal", "xavier_uniform")},
+    **dict.fromkeys(("glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "xavier_normal", "xavier_uniform"), ()),
 }
 """Initializer factories and the arguments that make one initializer of each."""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from nnx_conformance.docsuite import ExampleRun, run_page_examples
+from nnx_conformance.docsuite import run_page_examples
 from nnx_conformance.impl import FLAX_NNX
 from nnx_conformance.manifest import Manifest
 from nnx_conformance.testing.assertions import expected_got

@@ -37,7 +37,7 @@ def test_filter_state_drops_unmatched_leaves_instead_of_raising(nnx: Any) -> Non
 @pytest.mark.apis("State")
 def test_reading_a_missing_key_as_an_attribute_raises_attribute_error(nnx: Any) -> None:
     with pytest.raises(AttributeError, match=r"No attribute 'missing' in State"):
-        _state(nnx).missing
+        _ = _state(nnx).missing
 
 
 @pytest.mark.apis("State")

@@ -168,7 +168,7 @@ def test_state_merge_is_a_static_method_as_in_flax(nnx: Any, flax_nnx: Any, call
     def scenario(nnx: Any) -> Any:
         _, kernel, rest = nnx.split(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.PathContains("kernel"), ...)
         merged = nnx.State.merge(kernel, rest) if called == "on the class" else kernel.merge(rest)
-        return sorted(str(key) for key in merged.keys())
+        return sorted(map(str, merged.keys()))
 
     assert_same(flax_nnx, nnx, scenario)
 

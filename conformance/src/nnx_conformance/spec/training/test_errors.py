@@ -155,6 +155,5 @@ def test_ema_update_rejects_a_tree_of_another_structure(nnx: Any) -> None:
 @pytest.mark.apis("use_eager_sharding", "Variable")
 def test_eager_sharding_needs_a_mesh_for_a_sharded_variable(nnx: Any) -> None:
     assert jax.sharding.get_abstract_mesh().empty, "the test expects no mesh to be set"
-    with nnx.use_eager_sharding(True):
-        with pytest.raises(ValueError, match=r"An auto mesh context or metadata is required"):
-            nnx.Param(jnp.ones((2, 4)), out_sharding=("a", None))
+    with nnx.use_eager_sharding(True), pytest.raises(ValueError, match=r"An auto mesh context or metadata is required"):
+        nnx.Param(jnp.ones((2, 4)), out_sharding=("a", None))

@@ -7,7 +7,8 @@ with all of them, whatever an implementation keeps between calls."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

@@ -130,7 +130,7 @@ def test_custom_vjp_updates_g_and_tangents_of_an_argument_holding_a_module_mirro
         def bwd(res: Any, g: Any) -> Any:
             input_updates_g, out_g = g
             received.append(input_updates_g)
-            a, pair = res
+            a, _pair = res
             state = jax.tree.map(lambda v: out_g * 3.0 * jnp.ones_like(v), input_updates_g[1][module_at])
             tangent = [state, out_g * 5.0] if module_first else [out_g * 5.0, state]
             return out_g * 2.0 * jnp.ones_like(a), tuple(tangent)

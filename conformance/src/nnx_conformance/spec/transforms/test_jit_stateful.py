@@ -19,7 +19,8 @@ from __future__ import annotations
 import functools
 import gc
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

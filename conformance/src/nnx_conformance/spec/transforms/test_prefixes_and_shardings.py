@@ -291,7 +291,7 @@ def _lettered(nnx: Any) -> Any:
     use=st.sampled_from(["vmap", "prefix in graph mode", "prefix in tree mode"]),
 )
 def test_a_state_axes_built_from_a_state_selects_exactly_its_paths_as_in_flax(
-    nnx: Any, flax_nnx: Any, axes: list[int | None | str], use: str
+    nnx: Any, flax_nnx: Any, axes: list[int | str | None], use: str
 ) -> None:
     """Each path of the State gets its axis; a Variable at a path the State lacks (whether
     it sorts before or after the State's paths) is a ValueError, as no filter selects it."""
@@ -301,7 +301,10 @@ def test_a_state_axes_built_from_a_state_selects_exactly_its_paths_as_in_flax(
         by_path = {path: axis for path, axis in zip(STATE_PATHS, axes) if axis != "absent"}
         state_axes = nnx.StateAxes(nnx.State.from_flat_path(by_path))
         if use == "vmap":
-            total = lambda m, x: x * (m.a[...] + m.b[...] + m.n.c[...] + m.n.d[...])
+
+            def total(m: Any, x: Any) -> Any:
+                return x * (m.a[...] + m.b[...] + m.n.c[...] + m.n.d[...])
+
             return nnx.vmap(total, in_axes=(state_axes, 0), axis_size=3)(module, jnp.ones(3))
         prefixes = nnx.prefix(module, state_axes, graph=use.endswith("graph mode"))
         return jax.tree.leaves(prefixes, is_leaf=lambda leaf: leaf is None)

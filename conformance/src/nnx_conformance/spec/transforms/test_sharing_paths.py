@@ -69,7 +69,7 @@ def test_tree_mode_names_both_places_of_a_shared_variable_as_flax(
     nnx: Any, flax_nnx: Any, place: str, transform: str
 ) -> None:
     root, call = TRANSFORMS[transform]
-    args, kwargs = PLACES[place].arguments("a", "b")
+    _args, kwargs = PLACES[place].arguments("a", "b")
     if kwargs and root != ".args":
         pytest.skip(f"{transform} takes no keyword arguments")
     if kwargs and transform == "checkify":

@@ -9,7 +9,8 @@ traces once) in both modes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 import jax.numpy as jnp
 import pytest

@@ -11,7 +11,8 @@ gradients through hijax Variables are those of their values. One made inside ``j
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import jax
 import numpy as np
