@@ -11,7 +11,8 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from nnx_conformance.testing import program_machine
+from nnx_conformance.testing import graph_strategies, program_machine, program_steps, programs
+from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 
@@ -31,3 +32,20 @@ APIS = (
 def test_a_random_program_of_the_whole_api_agrees_with_flax_after_every_step(nnx: Any, flax_nnx: Any) -> None:
     machine = program_machine.machine_for(flax_nnx, nnx)
     run_state_machine_as_test(machine, settings=settings(settings.default, stateful_step_count=STEPS))
+
+
+@pytest.mark.apis("Optimizer", "Variable")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("graph", [False, True], ids=["tree-mode", "graph-mode"])
+def test_an_optimizer_over_a_param_whose_sharding_names_is_not_a_tuple_fails_as_in_flax(
+    nnx: Any, flax_nnx: Any, graph: bool
+) -> None:
+    """Found by the state machine: a Param given ``sharding_names=1`` by set_metadata, then an Optimizer step."""
+    mode = graph_strategies.Mode(graph, graph, False)
+    steps = (programs.Create("linear", 0), program_steps.SetMetadata(0, 1, "sharding_names", 1), programs.OptimizerStep(0, mode))
+
+    def scenario(nnx: Any) -> Any:
+        world = program_steps.MachineWorld()
+        return [programs.run_step(nnx, step, world, program_steps.snapshot) for step in steps]
+
+    assert_same(flax_nnx, nnx, scenario)
