@@ -39,6 +39,8 @@ PROGRESS_INTERVAL = 1.0
 PROGRESS_SHARE = 0.02
 """The most of the run's time that writing the report as it goes may take: a report of
 thousands of tests takes a tenth of a second to write, and is then written every five seconds."""
+PROGRESS_MAX_INTERVAL = 10.0
+"""The most seconds between two writes of the report while the run goes, however slow a write."""
 _SHOWN_PROBLEMS = 5
 
 
@@ -276,15 +278,17 @@ class Suite:
                 self._pending.cancel()
             self._final = final
             self._written = time.monotonic()
-            written = report.write(built if built is not None else self.build_report(final), self.settings.report)
-            self._write_cost = time.monotonic() - self._written
+            built = built if built is not None else self.build_report(final)
+            started = time.monotonic()  # building the first report starts JAX's backends: not the write's cost
+            written = report.write(built, self.settings.report)
+            self._write_cost = time.monotonic() - started
             return written
 
     def write_progress(self) -> None:
         """Write the report marked incomplete: now, or once :data:`PROGRESS_INTERVAL` seconds (more
         for a report that takes long to write: see :data:`PROGRESS_SHARE`) have passed since the
         last write, so that a test that then runs for long leaves its predecessors on disk."""
-        interval = max(PROGRESS_INTERVAL, self._write_cost / PROGRESS_SHARE)
+        interval = min(PROGRESS_MAX_INTERVAL, max(PROGRESS_INTERVAL, self._write_cost / PROGRESS_SHARE))
         wait = interval - (time.monotonic() - self._written)
         if wait <= 0:
             self.write_report(final=False)
