@@ -26,9 +26,11 @@ import typing as tp
 import jax
 from jax.tree_util import GetAttrKey
 
-from .. import filterlib, graphlib, statelib, variablelib
+from .. import graphlib, statelib, variablelib
 from .._tracing import inside_transformation
-from . import _output_places as output_places, _refs as refs, _repeats as repeats
+from . import _output_places as output_places
+from . import _refs as refs
+from . import _repeats as repeats
 from ._checks import (
     CALL_ROOTS,
     Roots,
@@ -42,6 +44,7 @@ from ._checks import (
     key_paths,
     reached,
 )
+from ._groups import FLAT, Group, groups_for, split_groups
 from ._hijax_trees import from_jax, to_jax
 from ._metadata_writes import new_metadata, replace_metadata
 from ._output_places import THIRD, Places
@@ -57,60 +60,6 @@ from ._trees import (
 )
 
 Path = tuple[tp.Hashable, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class Group:
-    """A slice of the lifted state that shares one prefix entry (axis, Carry, ...)."""
-
-    obj: int  # index of the object among the lifted objects
-    filter: filterlib.Filter  # filter within the object, ``...`` for all of it
-    prefix: tp.Any  # the prefix entry that applies to this slice
-
-
-FLAT = Group(-1, ..., None)  # a single group: every Variable's value, in a flat list
-
-
-def _in_group(side: int, obj: int, flt: filterlib.Filter) -> tp.Callable[[Path, tp.Any], bool]:
-    """A filter selecting one object's slice within ``[in_objs, out_objs]``."""
-    pred = filterlib.to_predicate(flt)
-
-    def predicate(path: Path, value: tp.Any) -> bool:
-        return len(path) >= 2 and path[0] == side and path[1] == obj and pred(path[2:], value)
-
-    return predicate
-
-
-def _groups_for(objs: tp.Sequence[tp.Any], prefixes: tp.Sequence[tp.Any], expand: Expand) -> list[Group]:
-    """Groups for each object; ``expand(prefix, obj)`` gives ``[(filter, prefix)]``."""
-    return [
-        Group(i, flt, p)
-        for i, (obj, prefix) in enumerate(zip(objs, prefixes))
-        for flt, p in expand(prefix, obj)
-    ]
-
-
-class _Split(tp.NamedTuple):
-    """``[in_objs, out_objs]`` split jointly: the GraphDef and one State per group."""
-
-    graphdef: graphlib.GraphDef[tp.Any]
-    states: list[tp.Any]
-
-
-def _split_groups(
-    in_objs: list[tp.Any],
-    out_objs: list[tp.Any],
-    in_groups: list[Group],
-    out_groups: list[Group],
-    ref_index: graphlib.RefMap,
-) -> _Split:
-    """Split ``[in_objs, out_objs]`` jointly into one State per group; objects already
-    in ``ref_index`` keep their index, the others are added to it."""
-    filters = [_in_group(0, g.obj, g.filter) for g in in_groups]
-    filters += [_in_group(1, g.obj, g.filter) for g in out_groups]
-    graphdef, flat = graphlib.flatten_into([in_objs, out_objs], ref_index)
-    groups = statelib.split_flat(flat, filters, exhaustive=True) if filters else []
-    return _Split(graphdef, [statelib.from_flat_state(g) for g in groups])
 
 
 def _ref_index(index_ref: dict[int, tp.Any]) -> graphlib.RefMap:
@@ -190,7 +139,9 @@ class Lifted:
     pure: Layout  # what the JAX transform gets
     prefix: Layout  # the prefix entry of each item of ``pure``
     originals: list[tp.Any]  # the caller's objects (graph mode) or Variables (tree mode), in slot order
-    variables: list[variablelib.Variable[tp.Any]] | None = None  # flat layout: the caller's Variable of each value, if all are
+    variables: list[variablelib.Variable[tp.Any]] | None = (
+        None  # flat layout: the caller's Variable of each value, if all are
+    )
     outer_index: graphlib.RefMap | None = None  # graph mode: each of the caller's graph objects to its index
 
     def unwritten(self) -> Lifted:
@@ -239,7 +190,13 @@ def lift(
             check_no_sharing(name, args, roots)
         obj_prefixes = () if coalesce else tuple(prefixes[i] for i in slots)
         static = InStatic(
-            False, False, treedef, slots, obj_prefixes=obj_prefixes, roots=roots, downgraded=downgraded,
+            False,
+            False,
+            treedef,
+            slots,
+            obj_prefixes=obj_prefixes,
+            roots=roots,
+            downgraded=downgraded,
             tree_input_paths=tree_input_paths,
         )
         return Lifted(static, to_jax(Layout(leaves, [])), Layout(prefixes, []), objs)
@@ -252,11 +209,18 @@ def lift(
     obj_prefixes = tuple(prefixes[i] for i in slots)
     obj_roots = key_paths(args, objects, slots) if not graph_updates else [()] * len(objs)
     check_consistent_aliasing(reached(o, p, r) for o, p, r in zip(objs, obj_prefixes, obj_roots))
-    groups = _groups_for(objs, obj_prefixes, expand)
+    groups = groups_for(objs, obj_prefixes, expand)
     outer_index = graphlib.RefMap()
-    graphdef, states = _split_groups(objs, [], groups, [], outer_index)
+    graphdef, states = split_groups(objs, [], groups, [], outer_index)
     static = InStatic(
-        True, graph_updates, treedef, slots, graphdef, tuple(groups), obj_prefixes, roots,
+        True,
+        graph_updates,
+        treedef,
+        slots,
+        graphdef,
+        tuple(groups),
+        obj_prefixes,
+        roots,
         tree_input_paths=tree_input_paths,
     )
     arg_prefixes = [None if i in slot_set else p for i, p in enumerate(prefixes)]
@@ -371,8 +335,7 @@ def exit(
             donated is not None and any(donated(group.prefix) for group in static.groups)
         )
         updated = tuple(
-            path for path, v in _input_variables(objs)
-            if every or v.get_raw_value() is not entered.given.get(id(v))
+            path for path, v in _input_variables(objs) if every or v.get_raw_value() is not entered.given.get(id(v))
         )
         out_static = dataclasses.replace(out_static, updated_paths=updated)
     return Result(out_static, in_part, out_tree)
@@ -413,14 +376,27 @@ def _exit(
         check_output_aliasing(out, out_prefix)
     if not static.graph:
         check_no_aliasing(
-            name, static.treedef, static.obj_slots, objs, out, carry_arg, static.roots, static.downgraded,
+            name,
+            static.treedef,
+            static.obj_slots,
+            objs,
+            out,
+            carry_arg,
+            static.roots,
+            static.downgraded,
             input_graph_paths=not static.tree_input_paths,
         )
         aliases = repeats.repeats(out) if static.downgraded else ()
         return Result(OutStatic(aliases=aliases), [v.get_raw_value() for v in objs], out)
     if not static.graph_updates:
         check_no_aliasing(
-            name, static.treedef, static.obj_slots, objs, out, roots=static.roots, graph_mode=True,
+            name,
+            static.treedef,
+            static.obj_slots,
+            objs,
+            out,
+            roots=static.roots,
+            graph_mode=True,
             input_graph_paths=not static.tree_input_paths,
         )
     if static.groups == (FLAT,):
@@ -434,8 +410,8 @@ def _exit(
         check_consistent_aliasing(
             reached(o, p) for o, p in [*zip(objs, static.obj_prefixes), *zip(out_objs, out_obj_prefixes)]
         )
-    out_groups = _groups_for(out_objs, out_obj_prefixes, expand)
-    graphdef, states = _split_groups(objs, out_objs, list(static.groups), out_groups, ref_index)
+    out_groups = groups_for(out_objs, out_obj_prefixes, expand)
+    graphdef, states = split_groups(objs, out_objs, list(static.groups), out_groups, ref_index)
     n_in = len(static.groups)
     per_obj: list[list[tp.Any]] = [[] for _ in slots]
     for group, state in zip(out_groups, states[n_in:]):
