@@ -57,7 +57,10 @@ def _version_of(python: str) -> tuple[int, int] | None:
     try:
         out = subprocess.run(
             [python, "-c", "import sys; print(*sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=30, check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         ).stdout.split()
     except (OSError, subprocess.SubprocessError):
         return None
@@ -110,8 +113,17 @@ def _impl_venv(session: nox.Session, name: str, requirements: list[str]) -> Path
         )
     python = _venv(session, ROOT / ".nox" / f"impl-{name}")
     session.run(
-        str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS),
-        "-e", str(ROOT / "conformance"), *requirements, external=True,
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "-c",
+        str(CONSTRAINTS),
+        "-e",
+        str(ROOT / "conformance"),
+        *requirements,
+        external=True,
     )
     return python
 
@@ -142,7 +154,8 @@ def _ensure_spec(session: nox.Session, python: Path) -> None:
         if generated != json.loads(SPEC_MANIFEST.read_text(encoding="utf-8")):
             session.error(
                 f"The pages generated from flax {FLAX_PIN} do not match the committed {SPEC_MANIFEST.relative_to(ROOT)}"
-                f" (python -m tools.manifest_diff {SPEC_MANIFEST.relative_to(ROOT)} {scratch / 'manifest.json'} says how);"
+                f" (python -m tools.manifest_diff {SPEC_MANIFEST.relative_to(ROOT)} {scratch / 'manifest.json'} "
+                f"says how);"
                 " to regenerate the spec on purpose: nox -s extract"
             )
         shutil.move(str(scratch / "pages"), str(SPEC_PAGES))
@@ -181,7 +194,9 @@ def _third_party(session: nox.Session, impl: str) -> list[str]:
     """The pip requirement of a third-party implementation, from NNX_INSTALL (e.g. `-e ../mylib`)."""
     install = os.environ.get("NNX_INSTALL")
     if not install:
-        session.error(f"To test {impl}, say how to install it: NNX_INSTALL='-e path/to/pkg' nox -s conformance -- --impl {impl}")
+        session.error(
+            f"To test {impl}, say how to install it: NNX_INSTALL='-e path/to/pkg' nox -s conformance -- --impl {impl}"
+        )
     return shlex.split(install)
 
 
@@ -197,18 +212,34 @@ def _venv_for(session: nox.Session, impl: str, with_flax: bool) -> Path:
 
 
 def _run_suite(
-    session: nox.Session, python: Path, impl: str, args: list[str], label: str | None = None,
+    session: nox.Session,
+    python: Path,
+    impl: str,
+    args: list[str],
+    label: str | None = None,
     env: dict[str, str] | None = None,
 ) -> Path:
-    """Run the conformance suite against `impl`, writing reports/<label or impl>/conformance.{json,md}; returns the JSON report's path."""
+    """Run the conformance suite against `impl`, writing reports/<label or impl>/conformance.{json,md}; returns the
+    JSON report's path."""
     _ensure_spec(session, python)
     report = REPORTS / (label or impl) / "conformance.json"
     chosen = any(arg.startswith(SERIAL_FLAGS) for arg in args)
     session.run(
-        str(python), "-m", "pytest", "--pyargs", "nnx_conformance",
-        "--impl", impl, f"--spec-dir={ROOT / 'docs_extracted'}",
-        f"--conformance-report={report}", "-p", "no:cacheprovider", *([] if chosen else PARALLEL), *args,
-        external=True, env={**SUITE_ENV, **(env or {})},
+        str(python),
+        "-m",
+        "pytest",
+        "--pyargs",
+        "nnx_conformance",
+        "--impl",
+        impl,
+        f"--spec-dir={ROOT / 'docs_extracted'}",
+        f"--conformance-report={report}",
+        "-p",
+        "no:cacheprovider",
+        *([] if chosen else PARALLEL),
+        *args,
+        external=True,
+        env={**SUITE_ENV, **(env or {})},
     )
     session.log(f"report: {report} and {report.with_suffix('.md')}")
     return report
@@ -298,9 +329,23 @@ def _release_venv(session: nox.Session, version: str) -> Path:
     """A venv with flax `version` and the packages of its time; the suite installed without its dependencies."""
     python = _venv(session, ROOT / ".nox" / f"release-{version}")
     session.run(
-        str(python), "-m", "pip", "install", "-q", "--uploaded-prior-to", _uploaded_by(version),
-        f"flax=={version}", "pytest", "hypothesis", "sybil", "rich", "pytest-xdist", "pytest-timeout",
-        "orbax-checkpoint", "treescope", external=True,
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--uploaded-prior-to",
+        _uploaded_by(version),
+        f"flax=={version}",
+        "pytest",
+        "hypothesis",
+        "sybil",
+        "rich",
+        "pytest-xdist",
+        "pytest-timeout",
+        "orbax-checkpoint",
+        "treescope",
+        external=True,
     )
     session.run(str(python), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT / "conformance"), external=True)
     return python
@@ -327,10 +372,22 @@ def releases(session: nox.Session) -> None:
             (folder / "install-failure.txt").write_text(f"flax {version} does not install here: {failure.reason}\n")
             continue
         session.run(
-            str(python), "-m", "pytest", "--pyargs", "nnx_conformance.spec.test_docs", "--impl", "flax.nnx",
-            f"--spec-dir={ROOT / 'docs_extracted'}", "--expectations=/dev/null",
-            f"--conformance-report={folder / 'conformance.json'}", "-p", "no:cacheprovider", "-q", *PARALLEL,
-            external=True, success_codes=[0, 1],
+            str(python),
+            "-m",
+            "pytest",
+            "--pyargs",
+            "nnx_conformance.spec.test_docs",
+            "--impl",
+            "flax.nnx",
+            f"--spec-dir={ROOT / 'docs_extracted'}",
+            "--expectations=/dev/null",
+            f"--conformance-report={folder / 'conformance.json'}",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *PARALLEL,
+            external=True,
+            success_codes=[0, 1],
         )
     session.run(str(spec_python), "-m", "nnx_conformance.release_matrix", str(RELEASES), external=True)
 
@@ -346,9 +403,16 @@ def _reach_options(session: nox.Session, python: Path) -> list[str]:
     flax/nnx of the venv of `python` (by path: naming the package would import flax before the plugin)."""
     group = f"{ROOT / 'conformance' / 'pyproject.toml'}:reach"
     session.run(str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), "--group", group, external=True)
-    where = "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('flax').origin).parent / 'nnx')"
+    where = (
+        "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('flax').origin).parent / 'nnx')"
+    )
     package = (session.run(str(python), "-c", where, external=True, silent=True) or "").strip()  # flax not imported
-    return [f"--cov={package}", "--cov-branch", "--cov-report=", f"--cov-config={ROOT / 'tools' / 'reach_coverage.toml'}"]
+    return [
+        f"--cov={package}",
+        "--cov-branch",
+        "--cov-report=",
+        f"--cov-config={ROOT / 'tools' / 'reach_coverage.toml'}",
+    ]
 
 
 def _run_flax_with_reach(session: nox.Session, args: list[str], *, ratchet: bool = True) -> None:
@@ -365,8 +429,18 @@ def _run_flax_with_reach(session: nox.Session, args: list[str], *, ratchet: bool
         stale.unlink()
     report = _run_suite(session, python, "flax.nnx", [*options, *args], env={"COVERAGE_FILE": str(REACH_DATA)})
     floor = ["--floor", str(REACH_FLOOR)] if ratchet else []
-    session.run(str(python), "-m", "tools.reach", str(REACH_DATA), "--out", str(REACH), "--report", str(report), *floor,
-                external=True)
+    session.run(
+        str(python),
+        "-m",
+        "tools.reach",
+        str(REACH_DATA),
+        "--out",
+        str(REACH),
+        "--report",
+        str(report),
+        *floor,
+        external=True,
+    )
 
 
 @nox.session(venv_backend="none")
@@ -398,8 +472,19 @@ def tests(session: nox.Session) -> None:
     reference = _reference_venv(session)
     _install_mutation_tool(session, reference)  # the harness runs tools/mutation.py end to end
     _ensure_spec(session, reference)  # some harness tests run the suite on the repository's pages
-    session.run(str(reference), "-m", "pytest", str(ROOT / "conformance" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
-    session.run(str(reference), "-m", "pytest", str(ROOT / "reference" / "tests"), "-q", "-p", "no:cacheprovider", external=True)
+    session.run(
+        str(reference),
+        "-m",
+        "pytest",
+        str(ROOT / "conformance" / "tests"),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        external=True,
+    )
+    session.run(
+        str(reference), "-m", "pytest", str(ROOT / "reference" / "tests"), "-q", "-p", "no:cacheprovider", external=True
+    )
     session.run(str(reference), "-m", "tools.extract_docs", "--check", external=True)
     _run_flax_with_reach(session, ["-q", *session.posargs], ratchet=not session.posargs)
     _run_suite(session, reference, "nnx_reference", ["-q", "--yardstick", "none", *session.posargs])
@@ -440,8 +525,7 @@ def bench(session: nox.Session) -> None:
     """Overhead of both implementations (and of Equinox, installed for this alone) next to raw jax.jit, one run."""
     python = _both_venv(session)
     session.run(str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), "equinox", external=True)
-    session.run(str(python), "-m", "tools.bench", *session.posargs,
-                external=True, env={"JAX_PLATFORMS": "cpu"})
+    session.run(str(python), "-m", "tools.bench", *session.posargs, external=True, env={"JAX_PLATFORMS": "cpu"})
 
 
 @nox.session(venv_backend="none")

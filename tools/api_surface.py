@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nnx_conformance.surface import EXCLUDED, dump, problems
+
 from .rst_pages import parse_directives
 
 #: An auto* directive's argument that sphinx documents: a bare dotted name.
@@ -45,8 +46,11 @@ def documented_areas(pages: Path, module: str = "flax.nnx") -> dict[str, str]:
             if directive.name in ("currentmodule", "automodule"):
                 current = directive.argument
                 members = directive.options.get("members", "") if directive.name == "automodule" else ""
-                names = [f"{current}.{member.strip()}" for member in members.split(",")
-                         if member.strip() not in ("", "__init__")]
+                names = [
+                    f"{current}.{member.strip()}"
+                    for member in members.split(",")
+                    if member.strip() not in ("", "__init__")
+                ]
             elif directive.name in ("autoclass", "autofunction", "autodata") and _NAME.fullmatch(directive.argument):
                 target = directive.argument
                 names = [target if target.startswith(module + ".") else f"{current}.{target}"]

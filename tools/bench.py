@@ -179,6 +179,7 @@ def _patterns(cases: Cases, name: str, nnx: types.ModuleType) -> None:
         return (container[0] if isinstance(container, list) else container["model"])(x)
 
     for mode, options in MODES.items():
+
         def fn(options: dict[str, tp.Any] = options) -> tp.Any:
             return nnx.jit(forward, **options)  # a jitted function of its own per pattern
 

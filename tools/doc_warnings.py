@@ -65,7 +65,9 @@ def main() -> int:
     if committed == text:
         print(f"{args.out} is what flax.nnx emits")
         return 0
-    sys.stdout.writelines(difflib.unified_diff(committed.splitlines(True), text.splitlines(True), str(args.out), "flax.nnx now"))
+    sys.stdout.writelines(
+        difflib.unified_diff(committed.splitlines(True), text.splitlines(True), str(args.out), "flax.nnx now")
+    )
     return 1
 
 

@@ -9,11 +9,17 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\s*!", re.M), "shell command (!...), needs a notebook kernel"),
     (re.compile(r"^\s*%timeit", re.M), "IPython magic %timeit (timing output is not a spec)"),
     (re.compile(r"^\s*%", re.M), "IPython magic, needs a notebook kernel"),
-    (re.compile(r"\bflax import linen\b|\bflax\.linen\b|\bimport linen\b|\bnnx\.bridge\b"
-                r"|\bfrom flax\.nnx import bridge\b"),
-     "Linen interop (flax.linen / nnx.bridge), out of scope"),
-    (re.compile(r"\b(?:import|from)\s+(?:tensorflow_datasets|datasets|grain|torchvision)\b"),
-     "needs a data set download"),
+    (
+        re.compile(
+            r"\bflax import linen\b|\bflax\.linen\b|\bimport linen\b|\bnnx\.bridge\b"
+            r"|\bfrom flax\.nnx import bridge\b"
+        ),
+        "Linen interop (flax.linen / nnx.bridge), out of scope",
+    ),
+    (
+        re.compile(r"\b(?:import|from)\s+(?:tensorflow_datasets|datasets|grain|torchvision)\b"),
+        "needs a data set download",
+    ),
     (re.compile(r"\b(?:import|from)\s+(?:urllib|requests)\b"), "needs network access"),
 )
 

@@ -40,7 +40,7 @@ def build_pages(sdist: Sdist) -> tuple[list[Page], list[str]]:
     submodules = tree.submodule_names("flax.nnx")
     pages, warnings = [], []
     for path in sorted(p for p in sdist.files if p.startswith(API_DIR) and p.endswith(".rst")):
-        page_id = path[len(API_DIR):].removesuffix(".rst")
+        page_id = path[len(API_DIR) :].removesuffix(".rst")
         resolved = resolve_api_page(sdist.read(path), tree)
         warnings += [f"{path}: {warning}" for warning in resolved.warnings]
         pages.append(api_page(page_id, path, resolved.sections, submodules, EXCLUDED_API_PAGES.get(page_id)))
@@ -84,8 +84,9 @@ def unparsed_examples(out: Path) -> list[str]:
     for page in Manifest.read(out).pages:
         _, examples = docpages.parse_page(page, "flax.nnx")
         if len(examples) != len(page.examples):
-            problems.append(f"{page.path}: the suite finds {len(examples)} examples, "
-                            f"the manifest lists {len(page.examples)}")
+            problems.append(
+                f"{page.path}: the suite finds {len(examples)} examples, the manifest lists {len(page.examples)}"
+            )
             continue
         problems += [
             f"{page.path}:{example.line}: the suite's example does not match {entry.id} of the manifest"
@@ -113,7 +114,7 @@ def summary(pages: list[Page]) -> str:
 
 def _version_of(sdist_path: Path, default: str) -> str:
     name = sdist_path.name
-    return name[len("flax-"):-len(".tar.gz")] if name.startswith("flax-") and name.endswith(".tar.gz") else default
+    return name[len("flax-") : -len(".tar.gz")] if name.startswith("flax-") and name.endswith(".tar.gz") else default
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flax", default=DEFAULT_VERSION, help="flax release to extract (default %(default)s)")
     parser.add_argument("--sdist", type=Path, help="use this local sdist tarball instead of downloading")
     parser.add_argument("--out", type=Path, default=ROOT / "docs_extracted", help="output folder")
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate in memory and fail on any difference from the manifest")
+    parser.add_argument(
+        "--check", action="store_true", help="regenerate in memory and fail on any difference from the manifest"
+    )
     args = parser.parse_args(argv)
 
     sdist_path = args.sdist or fetch_sdist(args.flax, ROOT / ".cache" / "sdists")

@@ -32,8 +32,11 @@ def diff_manifests(old: dict, new: dict) -> list[str]:
 
 
 def _page_diff(page_id: str, old: dict, new: dict) -> list[str]:
-    lines = [f"~ page {page_id}: {field} {old.get(field)!r} -> {new.get(field)!r}"
-             for field in _PAGE_FIELDS if old.get(field) != new.get(field)]
+    lines = [
+        f"~ page {page_id}: {field} {old.get(field)!r} -> {new.get(field)!r}"
+        for field in _PAGE_FIELDS
+        if old.get(field) != new.get(field)
+    ]
     old_examples = {example["id"]: example for example in old["examples"]}
     new_examples = {example["id"]: example for example in new["examples"]}
     for example_id in _ordered(old_examples.keys() - new_examples.keys(), old["examples"]):
@@ -46,9 +49,11 @@ def _page_diff(page_id: str, old: dict, new: dict) -> list[str]:
         changed = [field for field in _EXAMPLE_FIELDS if before.get(field) != after.get(field)]
         if changed:
             details = ", ".join(
-                "source or expected output changed" if field == "sha256"
+                "source or expected output changed"
+                if field == "sha256"
                 else f"{field} {before.get(field)!r} -> {after.get(field)!r}"
-                for field in changed)
+                for field in changed
+            )
             lines.append(f"~ example {example_id}: {details}")
         elif any(before.get(field) != after.get(field) for field in _POSITION_FIELDS):
             moved += 1

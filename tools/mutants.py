@@ -43,9 +43,7 @@ BASELINE = "unmutated"
 _SELF_IMPORT = re.compile(rf"^(\s*(?:from|import)\s+){SOURCE_NAME}\b", re.MULTILINE)
 SUITE_PREFIX = "conformance/src/nnx_conformance/spec/"
 _FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
-_ERROR_LINE = re.compile(
-    r"^[E |]*?((?!ExceptionGroup)(?:[\w.]+(?:Error|Exception)|Failed): .*)$", re.MULTILINE
-)
+_ERROR_LINE = re.compile(r"^[E |]*?((?!ExceptionGroup)(?:[\w.]+(?:Error|Exception)|Failed): .*)$", re.MULTILINE)
 
 
 class PatchError(RuntimeError):
@@ -87,79 +85,110 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "split_drops_variable",
         "nnx.split leaves the last Variable out of the state",
-        (Patch(
-            "graphlib/_split_merge.py",
-            '    gdef, flat = flatten_for(node, graph, "split")\n',
-            '    gdef, flat = flatten_for(node, graph, "split")\n    flat = flat[:-1]\n',
-        ),),
+        (
+            Patch(
+                "graphlib/_split_merge.py",
+                '    gdef, flat = flatten_for(node, graph, "split")\n',
+                '    gdef, flat = flatten_for(node, graph, "split")\n    flat = flat[:-1]\n',
+            ),
+        ),
         f"{GRAPH_TESTS} or {area_tests('state')}",
     ),
     Mutant(
         "merge_loses_sharing",
         "nnx.merge in graph mode rebuilds a shared Variable as a second copy",
-        (Patch(
-            "graphlib/_unflatten.py",
-            "    if isinstance(d, (VariableRef, NodeRef)):\n        return ctx.index_ref[d.index]\n",
-            "    if isinstance(d, VariableRef):\n        return ctx.index_ref[d.index].copy()\n"
-            "    if isinstance(d, NodeRef):\n        return ctx.index_ref[d.index]\n",
-        ),),
+        (
+            Patch(
+                "graphlib/_unflatten.py",
+                "    if isinstance(d, (VariableRef, NodeRef)):\n        return ctx.index_ref[d.index]\n",
+                "    if isinstance(d, VariableRef):\n        return ctx.index_ref[d.index].copy()\n"
+                "    if isinstance(d, NodeRef):\n        return ctx.index_ref[d.index]\n",
+            ),
+        ),
         GRAPH_TESTS,
     ),
     Mutant(
         "not_does_not_negate",
         "nnx.Not(f) matches what f matches",
-        (Patch("filterlib.py", "        return not self.predicate(path, x)\n",
-               "        return self.predicate(path, x)\n"),),
+        (
+            Patch(
+                "filterlib.py",
+                "        return not self.predicate(path, x)\n",
+                "        return self.predicate(path, x)\n",
+            ),
+        ),
         area_tests("filterlib"),
     ),
     Mutant(
         "rngs_count_does_not_advance",
         "an Rngs stream hands out the same key on every call",
-        (Patch("rnglib.py", "        self.count.set_value(count + 1)\n",
-               "        self.count.set_value(count)\n"),),
+        (Patch("rnglib.py", "        self.count.set_value(count + 1)\n", "        self.count.set_value(count)\n"),),
         area_tests("rnglib"),
     ),
     Mutant(
         "update_ignores_last_path",
         "nnx.update writes every leaf of the state but the last",
-        (Patch("graphlib/_state_ops.py", "    for path, leaf in collect_leaves((state, *states)):\n",
-               "    for path, leaf in collect_leaves((state, *states))[:-1]:\n"),),
+        (
+            Patch(
+                "graphlib/_state_ops.py",
+                "    for path, leaf in collect_leaves((state, *states)):\n",
+                "    for path, leaf in collect_leaves((state, *states))[:-1]:\n",
+            ),
+        ),
         GRAPH_TESTS,
     ),
     Mutant(
         "clone_shares_variables",
         "nnx.clone returns a graph that shares its Variables with the original",
-        (Patch("graphlib/_state_ops.py",
-               "            leaf = leaf.copy()  # keeps the Variable's type, metadata and hooks\n",
-               "            pass\n"),),
+        (
+            Patch(
+                "graphlib/_state_ops.py",
+                "            leaf = leaf.copy()  # keeps the Variable's type, metadata and hooks\n",
+                "            pass\n",
+            ),
+        ),
         GRAPH_TESTS,
     ),
     Mutant(
         "oftype_ignores_subclasses",
         "nnx.OfType(T) matches instances of T itself but not of its subclasses",
-        (Patch("filterlib.py", "        return isinstance(x, self.type)\n",
-               "        return type(x) is self.type\n"),),
+        (Patch("filterlib.py", "        return isinstance(x, self.type)\n", "        return type(x) is self.type\n"),),
         area_tests("filterlib"),
     ),
     Mutant(
         "transforms_drop_updates",
         "Variable updates made inside nnx.jit, nnx.grad, nnx.vmap, ... never reach the caller",
-        (Patch("transforms/_lift.py", "    if not write:\n        lifted = lifted.unwritten()\n",
-               "    lifted = lifted.unwritten()\n"),),
+        (
+            Patch(
+                "transforms/_lift.py",
+                "    if not write:\n        lifted = lifted.unwritten()\n",
+                "    lifted = lifted.unwritten()\n",
+            ),
+        ),
         f"{area_tests('transforms', 'test_laws', 'test_edges', 'test_trace_counts')} or guide:transforms",
     ),
     Mutant(
         "hijax_updates_under_transforms",
         "a non-ref hijax Variable takes writes inside JAX transformations, which never reach the caller",
-        (Patch("variablelib.py", "        if self._var_metadata.get(\"hijax\") and inside_transformation():\n",
-               "        if False:\n"),),
+        (
+            Patch(
+                "variablelib.py",
+                '        if self._var_metadata.get("hijax") and inside_transformation():\n',
+                "        if False:\n",
+            ),
+        ),
         "hijax",
     ),
     Mutant(
         "refs_left_in_transform_outputs",
         "nnx.jit, nnx.cond and nnx.remat return the input Refs of ref=True Variables, which JAX refuses",
-        (Patch("transforms/_refs.py", "    if not any(map(is_ref, leaves)):\n        return tree, False\n",
-               "    if True:\n        return tree, False\n"),),
+        (
+            Patch(
+                "transforms/_refs.py",
+                "    if not any(map(is_ref, leaves)):\n        return tree, False\n",
+                "    if True:\n        return tree, False\n",
+            ),
+        ),
         "ref_variable",
     ),
 )
@@ -243,9 +272,24 @@ def run_suite(module: str, select: str, path_root: Path, name: str) -> Outcome:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path_root), env.get("PYTHONPATH")) if p)
     env.setdefault("JAX_PLATFORMS", "cpu")
     command = [
-        sys.executable, "-m", "pytest", "--pyargs", "nnx_conformance",
-        "--impl", module, "--spec-dir", str(SPEC_DIR), "--expectations", str(EXPECTATIONS),
-        "-p", "no:cacheprovider", "-q", "-x", "-rfE", "-k", select,
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "nnx_conformance",
+        "--impl",
+        module,
+        "--spec-dir",
+        str(SPEC_DIR),
+        "--expectations",
+        str(EXPECTATIONS),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-x",
+        "-rfE",
+        "-k",
+        select,
     ]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
@@ -290,8 +334,10 @@ def check(mutants: Sequence[Mutant], baseline: bool) -> int:
             outcome = run_suite(unmutated.module, unmutated.select, root, BASELINE)
             _report(outcome)
             if outcome.verdict != "passed":
-                print(f"error: the unmutated copy does not pass -k {unmutated.select!r}:\n"
-                      f"{_tail(outcome.output)}", file=sys.stderr)
+                print(
+                    f"error: the unmutated copy does not pass -k {unmutated.select!r}:\n{_tail(outcome.output)}",
+                    file=sys.stderr,
+                )
                 return 2
         outcomes = []
         for mutant in mutants:
@@ -303,8 +349,10 @@ def check(mutants: Sequence[Mutant], baseline: bool) -> int:
     survived = [o.name for o in outcomes if o.verdict == "survived"]
     errors = [o.name for o in outcomes if o.verdict == "error"]
     caught = len(outcomes) - len(survived) - len(errors)
-    print(f"{caught} caught, {len(survived)} survived, {len(errors)} errors"
-          + (f"; survived: {', '.join(survived)}" if survived else ""))
+    print(
+        f"{caught} caught, {len(survived)} survived, {len(errors)} errors"
+        + (f"; survived: {', '.join(survived)}" if survived else "")
+    )
     if survived:
         return 1
     return 2 if errors else 0
@@ -313,10 +361,10 @@ def check(mutants: Sequence[Mutant], baseline: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
-    parser.add_argument("--only", metavar="NAME", choices=[m.name for m in MUTANTS],
-                        help="run this mutant only")
-    parser.add_argument("--no-baseline", dest="baseline", action="store_false",
-                        help="skip the run of the unmutated copy")
+    parser.add_argument("--only", metavar="NAME", choices=[m.name for m in MUTANTS], help="run this mutant only")
+    parser.add_argument(
+        "--no-baseline", dest="baseline", action="store_false", help="skip the run of the unmutated copy"
+    )
     args = parser.parse_args(argv)
     if args.list:
         for mutant in MUTANTS:

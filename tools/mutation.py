@@ -125,8 +125,9 @@ class Verdict:
 def committed_tree(root: Path, commit: str) -> Path:
     """A commit's conformance/ and reference/ under ``root``, beside the generated spec pages."""
     root.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", commit, "conformance", "reference"], cwd=REPO,
-                             capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", commit, "conformance", "reference"], cwd=REPO, capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
     (root / SPEC_DIR.name).symlink_to(SPEC_DIR, target_is_directory=True)
     return root
@@ -144,21 +145,49 @@ def judge_env(tree: Path, copy_root: Path) -> dict[str, str]:
     return env
 
 
-def run_suite(tree: Path, copy_root: Path, select: str | None, timeout: float | None,
-              options: Sequence[str] = (), env: Mapping[str, str] | None = None) -> Run:
+def run_suite(
+    tree: Path,
+    copy_root: Path,
+    select: str | None,
+    timeout: float | None,
+    options: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> Run:
     """The tree's suite, with ``options`` (a focus, a list of tests), against the copy at
     ``copy_root``, stopping at a failure."""
     command = [
-        sys.executable, "-m", "pytest", "--pyargs", "nnx_conformance", "--impl", PACKAGE.name,
-        "--spec-dir", str(tree / SPEC_DIR.name), "-p", "no:cacheprovider", "-p", FOCUS_PLUGIN,
-        "-q", "-x", "-rfE", f"--conformance-timeout={TEST_TIMEOUT_S}", *options,
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "nnx_conformance",
+        "--impl",
+        PACKAGE.name,
+        "--spec-dir",
+        str(tree / SPEC_DIR.name),
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        FOCUS_PLUGIN,
+        "-q",
+        "-x",
+        "-rfE",
+        f"--conformance-timeout={TEST_TIMEOUT_S}",
+        *options,
     ]
     if select:
         command += ["-k", select]
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, check=False, cwd=tree, capture_output=True, text=True, timeout=timeout,
-                              env={**judge_env(tree, copy_root), **(env or {})})
+        done = subprocess.run(
+            command,
+            check=False,
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**judge_env(tree, copy_root), **(env or {})},
+        )
     except subprocess.TimeoutExpired as expired:
         output = expired.stdout.decode() if isinstance(expired.stdout, bytes) else expired.stdout or ""
         return Run(None, time.perf_counter() - start, output)
@@ -169,8 +198,15 @@ def run_own_tests(tree: Path, copy_root: Path, timeout: float) -> bool:
     """Whether the reference's own tests (the tree's ``reference/tests``) fail on the copy."""
     command = [sys.executable, "-m", "pytest", str(tree / OWN_TESTS), "-q", "-x", "-p", "no:cacheprovider"]
     try:
-        done = subprocess.run(command, check=False, cwd=tree, capture_output=True, text=True, timeout=timeout,
-                              env=judge_env(tree, copy_root))
+        done = subprocess.run(
+            command,
+            check=False,
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=judge_env(tree, copy_root),
+        )
     except subprocess.TimeoutExpired:
         return True
     return done.returncode != 0
@@ -188,8 +224,9 @@ def fresh_copy(source: Path, root: Path, mutant: Mutant | None = None) -> Path:
 def copies_are_imported(tree: Path, copy_root: Path) -> bool:
     """Whether a judging process imports the reference from the copy and the suite from the tree."""
     probe = f"import nnx_conformance, {PACKAGE.name}; print(nnx_conformance.__file__, {PACKAGE.name}.__file__)"
-    done = subprocess.run([sys.executable, "-c", probe], env=judge_env(tree, copy_root),
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=judge_env(tree, copy_root), capture_output=True, text=True, check=False
+    )
     suite, _, reference = done.stdout.strip().partition(" ")
     return suite.startswith(str(tree / SUITE)) and reference.startswith(str(copy_root))
 
@@ -251,11 +288,22 @@ def judge(mutant: Mutant, judging: Judging, copy_root: Path) -> Verdict:
     return _verdict(mutant, "survived", stage, detail, seconds, own_tests)
 
 
-def _verdict(mutant: Mutant, outcome: Outcome, stage: str, detail: str | None, seconds: float,
-             own_tests: bool | None = None) -> Verdict:
+def _verdict(
+    mutant: Mutant, outcome: Outcome, stage: str, detail: str | None, seconds: float, own_tests: bool | None = None
+) -> Verdict:
     site = mutant.site
-    return Verdict(site.module, site.line, site.operator, mutant.fingerprint, outcome, stage, detail,
-                   round(seconds, 1), mutant.diff, own_tests)
+    return Verdict(
+        site.module,
+        site.line,
+        site.operator,
+        mutant.fingerprint,
+        outcome,
+        stage,
+        detail,
+        round(seconds, 1),
+        mutant.diff,
+        own_tests,
+    )
 
 
 OWN_KILLED = "survived, killed by own tests"
@@ -274,8 +322,10 @@ def scores(verdicts: Sequence[Verdict]) -> dict[str, dict[str, int]]:
     return dict(sorted(table.items(), key=lambda kv: (kv[0] == "total", kv[0])))
 
 
-SCORE_HEADER = (f"{'module':<38} {'killed':>6} {'survived':>8} {'equivalent':>10} {'error':>5} {'score':>6} "
-                f"{'own':>4} {'with own':>8}")
+SCORE_HEADER = (
+    f"{'module':<38} {'killed':>6} {'survived':>8} {'equivalent':>10} {'error':>5} {'score':>6} "
+    f"{'own':>4} {'with own':>8}"
+)
 """The score table's header: ``own`` counts the survivors the reference's own tests kill."""
 
 
@@ -287,9 +337,11 @@ def score_line(name: str, row: dict[str, int]) -> str:
     def percent(killed: int) -> str:
         return f"{100 * killed / judged:.0f}%" if judged else "-"
 
-    return (f"{name:<38} {row['killed']:>6} {row['survived']:>8} {row['equivalent']:>10} "
-            f"{row['error']:>5} {percent(row['killed']):>6} {row[OWN_KILLED]:>4} "
-            f"{percent(row['killed'] + row[OWN_KILLED]):>8}")
+    return (
+        f"{name:<38} {row['killed']:>6} {row['survived']:>8} {row['equivalent']:>10} "
+        f"{row['error']:>5} {percent(row['killed']):>6} {row[OWN_KILLED]:>4} "
+        f"{percent(row['killed'] + row[OWN_KILLED]):>8}"
+    )
 
 
 def write_reports(out: Path, verdicts: Sequence[Verdict], meta: dict[str, object]) -> Path:
@@ -298,11 +350,16 @@ def write_reports(out: Path, verdicts: Sequence[Verdict], meta: dict[str, object
     results = {**meta, "scores": scores(verdicts), "mutants": [asdict(v) for v in verdicts]}
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     survivors = [v for v in verdicts if v.outcome == "survived"]
-    blocks = [f"{v.fingerprint}  {v.module}:{v.line} {v.operator}{'  (killed by own tests)' if v.own_tests else ''}"
-              f"\n{v.diff}\n" for v in survivors]
+    blocks = [
+        f"{v.fingerprint}  {v.module}:{v.line} {v.operator}{'  (killed by own tests)' if v.own_tests else ''}"
+        f"\n{v.diff}\n"
+        for v in survivors
+    ]
     path = out / "survivors.txt"
-    path.write_text(f"# {len(survivors)} surviving mutants (fingerprint  module:line operator, then the diff)\n\n"
-                    + "\n".join(blocks))
+    path.write_text(
+        f"# {len(survivors)} surviving mutants (fingerprint  module:line operator, then the diff)\n\n"
+        + "\n".join(blocks)
+    )
     return path
 
 
@@ -326,24 +383,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
     parser.add_argument("--sample", type=int, metavar="N", help="judge N mutants drawn at random (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
-    parser.add_argument("--per-module", type=int, default=0, metavar="M",
-                        help="draw M of the sample from each module first, so that every module has some")
-    parser.add_argument("--module", action="append", metavar="DOTTED",
-                        help="mutate this module only (repeatable), e.g. nnx_reference.nn.linear")
+    parser.add_argument(
+        "--per-module",
+        type=int,
+        default=0,
+        metavar="M",
+        help="draw M of the sample from each module first, so that every module has some",
+    )
+    parser.add_argument(
+        "--module",
+        action="append",
+        metavar="DOTTED",
+        help="mutate this module only (repeatable), e.g. nnx_reference.nn.linear",
+    )
     parser.add_argument("-k", dest="select", metavar="EXPR", help="judge with the suite's -k EXPR subset only")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="judge N mutants at a time (default 1)")
-    parser.add_argument("--timeout-factor", type=float, default=3.0,
-                        help=f"a stage's timeout: this times the baseline's time, at least {MIN_TIMEOUT_S:.0f} s")
+    parser.add_argument(
+        "--timeout-factor",
+        type=float,
+        default=3.0,
+        help=f"a stage's timeout: this times the baseline's time, at least {MIN_TIMEOUT_S:.0f} s",
+    )
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS, help="the equivalent mutants' file")
     parser.add_argument("--out", type=Path, default=OUT, help="where results.json and survivors.txt go")
-    parser.add_argument("--rejudge", type=Path, metavar="RESULTS",
-                        help="judge again the survivors (and errors) of a former run's results.json (the sample options are ignored)")
-    parser.add_argument("--worktree", action="store_true",
-                        help="judge the work tree's suite and reference, not the last commit's")
-    parser.add_argument("--commit", metavar="REV", help="judge this commit's suite and reference (default: the last commit)")
-    parser.add_argument("--resume", type=Path, metavar="RESULTS",
-                        help="go on with the sample of a former run's results.json (its sample, seed, per-module draw "
-                             "and commit): its verdicts are kept, the mutants it had not judged are judged")
+    parser.add_argument(
+        "--rejudge",
+        type=Path,
+        metavar="RESULTS",
+        help="judge again the survivors (and errors) of a former run's results.json (the sample options are ignored)",
+    )
+    parser.add_argument(
+        "--worktree", action="store_true", help="judge the work tree's suite and reference, not the last commit's"
+    )
+    parser.add_argument(
+        "--commit", metavar="REV", help="judge this commit's suite and reference (default: the last commit)"
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RESULTS",
+        help="go on with the sample of a former run's results.json (its sample, seed, per-module draw "
+        "and commit): its verdicts are kept, the mutants it had not judged are judged",
+    )
     args = parser.parse_args(argv)
     if args.resume and args.rejudge:
         parser.error("--resume goes on with a sample and --rejudge judges survivors again: give one")
@@ -358,8 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tree = REPO if args.worktree else committed_tree(Path(tmp) / "tree", commit)
         snapshot = fresh_copy(tree / PACKAGE, Path(tmp) / "snapshot")  # the source the whole run mutates
         try:
-            paths = ([module_path(snapshot, m) for m in args.module] if args.module
-                     else sorted(snapshot.rglob("*.py")))
+            paths = [module_path(snapshot, m) for m in args.module] if args.module else sorted(snapshot.rglob("*.py"))
         except ValueError as exc:
             parser.error(str(exc))
         sites = find_sites(snapshot, paths, Path(tmp) / "sites.sqlite")
@@ -377,25 +457,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         copy_root = Path(tmp) / "copy"
         fresh_copy(snapshot, copy_root)
         if not copies_are_imported(tree, copy_root):
-            print("error: the judging process does not import the suite and the reference from their copies",
-                  file=sys.stderr)
+            print(
+                "error: the judging process does not import the suite and the reference from their copies",
+                file=sys.stderr,
+            )
             return 2
         data_file = Path(tmp) / "lines.coverage"
-        baseline = run_suite(tree, copy_root, args.select, None, record_options(PACKAGE.name),
-                             {"COVERAGE_FILE": str(data_file)})
-        print(f"baseline (unmutated copy, recording the lines each test runs): exit {baseline.returncode} "
-              f"in {baseline.seconds:.0f}s")
+        baseline = run_suite(
+            tree, copy_root, args.select, None, record_options(PACKAGE.name), {"COVERAGE_FILE": str(data_file)}
+        )
+        print(
+            f"baseline (unmutated copy, recording the lines each test runs): exit {baseline.returncode} "
+            f"in {baseline.seconds:.0f}s"
+        )
         if baseline.returncode != 0:
-            print("error: the suite fails on the unmutated reference:\n"
-                  + "\n".join(baseline.output.splitlines()[-20:]), file=sys.stderr)
+            print(
+                "error: the suite fails on the unmutated reference:\n" + "\n".join(baseline.output.splitlines()[-20:]),
+                file=sys.stderr,
+            )
             return 2
-        judging = Judging(tree, snapshot, LineMap.read(data_file, copy_root / PACKAGE.name), args.select,
-                          max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds))
+        judging = Judging(
+            tree,
+            snapshot,
+            LineMap.read(data_file, copy_root / PACKAGE.name),
+            args.select,
+            max(MIN_TIMEOUT_S, args.timeout_factor * baseline.seconds),
+        )
         meta: dict[str, object] = {
-            "sample": args.sample, "seed": args.seed, "per_module": args.per_module,
-            "rejudged": str(args.rejudge or ""), "commit": "work tree" if args.worktree else commit,
-            "sites": len(sites), "jobs": args.jobs,
-            "modules": [str(p.relative_to(snapshot)) for p in paths], "baseline_s": round(baseline.seconds, 1),
+            "sample": args.sample,
+            "seed": args.seed,
+            "per_module": args.per_module,
+            "rejudged": str(args.rejudge or ""),
+            "commit": "work tree" if args.worktree else commit,
+            "sites": len(sites),
+            "jobs": args.jobs,
+            "modules": [str(p.relative_to(snapshot)) for p in paths],
+            "baseline_s": round(baseline.seconds, 1),
         }
         meta["wall_s"] = round(time.perf_counter() - started, 1)
         survivors = write_reports(args.out, verdicts, meta)
@@ -413,8 +510,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _resolved(rev: str) -> str:
     """The commit ``rev`` names, in full."""
-    return subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=REPO, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _not_judged(sites: Sequence[Site], judged: set[str]) -> list[Site]:
@@ -422,8 +520,9 @@ def _not_judged(sites: Sequence[Site], judged: set[str]) -> list[Site]:
     return [s for s in sites if (m := make_mutant(s, s.path.read_text())) is None or m.fingerprint not in judged]
 
 
-def _judge_all(sites: Sequence[Site], equivalents: dict[str, str], judging: Judging, copies: Path,
-               jobs: int) -> Iterator[Verdict]:
+def _judge_all(
+    sites: Sequence[Site], equivalents: dict[str, str], judging: Judging, copies: Path, jobs: int
+) -> Iterator[Verdict]:
     """The verdicts on ``sites``, ``jobs`` at a time, each on a copy of its own, as they come."""
     free = [copies / str(job) for job in range(jobs)]
     pending: dict[Future[Verdict], Path] = {}
@@ -461,9 +560,12 @@ def _judge_site(site: Site, equivalents: dict[str, str], judging: Judging, copy_
 
 
 def _printed(verdict: Verdict) -> Verdict:
-    print(f"{verdict.outcome:<10} {verdict.seconds:>6.1f}s  {verdict.module}:{verdict.line} "
-          f"{verdict.operator} [{verdict.fingerprint}] {verdict.stage} {(verdict.detail or '')[:200]}"
-          f"{' (killed by own tests)' if verdict.own_tests else ''}", flush=True)
+    print(
+        f"{verdict.outcome:<10} {verdict.seconds:>6.1f}s  {verdict.module}:{verdict.line} "
+        f"{verdict.operator} [{verdict.fingerprint}] {verdict.stage} {(verdict.detail or '')[:200]}"
+        f"{' (killed by own tests)' if verdict.own_tests else ''}",
+        flush=True,
+    )
     return verdict
 
 

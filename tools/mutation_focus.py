@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from nnx_conformance.items import describe, in_suite
 
 AREAS: dict[str, tuple[str, ...]] = {
@@ -52,16 +53,19 @@ def names_defined_in(module: str) -> frozenset[str]:
     """The public names whose classes and functions ``module`` defines."""
     namespace = vars(importlib.import_module(module))
     return frozenset(
-        name for name, value in namespace.items()
+        name
+        for name, value in namespace.items()
         if not name.startswith("_") and getattr(value, "__module__", None) == module
     )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--mutation-focus", metavar="MODULE",
-                     help="keep only the suite's tests of this reference module (dotted name)")
-    parser.addoption("--mutation-tests", metavar="FILE", type=Path,
-                     help="keep only the tests whose node ids are the lines of FILE")
+    parser.addoption(
+        "--mutation-focus", metavar="MODULE", help="keep only the suite's tests of this reference module (dotted name)"
+    )
+    parser.addoption(
+        "--mutation-tests", metavar="FILE", type=Path, help="keep only the tests whose node ids are the lines of FILE"
+    )
 
 
 @pytest.hookimpl(trylast=True)
@@ -85,7 +89,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
-def _split(items: list[pytest.Item], keep: Callable[[pytest.Item], bool]) -> tuple[list[pytest.Item], list[pytest.Item]]:
+def _split(
+    items: list[pytest.Item], keep: Callable[[pytest.Item], bool]
+) -> tuple[list[pytest.Item], list[pytest.Item]]:
     """The items ``keep`` accepts, and the others."""
     kept, dropped = [], []
     for item in items:

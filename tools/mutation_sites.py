@@ -115,8 +115,9 @@ def find_sites(package: Path, paths: Sequence[Path], database: Path) -> list[Sit
         position = tuple(spec.start_pos)
         if _in_annotation(trees[path], position) or _in_parameters(trees[path], position):
             continue
-        sites.append(Site(item.job_id, module_name(package, path), path, spec.operator_name,
-                          spec.occurrence, spec.start_pos[0]))
+        sites.append(
+            Site(item.job_id, module_name(package, path), path, spec.operator_name, spec.occurrence, spec.start_pos[0])
+        )
     return sorted(sites, key=lambda s: (s.module, s.line, s.operator, s.occurrence))
 
 
@@ -156,14 +157,19 @@ def make_mutant(site: Site, source: str) -> Mutant | None:
     try:
         mutated = mutate_code(source, operator, site.occurrence)
     except Exception as failure:  # any failure of cosmic-ray's operator
-        raise UnmadeMutant(f"{site.module}:{site.line} {site.operator}: {type(failure).__name__}: {failure}") from failure
+        raise UnmadeMutant(
+            f"{site.module}:{site.line} {site.operator}: {type(failure).__name__}: {failure}"
+        ) from failure
     if mutated is None or mutated == source:
         return None
     old, new = source.splitlines(), mutated.splitlines()
     name = site.module.replace(".", "/") + ".py"
     diff = "\n".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}", n=1, lineterm=""))
-    hunk = [line for line in list(difflib.unified_diff(old, new, n=2, lineterm=""))[2:]
-            if not line.startswith("@@") and line[1:].strip()]
+    hunk = [
+        line
+        for line in list(difflib.unified_diff(old, new, n=2, lineterm=""))[2:]
+        if not line.startswith("@@") and line[1:].strip()
+    ]
     return Mutant(site, source, mutated, diff, _fingerprint(site, hunk))
 
 

@@ -68,8 +68,15 @@ def notebook_cells(stem: str, text: str) -> list[Cell]:
         code_index += 1
         source = _joined(cell["source"])
         reason = CELL_EXCLUSIONS.get((stem, code_index)) or excluded_reason(source)
-        cells.append(Cell(code_index, source, _text_output(cell.get("outputs", [])),
-                          lines[position] if position < len(lines) else 1, reason))
+        cells.append(
+            Cell(
+                code_index,
+                source,
+                _text_output(cell.get("outputs", [])),
+                lines[position] if position < len(lines) else 1,
+                reason,
+            )
+        )
     return cells
 
 

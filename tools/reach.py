@@ -66,8 +66,14 @@ def _symbol_lines(source: str, symbol: str) -> range:
     body: Sequence[ast.stmt] = ast.parse(source).body
     node: ast.stmt | None = None
     for part in symbol.split("."):
-        node = next((n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                     and n.name == part), None)
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == part
+            ),
+            None,
+        )
         if node is None:
             raise ValueError(f"no {symbol} defined in the module")
         body = node.body
@@ -109,8 +115,8 @@ def _excluded(module: str, source: str, exclusions: Iterable[Exclusion]) -> set[
 def module_name(path: Path) -> str:
     """A measured file's name under flax/nnx (``transforms/compilation.py``)."""
     parts = path.parts
-    start = next(i for i in range(len(parts) - 1, 0, -1) if parts[i - 1:i + 1] == ("flax", "nnx"))
-    return "/".join(parts[start + 1:])
+    start = next(i for i in range(len(parts) - 1, 0, -1) if parts[i - 1 : i + 1] == ("flax", "nnx"))
+    return "/".join(parts[start + 1 :])
 
 
 def measure(data_files: Sequence[Path], exclusions: Sequence[Exclusion]) -> list[ModuleReach]:
@@ -135,10 +141,18 @@ def measure(data_files: Sequence[Path], exclusions: Sequence[Exclusion]) -> list
         missing = set(data["missing_lines"]) - dropped
         hit = [tuple(a) for a in data["executed_branches"] if a[0] not in dropped]
         missed = [tuple(a) for a in data["missing_branches"] if a[0] not in dropped]
-        measured.append(ModuleReach(
-            module, path, len(executed) + len(missing), len(executed), len(hit) + len(missed), len(hit),
-            sorted(missing), sorted(missed),
-        ))
+        measured.append(
+            ModuleReach(
+                module,
+                path,
+                len(executed) + len(missing),
+                len(executed),
+                len(hit) + len(missed),
+                len(hit),
+                sorted(missing),
+                sorted(missed),
+            )
+        )
     return sorted(measured, key=lambda m: m.module)
 
 
@@ -157,18 +171,24 @@ class Totals:
 def totals(modules: Sequence[ModuleReach]) -> Totals:
     lines, reached = sum(m.lines for m in modules), sum(m.lines_reached for m in modules)
     branches, branches_reached = sum(m.branches for m in modules), sum(m.branches_reached for m in modules)
-    return Totals(_percent(reached, lines), _percent(branches_reached, branches), lines, reached, branches, branches_reached)
+    return Totals(
+        _percent(reached, lines), _percent(branches_reached, branches), lines, reached, branches, branches_reached
+    )
 
 
 def table(modules: Sequence[ModuleReach]) -> list[str]:
     """The per-module table, least reached first, then the totals."""
     rows = [f"{'module':<40} {'lines':>17} {'branches':>17}"]
     for m in sorted(modules, key=lambda m: (m.lines_reached - m.lines, m.module)):
-        rows.append(f"{m.module:<40} {m.lines_reached:>5}/{m.lines:<5} {_percent(m.lines_reached, m.lines):5.1f}%"
-                    f" {m.branches_reached:>5}/{m.branches:<5} {_percent(m.branches_reached, m.branches):5.1f}%")
+        rows.append(
+            f"{m.module:<40} {m.lines_reached:>5}/{m.lines:<5} {_percent(m.lines_reached, m.lines):5.1f}%"
+            f" {m.branches_reached:>5}/{m.branches:<5} {_percent(m.branches_reached, m.branches):5.1f}%"
+        )
     t = totals(modules)
-    rows.append(f"{'total':<40} {t.lines_reached:>5}/{t.lines:<5} {t.lines_percent:5.1f}%"
-                f" {t.branches_reached:>5}/{t.branches:<5} {t.branches_percent:5.1f}%")
+    rows.append(
+        f"{'total':<40} {t.lines_reached:>5}/{t.lines:<5} {t.lines_percent:5.1f}%"
+        f" {t.branches_reached:>5}/{t.branches:<5} {t.branches_percent:5.1f}%"
+    )
     return rows
 
 
@@ -187,8 +207,13 @@ def unreached(modules: Sequence[ModuleReach]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data", nargs="*", type=Path, default=[Path(".coverage")],
-                        help="coverage data files of suite runs against flax.nnx (combined)")
+    parser.add_argument(
+        "data",
+        nargs="*",
+        type=Path,
+        default=[Path(".coverage")],
+        help="coverage data files of suite runs against flax.nnx (combined)",
+    )
     parser.add_argument("--exclusions", type=Path, default=EXCLUSIONS)
     parser.add_argument("--out", type=Path, default=OUT, help="where unreached.txt and reach.json go")
     parser.add_argument("--report", type=Path, help="the suite's JSON report, to add the totals to")
@@ -202,9 +227,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     reached = totals(modules)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "unreached.txt").write_text("\n".join(unreached(modules)) + "\n", encoding="utf-8")
-    summary = {"totals": asdict(reached), "modules": {
-        m.module: {"lines": m.lines, "lines_reached": m.lines_reached,
-                   "branches": m.branches, "branches_reached": m.branches_reached} for m in modules}}
+    summary = {
+        "totals": asdict(reached),
+        "modules": {
+            m.module: {
+                "lines": m.lines,
+                "lines_reached": m.lines_reached,
+                "branches": m.branches,
+                "branches_reached": m.branches_reached,
+            }
+            for m in modules
+        },
+    }
     (args.out / "reach.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(f"reach: unreached lines and branches in {args.out / 'unreached.txt'}")
     if args.report and args.report.exists():
@@ -222,8 +256,11 @@ RATCHETED = ("lines_percent", "branches_percent")
 
 def hold_floor(reached: Totals, floor: dict[str, float], where: Path) -> int:
     """0 when ``reached`` holds every figure of ``floor``; else 1, saying which dropped."""
-    below = [f"{key} {getattr(reached, key)}% < {floor[key]}%" for key in RATCHETED
-             if key in floor and getattr(reached, key) < floor[key]]
+    below = [
+        f"{key} {getattr(reached, key)}% < {floor[key]}%"
+        for key in RATCHETED
+        if key in floor and getattr(reached, key) < floor[key]
+    ]
     if below:
         print(f"reach dropped below the committed floor ({where}): {', '.join(below)}", file=sys.stderr)
         return 1

@@ -48,7 +48,7 @@ def parse_directives(text: str) -> list[Directive]:
         if not match:
             continue
         options: dict[str, str] = {}
-        for option_line in lines[index + 1:]:
+        for option_line in lines[index + 1 :]:
             option = _OPTION_RE.match(option_line)
             if not option:
                 break
@@ -71,7 +71,8 @@ def resolve_api_page(text: str, tree: SourceTree) -> ApiPage:
             if not _NAME_RE.match(directive.argument):
                 page.warnings.append(
                     f"line {directive.line}: invalid signature {directive.argument!r} for "
-                    f"{directive.name}; sphinx documents nothing for it")
+                    f"{directive.name}; sphinx documents nothing for it"
+                )
                 continue
             fullname = _qualify(directive.argument, current)
             ref = _add(page, tree, fullname)
@@ -132,9 +133,9 @@ def _add_flax_module_methods(page: ApiPage, tree: SourceTree, fullname: str, ref
     if call is not None:
         page.sections.append(tree.document(f"{fullname}.__call__", call, owner=ref))
     methods = [
-        name for name, member in tree.class_body(ref).items()
-        if _is_plain_method(member.node) and not name.startswith("_")
-        and name not in _FLAX_MODULE_SKIPPED
+        name
+        for name, member in tree.class_body(ref).items()
+        if _is_plain_method(member.node) and not name.startswith("_") and name not in _FLAX_MODULE_SKIPPED
     ]
     for name in sorted(methods):
         page.sections.append(tree.document(f"{fullname}.{name}", tree.class_body(ref)[name], owner=ref))

@@ -19,8 +19,7 @@ from nnx_conformance.blocking import defined_names, free_names
 from nnx_conformance.docpages import GLOBAL_SETUP
 
 _DIRECTIVE_RE = re.compile(r"^\s*\.\.\s")
-_CODE_DIRECTIVE_RE = re.compile(
-    r"^\s*\.\.\s+(?:(?:code-block|code|sourcecode)::\s*(?:python3?|py)|testcode::)\s*$")
+_CODE_DIRECTIVE_RE = re.compile(r"^\s*\.\.\s+(?:(?:code-block|code|sourcecode)::\s*(?:python3?|py)|testcode::)\s*$")
 _OPTION_RE = re.compile(r"^\s*:[\w-]+:")
 #: Names the doctest global set-up of flax's docs gives every example (docs_nnx/conf.py).
 SETUP_NAMES = frozenset(defined_names(GLOBAL_SETUP))

@@ -101,12 +101,15 @@ class SourceTree:
 
     def submodule_names(self, modname: str) -> frozenset[str]:
         """Names in module ``modname`` that are modules of the sdist (``graphlib``, ``initializers``)."""
-        names = {name for name in self._module_symbols(modname).bindings
-                 if isinstance(self.resolve_in(modname, name), ModuleRef)}
+        names = {
+            name
+            for name in self._module_symbols(modname).bindings
+            if isinstance(self.resolve_in(modname, name), ModuleRef)
+        }
         prefix = modname.replace(".", "/") + "/"
         for path in self._sdist.files:
             if path.startswith(prefix) and path.endswith(".py"):
-                child = path[len(prefix):].split("/")[0].removesuffix(".py")
+                child = path[len(prefix) :].split("/")[0].removesuffix(".py")
                 if child != "__init__" and not child.startswith("_"):
                     names.add(child)
         return frozenset(names)
@@ -326,9 +329,13 @@ def _bind(symbols: _Symbols, stmt: ast.stmt, package: str) -> None:
             symbols.bindings[target] = ("assign", stmt, None)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             doc_target = stmt.targets[0]
-            if (isinstance(doc_target, ast.Attribute) and doc_target.attr == "__doc__"
-                    and isinstance(doc_target.value, ast.Name)
-                    and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
+            if (
+                isinstance(doc_target, ast.Attribute)
+                and doc_target.attr == "__doc__"
+                and isinstance(doc_target.value, ast.Name)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            ):
                 symbols.doc_overrides[doc_target.value.id] = stmt.value
 
 
@@ -362,8 +369,12 @@ def _string_expr(stmt: ast.stmt | None) -> ast.Constant | None:
 
 def _is_wrapper_call(value: ast.expr | None) -> bool:
     """``wrapper(function)``: a call with a single positional name argument."""
-    return (isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords
-            and isinstance(value.args[0], (ast.Name, ast.Attribute)))
+    return (
+        isinstance(value, ast.Call)
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], (ast.Name, ast.Attribute))
+    )
 
 
 def _node_name(node: ast.AST) -> str | None:

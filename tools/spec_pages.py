@@ -6,9 +6,10 @@ import doctest
 import hashlib
 from dataclasses import dataclass
 
+from sybil.parsers.abstract import DocTestStringParser
+
 from nnx_conformance.blocking import defined_names
 from nnx_conformance.manifest import example_digest
-from sybil.parsers.abstract import DocTestStringParser
 
 from .example_apis import nnx_names
 from .exclusions import excluded_reason
@@ -34,8 +35,12 @@ class Example:
 
     def entry(self) -> dict:
         entry = {
-            "id": self.id, "object": self.object, "source": self.source, "line": self.line,
-            "sha256": self.sha256, "apis": self.apis,
+            "id": self.id,
+            "object": self.object,
+            "source": self.source,
+            "line": self.line,
+            "sha256": self.sha256,
+            "apis": self.apis,
             "classification": "run" if self.reason is None else "excluded",
         }
         if self.reason is not None:
@@ -59,7 +64,10 @@ class Page:
 
     def entry(self) -> dict:
         entry = {
-            "id": self.id, "kind": self.kind, "source": self.source, "path": self.path,
+            "id": self.id,
+            "kind": self.kind,
+            "source": self.source,
+            "path": self.path,
             "sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest(),
             "status": "run" if self.reason is None else "excluded",
             "examples": [example.entry() for example in self.examples],
@@ -82,8 +90,12 @@ class DoctestExample:
 def doctest_examples(text: str, name: str = "<page>") -> list[DoctestExample]:
     """The ``>>>`` examples of ``text``, as sybil's doctest parser finds them."""
     return [
-        DoctestExample(region.parsed.lineno + 1, region.parsed.source, region.parsed.want,
-                       bool(region.parsed.options.get(doctest.SKIP)))
+        DoctestExample(
+            region.parsed.lineno + 1,
+            region.parsed.source,
+            region.parsed.want,
+            bool(region.parsed.options.get(doctest.SKIP)),
+        )
         for region in DocTestStringParser()(text, name)
     ]
 
@@ -101,8 +113,9 @@ class _Found:
     skip: bool
 
 
-def api_page(page_id: str, source: str, sections: list[Documented], submodules: frozenset[str],
-             reason: str | None) -> Page:
+def api_page(
+    page_id: str, source: str, sections: list[Documented], submodules: frozenset[str], reason: str | None
+) -> Page:
     """Renders an API page: ``# <page id>``, then ``## <object>`` and its docstring per section.
 
     A docstring's Python code blocks (``spec_codeblocks``) are rendered as fenced ``python``
@@ -128,8 +141,17 @@ def api_page(page_id: str, source: str, sections: list[Documented], submodules: 
     text = "\n".join(lines).rstrip("\n") + "\n"
     for doctest_example in doctest_examples(text, page_id):
         section, index = origin[doctest_example.line]
-        found.append(_Found(doctest_example.line, section, index, doctest_example.source,
-                            doctest_example.want, "doctest", doctest_example.skip))
+        found.append(
+            _Found(
+                doctest_example.line,
+                section,
+                index,
+                doctest_example.source,
+                doctest_example.want,
+                "doctest",
+                doctest_example.skip,
+            )
+        )
     examples = []
     counts: dict[str, int] = {}
     defined: set[str] = set()
@@ -139,20 +161,32 @@ def api_page(page_id: str, source: str, sections: list[Documented], submodules: 
         location = section.source if section.line is None else f"{section.source}:{section.line + example.index}"
         missing = undefined_names(example.source, defined) if example.form == "code" else []
         defined |= defined_names(example.source)
-        examples.append(Example(
-            id=f"{page_id}/{section.name}:{counts[section.name]}", object=section.name,
-            source=location, line=example.line, sha256=example_digest(example.source, example.want),
-            apis=nnx_names(example.source, submodules),
-            reason=reason or (_SKIP_REASON if example.skip else None)
-            or excluded_reason(example.source)
-            or (_fragment_reason(missing) if missing else None),
-            form=example.form,
-        ))
+        examples.append(
+            Example(
+                id=f"{page_id}/{section.name}:{counts[section.name]}",
+                object=section.name,
+                source=location,
+                line=example.line,
+                sha256=example_digest(example.source, example.want),
+                apis=nnx_names(example.source, submodules),
+                reason=reason
+                or (_SKIP_REASON if example.skip else None)
+                or excluded_reason(example.source)
+                or (_fragment_reason(missing) if missing else None),
+                form=example.form,
+            )
+        )
     return Page(page_id, "api", source, f"pages/api/{page_id}.md", text, reason, examples)
 
 
-def _copy_lines(lines: list[str], origin: dict[int, tuple[Documented, int]], section: Documented,
-                doc_lines: list[str], start: int, end: int) -> None:
+def _copy_lines(
+    lines: list[str],
+    origin: dict[int, tuple[Documented, int]],
+    section: Documented,
+    doc_lines: list[str],
+    start: int,
+    end: int,
+) -> None:
     """Appends ``doc_lines[start:end]`` to the page, remembering where each came from."""
     for index in range(start, end):
         lines.append(doc_lines[index])
@@ -163,8 +197,7 @@ def _fragment_reason(missing: list[str]) -> str:
     return f"fragment: uses {', '.join(missing)}, which the page never defines"
 
 
-def guide_page(stem: str, source: str, cells: list[Cell], submodules: frozenset[str],
-               reason: str | None) -> Page:
+def guide_page(stem: str, source: str, cells: list[Cell], submodules: frozenset[str], reason: str | None) -> Page:
     """Renders a guide: per code cell, a marker, a python block, and its text output block."""
     page_id = f"guide:{stem}"
     lines = [f"# {page_id}", ""]
@@ -179,11 +212,17 @@ def guide_page(stem: str, source: str, cells: list[Cell], submodules: frozenset[
             want = cell.output
             lines += ["<!-- output -->", *fenced("text", want)]
         lines.append("")
-        examples.append(Example(
-            id=f"{page_id}/cell:{cell.index}", object=None, source=f"{source}:{cell.line}",
-            line=fence_line, sha256=example_digest(body, want), apis=nnx_names(cell.source, submodules),
-            reason=reason or cell.reason,
-        ))
+        examples.append(
+            Example(
+                id=f"{page_id}/cell:{cell.index}",
+                object=None,
+                source=f"{source}:{cell.line}",
+                line=fence_line,
+                sha256=example_digest(body, want),
+                apis=nnx_names(cell.source, submodules),
+                reason=reason or cell.reason,
+            )
+        )
     text = "\n".join(lines).rstrip("\n") + "\n"
     return Page(page_id, "guide", source, f"pages/guides/{stem}.md", text, reason, examples)
 

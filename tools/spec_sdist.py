@@ -40,8 +40,18 @@ def fetch_sdist(version: str, cache_dir: Path) -> Path:
         return cached
     cache_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-         f"flax=={version}", "-d", str(cache_dir)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            f"flax=={version}",
+            "-d",
+            str(cache_dir),
+        ],
         check=True,
     )
     if not cached.exists():

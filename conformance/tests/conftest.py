@@ -41,9 +41,16 @@ def run_docs(pytester: pytest.Pytester, fake_impl: str) -> Callable[..., pytest.
 
     def run(*args: str, impl: str = fake_impl) -> pytest.RunResult:
         return pytester.runpytest(
-            "--pyargs", SUITE_DOCS, "--impl", impl,
-            "--spec-dir", str(pytester.path / "docs_extracted"),
-            "-p", "no:cacheprovider", "-rA", *args,
+            "--pyargs",
+            SUITE_DOCS,
+            "--impl",
+            impl,
+            "--spec-dir",
+            str(pytester.path / "docs_extracted"),
+            "-p",
+            "no:cacheprovider",
+            "-rA",
+            *args,
         )
 
     return run

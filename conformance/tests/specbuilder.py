@@ -45,16 +45,18 @@ def _api(page: ApiPage) -> tuple[str, list[dict]]:
         found = [(e.lineno, e.source, e.want, "doctest") for e in doctest.DocTestParser().get_examples(body)]
         found += [(body.count("\n", 0, m.start()), m.group(1), "", "code") for m in _PYTHON_BLOCK.finditer(body)]
         for counter, (lineno, source, want, form) in enumerate(sorted(found), 1):
-            examples.append({
-                "id": f"{page.id}/{name}:{counter}",
-                "object": name,
-                "source": "fake.py:1",
-                "line": start + lineno + 1,
-                "sha256": example_digest(source, want),
-                "apis": [],
-                "classification": "run",
-                "form": form,
-            })
+            examples.append(
+                {
+                    "id": f"{page.id}/{name}:{counter}",
+                    "object": name,
+                    "source": "fake.py:1",
+                    "line": start + lineno + 1,
+                    "sha256": example_digest(source, want),
+                    "apis": [],
+                    "classification": "run",
+                    "form": form,
+                }
+            )
     return "\n".join(lines) + "\n", examples
 
 
@@ -67,15 +69,17 @@ def _guide(page: GuidePage) -> tuple[str, list[dict]]:
             output = textwrap.dedent(output).strip("\n")
             output = output + "\n" if output else ""
         lines.append(f"<!-- cell: {number} -->")
-        examples.append({
-            "id": f"{page.id}/cell:{number}",
-            "object": None,
-            "source": "fake.ipynb",
-            "line": len(lines) + 1,
-            "sha256": example_digest(source, output or ""),
-            "apis": [],
-            "classification": "run",
-        })
+        examples.append(
+            {
+                "id": f"{page.id}/cell:{number}",
+                "object": None,
+                "source": "fake.ipynb",
+                "line": len(lines) + 1,
+                "sha256": example_digest(source, output or ""),
+                "apis": [],
+                "classification": "run",
+            }
+        )
         lines += ["```python", *source.splitlines(), "```"]
         if output is not None:
             lines += ["<!-- output -->", "```text"] + output.splitlines() + ["```"]
@@ -100,9 +104,15 @@ def write_spec(root: Path, *pages: ApiPage | GuidePage, excluded: dict[str, str]
         path = f"pages/{'api' if kind == 'api' else 'guides'}/{name}.md"
         (spec / path).parent.mkdir(parents=True, exist_ok=True)
         (spec / path).write_text(text, encoding="utf-8")
-        entry = {"id": page.id, "kind": kind, "source": "fake", "path": path,
-                 "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                 "status": getattr(page, "status", "run"), "examples": examples}
+        entry = {
+            "id": page.id,
+            "kind": kind,
+            "source": "fake",
+            "path": path,
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "status": getattr(page, "status", "run"),
+            "examples": examples,
+        }
         if getattr(page, "reason", None):
             entry["reason"] = page.reason
         entries.append(entry)
@@ -121,14 +131,14 @@ FAKE_IMPL = {
             for obj in objects:
                 print("DISPLAY", obj)
     ''',
-    "fakennx/graphlib.py": '''
+    "fakennx/graphlib.py": """
         class Thing:
             def __repr__(self):
                 return "Thing()"
 
         def split(x):
             return ("graphdef", x)
-    ''',
+    """,
     "fakennx/nn/__init__.py": "from . import linear\n",
     "fakennx/nn/linear.py": "class Linear:\n    pass\n",
 }

@@ -41,19 +41,36 @@ def importable(monkeypatch: pytest.MonkeyPatch, *folders: Path) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]))
 
 
-def run_suite(pytester: pytest.Pytester, impl: str, spec: Path, *args: str, module: str = "nnx_conformance.spec.test_docs",
-              limit: float = RUN_LIMIT) -> SuiteRun:
+def run_suite(
+    pytester: pytest.Pytester,
+    impl: str,
+    spec: Path,
+    *args: str,
+    module: str = "nnx_conformance.spec.test_docs",
+    limit: float = RUN_LIMIT,
+) -> SuiteRun:
     """Run the suite's ``module`` in a subprocess against ``impl``, for at most ``limit`` seconds;
     the result and the report."""
     report = pytester.path / "report.json"
     result = pytester.runpytest_subprocess(
-        "--pyargs", module, "--impl", impl, "--spec-dir", str(spec),
-        "--conformance-report", str(report), "-p", "no:cacheprovider", "-rA", *args,
+        "--pyargs",
+        module,
+        "--impl",
+        impl,
+        "--spec-dir",
+        str(spec),
+        "--conformance-report",
+        str(report),
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        *args,
         timeout=limit,
     )
     return SuiteRun(result, json.loads(report.read_text()))
 
 
 def needs_repo_spec() -> pytest.MarkDecorator:
-    return pytest.mark.skipif(not (REPO_SPEC / "pages").is_dir(),
-                              reason=f"the spec pages are not generated in {REPO_SPEC} (nox -s extract)")
+    return pytest.mark.skipif(
+        not (REPO_SPEC / "pages").is_dir(), reason=f"the spec pages are not generated in {REPO_SPEC} (nox -s extract)"
+    )

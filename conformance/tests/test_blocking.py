@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from specbuilder import ApiPage, GuidePage, write_spec
 
 from nnx_conformance.blocking import Blockers, defined_names, free_names
-from specbuilder import ApiPage, GuidePage, write_spec
 
 
 def test_defined_names_are_the_top_level_bindings() -> None:
@@ -95,20 +95,29 @@ def test_a_name_redefined_by_a_later_example_no_longer_blocks() -> None:
 
 
 def test_dependents_of_a_failed_example_are_skipped_transitively(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, GuidePage("guide:g", [
-        ("model = 1 / 0", None),
-        ("result = model + 1", None),
-        ("print(result)", "2"),
-        ("print('independent')", "independent"),
-    ]))
+    write_spec(
+        pytester.path,
+        GuidePage(
+            "guide:g",
+            [
+                ("model = 1 / 0", None),
+                ("result = model + 1", None),
+                ("print(result)", "2"),
+                ("print('independent')", "independent"),
+            ],
+        ),
+    )
     result = run_docs()
     result.assert_outcomes(failed=1, skipped=2, passed=1)
     result.stdout.fnmatch_lines(["SKIPPED [[]2[]] *: blocked by guide:g/cell:1"])
 
 
 def test_dependents_of_an_excluded_example_are_blocked_by_it(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, GuidePage("guide:g", [("data = download()", None), ("len(data)", "3")]),
-               excluded={"guide:g/cell:1": "needs network"})
+    write_spec(
+        pytester.path,
+        GuidePage("guide:g", [("data = download()", None), ("len(data)", "3")]),
+        excluded={"guide:g/cell:1": "needs network"},
+    )
     result = run_docs()
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: blocked by guide:g/cell:1"])
@@ -124,7 +133,14 @@ def test_only_names_from_the_failing_statement_on_are_blocked() -> None:
 
 
 def test_a_failed_code_block_blocks_what_it_did_not_define(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+    write_spec(
+        pytester.path,
+        ApiPage(
+            "graph",
+            [
+                (
+                    "flax.nnx.split",
+                    """
         ```python
         import math
         model = math.sqrt(-1)
@@ -134,21 +150,37 @@ def test_a_failed_code_block_blocks_what_it_did_not_define(pytester: pytest.Pyte
         2.0
         >>> model
         1.0
-    """)]))
+    """,
+                )
+            ],
+        ),
+    )
     result = run_docs()
     result.assert_outcomes(failed=1, passed=1, skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: blocked by graph/flax.nnx.split:1"])
 
 
 def test_dependents_of_an_excluded_code_block_are_blocked_by_it(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+    write_spec(
+        pytester.path,
+        ApiPage(
+            "graph",
+            [
+                (
+                    "flax.nnx.split",
+                    """
         ```python
         total = decay * total
         ```
 
         >>> total
         1
-    """)]), excluded={"graph/flax.nnx.split:1": "fragment: uses decay, total, which the page never defines"})
+    """,
+                )
+            ],
+        ),
+        excluded={"graph/flax.nnx.split:1": "fragment: uses decay, total, which the page never defines"},
+    )
     result = run_docs()
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: blocked by graph/flax.nnx.split:1"])

@@ -37,7 +37,7 @@ def test_the_parser_reads_cells_with_and_without_output(tmp_path: Path) -> None:
         "# guide:g\n\n<!-- cell: 1 -->\n````python\nprint('```')\n````\n<!-- output -->\n````text\n```\n````\n\n"
         "<!-- cell: 2 -->\n```python\nx = 1\n```\n"
     )
-    examples = list(Document.parse(str(page), CellParser(CellEvaluator(OPTIONFLAGS, DocOutputChecker('fakennx')))))
+    examples = list(Document.parse(str(page), CellParser(CellEvaluator(OPTIONFLAGS, DocOutputChecker("fakennx")))))
     assert [e.parsed for e in examples] == [Cell(1, "print('```')\n", "```\n"), Cell(2, "x = 1\n", None)]
     for example in examples:
         assert example.region.evaluator(example) == ""
@@ -50,14 +50,14 @@ def test_output_is_compared_with_number_ellipsis_and_whitespace_flags(tmp_path: 
         "<!-- cell: 1 -->\n```python\nprint(3.14159, list(range(9)))\n```\n"
         "<!-- output -->\n```text\n3.14   [0, 1, ..., 8]\n```\n"
     )
-    (example,) = Document.parse(str(page), CellParser(CellEvaluator(OPTIONFLAGS, DocOutputChecker('fakennx'))))
+    (example,) = Document.parse(str(page), CellParser(CellEvaluator(OPTIONFLAGS, DocOutputChecker("fakennx"))))
     assert example.region.evaluator(example) == ""
 
 
 def _evaluate_one(tmp_path: Path, source: str, output: str, namespace: dict | None = None) -> str:
     page = tmp_path / "g.md"
     page.write_text(f"<!-- cell: 1 -->\n```python\n{source}\n```\n<!-- output -->\n```text\n{output}\n```\n")
-    (example,) = Document.parse(str(page), CellParser(CellEvaluator(OPTIONFLAGS, DocOutputChecker('fakennx'))))
+    (example,) = Document.parse(str(page), CellParser(CellEvaluator(OPTIONFLAGS, DocOutputChecker("fakennx"))))
     example.namespace.update(namespace or {})
     return example.region.evaluator(example)
 

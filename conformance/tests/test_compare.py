@@ -15,8 +15,10 @@ OUTCOMES = ("passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects")
 
 def report(impl: str, **tests: tuple[str, str]) -> dict[str, Any]:
     """A report of ``tests``: test id (``__`` for ``/``) -> (area, outcome)."""
-    entries = [{"id": name.replace("__", "/"), "area": area, "outcome": outcome, "message": f"{name} {outcome}"}
-               for name, (area, outcome) in tests.items()]
+    entries = [
+        {"id": name.replace("__", "/"), "area": area, "outcome": outcome, "message": f"{name} {outcome}"}
+        for name, (area, outcome) in tests.items()
+    ]
     areas: dict[str, dict[str, int]] = {}
     for entry in entries:
         areas.setdefault(entry["area"], dict.fromkeys(OUTCOMES, 0))[entry["outcome"]] += 1
@@ -24,12 +26,24 @@ def report(impl: str, **tests: tuple[str, str]) -> dict[str, Any]:
     return {"impl": impl, "summary": summary, "areas": areas, "tests": entries}
 
 
-BEFORE = report("nnx_reference", graph__a=("graph", "passed"), graph__b=("graph", "failed"),
-                graph__c=("graph", "passed"), nn__d=("nn", "xfailed"), nn__e=("nn", "passed"),
-                nn__gone=("nn", "passed"))
-AFTER = report("nnx_reference", graph__a=("graph", "failed"), graph__b=("graph", "passed"),
-               graph__c=("graph", "xfailed"), nn__d=("nn", "xpassed"), nn__e=("nn", "skipped"),
-               nn__new=("nn", "failed"))
+BEFORE = report(
+    "nnx_reference",
+    graph__a=("graph", "passed"),
+    graph__b=("graph", "failed"),
+    graph__c=("graph", "passed"),
+    nn__d=("nn", "xfailed"),
+    nn__e=("nn", "passed"),
+    nn__gone=("nn", "passed"),
+)
+AFTER = report(
+    "nnx_reference",
+    graph__a=("graph", "failed"),
+    graph__b=("graph", "passed"),
+    graph__c=("graph", "xfailed"),
+    nn__d=("nn", "xpassed"),
+    nn__e=("nn", "skipped"),
+    nn__new=("nn", "failed"),
+)
 
 
 def test_a_test_that_conformed_and_now_fails_regressed_listed_or_not() -> None:
@@ -37,7 +51,10 @@ def test_a_test_that_conformed_and_now_fails_regressed_listed_or_not() -> None:
     assert [c.id for c in comparison.regressed] == ["graph/a", "graph/c"]
     assert [c.id for c in comparison.fixed] == ["graph/b", "nn/d"]
     assert [(c.id, c.before, c.after) for c in comparison.other] == [
-        ("nn/e", "passed", "skipped"), ("nn/gone", "passed", None), ("nn/new", None, "failed")]
+        ("nn/e", "passed", "skipped"),
+        ("nn/gone", "passed", None),
+        ("nn/new", None, "failed"),
+    ]
 
 
 def test_the_markdown_lists_changes_and_the_areas_that_changed() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from specbuilder import GuidePage, write_spec
 from suiteruns import importable, run_suite
 
@@ -30,5 +29,6 @@ def test_what_a_run_compiles_is_kept_in_the_persistent_cache_for_the_next(
         monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(folder))
     run = run_suite(pytester, fake_impl, spec, "-n", "2")
     assert run.report["summary"]["passed"] == 1, "the example runs"
-    assert any(name.startswith("jit__lambda") for name in _cached(folder)), \
+    assert any(name.startswith("jit__lambda") for name in _cached(folder)), (
         "the example's program, quick to compile, is in the cache the run uses"
+    )

@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from specbuilder import ApiPage, write_spec
+from suiteruns import importable, run_suite
 
 from nnx_conformance.coverage import Collected, Exercised, Recorder, documented_parameters, spec_names
 from nnx_conformance.coverage_summary import markdown_lines, summarize, text_lines
 from nnx_conformance.items import ItemInfo
 from nnx_conformance.surface import UNSHOWN_CONSTRUCTORS
-from specbuilder import ApiPage, write_spec
-from suiteruns import importable, run_suite
 
-SOURCE = '''
+SOURCE = """
 def scale(x, factor=2, *, bias=None, **options):
     return x * factor
 
@@ -37,7 +37,7 @@ class Hidden(Child):
 
 class Marker:
     pass
-'''
+"""
 
 
 def _parameter(name: str, kind: str = "POSITIONAL_OR_KEYWORD", default: str | None = None) -> dict[str, Any]:
@@ -45,13 +45,25 @@ def _parameter(name: str, kind: str = "POSITIONAL_OR_KEYWORD", default: str | No
 
 
 NAMES = {
-    "scale": {"kind": "function", "parameters": [
-        _parameter("x"), _parameter("factor", default="2"), _parameter("bias", "KEYWORD_ONLY", "None"),
-        _parameter("mode", "KEYWORD_ONLY", "None")]},
-    "Base": {"kind": "class", "init": [_parameter("size"), _parameter("dtype", "KEYWORD_ONLY", "None")],
-             "members": {"run": {"kind": "method"}}},
-    "Child": {"kind": "class", "init": [_parameter("size"), _parameter("dtype", "KEYWORD_ONLY", "None")],
-              "members": {"run": {"kind": "method"}}},
+    "scale": {
+        "kind": "function",
+        "parameters": [
+            _parameter("x"),
+            _parameter("factor", default="2"),
+            _parameter("bias", "KEYWORD_ONLY", "None"),
+            _parameter("mode", "KEYWORD_ONLY", "None"),
+        ],
+    },
+    "Base": {
+        "kind": "class",
+        "init": [_parameter("size"), _parameter("dtype", "KEYWORD_ONLY", "None")],
+        "members": {"run": {"kind": "method"}},
+    },
+    "Child": {
+        "kind": "class",
+        "init": [_parameter("size"), _parameter("dtype", "KEYWORD_ONLY", "None")],
+        "members": {"run": {"kind": "method"}},
+    },
     "Marker": {"kind": "class", "init": [], "members": {}},
 }
 
@@ -127,12 +139,16 @@ def _test(test_id: str, kind: str, outcome: str = "passed", apis: tuple[str, ...
 
 
 def test_only_a_passing_behavioural_test_covers_a_name() -> None:
-    collected = Collected(NAMES, {"scale", "Base", "Child"}, {
-        "spec/sig": Exercised({"scale", "Base"}, {"scale": {"x"}}),
-        "spec/fails": Exercised({"Child"}, {"Child": {"size"}}),
-        "spec/doc": Exercised({"Base"}, {"Base": {"size"}}),
-        "spec/marker": Exercised(set(), {}),
-    })
+    collected = Collected(
+        NAMES,
+        {"scale", "Base", "Child"},
+        {
+            "spec/sig": Exercised({"scale", "Base"}, {"scale": {"x"}}),
+            "spec/fails": Exercised({"Child"}, {"Child": {"size"}}),
+            "spec/doc": Exercised({"Base"}, {"Base": {"size"}}),
+            "spec/marker": Exercised(set(), {}),
+        },
+    )
     tests = {
         "spec/sig": _test("sig", "signature"),
         "spec/fails": _test("fails", "differential", "failed"),
@@ -141,14 +157,22 @@ def test_only_a_passing_behavioural_test_covers_a_name() -> None:
     }
     section = summarize(collected, tests)
     assert section["without_behavioural_test"] == ["scale", "Child"], (
-        "a signature test, a failed test and a declared name that is watched do not cover")
-    assert section["names"]["Marker"]["tests"] == {"property": ["marker"]}, "an unwatched name counts its declared tests"
+        "a signature test, a failed test and a declared name that is watched do not cover"
+    )
+    assert section["names"]["Marker"]["tests"] == {"property": ["marker"]}, (
+        "an unwatched name counts its declared tests"
+    )
     assert section["names"]["Child"]["tests"] == {"differential": ["fails"]}
     assert section["names"]["Base"]["parameters"]["size"] == {"varied_by": 1, "example": "doc"}
-    assert section["never_varied"] == {"scale": ["x", "factor", "bias", "mode"], "Base": ["dtype"], "Child": ["size", "dtype"]}
+    assert section["never_varied"] == {
+        "scale": ["x", "factor", "bias", "mode"],
+        "Base": ["dtype"],
+        "Child": ["size", "dtype"],
+    }
     report = {"coverage": section}
-    assert text_lines(report)[0] == ("API coverage: 2 of 4 public names have a passing behavioural test; "
-                                     "1 of 8 documented parameters were varied")
+    assert text_lines(report)[0] == (
+        "API coverage: 2 of 4 public names have a passing behavioural test; 1 of 8 documented parameters were varied"
+    )
     assert "- `scale`" in markdown_lines(report) and "- `Base`: `dtype`" in markdown_lines(report)
 
 
@@ -182,5 +206,6 @@ def test_a_constructor_the_documentation_never_shows_counts_no_parameters() -> N
         assert documented_parameters(name, names[name]) == [], f"expected {name}'s constructor parameters not counted"
     assert documented_parameters("Linear", names["Linear"]), "expected Linear's constructor parameters counted"
     report = {"coverage": summarize(Collected({}, set(), {}), {})}
-    assert any("`GraphDef`: made by nnx.split" in line for line in markdown_lines(report)), \
+    assert any("`GraphDef`: made by nnx.split" in line for line in markdown_lines(report)), (
         "expected the Markdown report to name the constructors it does not count, with the reason"
+    )

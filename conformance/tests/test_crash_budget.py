@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
-
 from specbuilder import GuidePage, write_fake_impl, write_spec
 from suiteruns import importable, run_suite
 
@@ -36,6 +35,8 @@ def _cpu_seconds(run: Callable[[], T]) -> tuple[T, float]:
     result = run()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return result, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 ABORTED = "the implementation crashed the test process (signal 6, SIGABRT)"
 
 BROKEN_IMPL = {
@@ -88,7 +89,9 @@ def test_hundreds_of_crashes_each_fail_their_test_and_the_run_reaches_its_end(
         "guide:later/cell:1": ("failed", ABORTED),
         "guide:later/cell:2": ("skipped", "blocked by guide:later/cell:1, which crashed the test process"),
     }, "each crash fails its test with the signal; the tests after them run"
-    assert cpu < CRASHES * CPU_PER_CRASH, f"{CRASHES} crashes take {cpu:.0f} s of CPU time, at most {CPU_PER_CRASH:g} s each"
+    assert cpu < CRASHES * CPU_PER_CRASH, (
+        f"{CRASHES} crashes take {cpu:.0f} s of CPU time, at most {CPU_PER_CRASH:g} s each"
+    )
 
 
 def test_dozens_of_hangs_each_time_out_and_the_run_reaches_its_end(pytester: pytest.Pytester, broken_impl: str) -> None:
@@ -98,8 +101,9 @@ def test_dozens_of_hangs_each_time_out_and_the_run_reaches_its_end(pytester: pyt
     took = time.monotonic() - started
     assert run.report["complete"], "the run goes on to its end however many tests hang"
     hung = {t["id"]: (t["outcome"], t["message"]) for t in run.report["tests"] if t["id"].startswith("guide:call")}
-    assert hung == {f"guide:call{n}/cell:1": ("failed", f"timed out after {HANG_LIMIT} s") for n in range(HANGS)}, \
+    assert hung == {f"guide:call{n}/cell:1": ("failed", f"timed out after {HANG_LIMIT} s") for n in range(HANGS)}, (
         "each hung test fails naming the limit"
+    )
     assert run.test("guide:calm/cell:2")["outcome"] == "passed", "the tests after them run"
     assert took < HANG_RUN_LIMIT, f"{HANGS} hangs take {took:.0f} s, at most {HANG_RUN_LIMIT} s"
 
@@ -114,18 +118,25 @@ def test_a_run_that_stops_early_lists_the_tests_it_never_reached_as_not_run(
     assert len(run.report["tests"]) == run.report["collected"] == 8, "every collected test is in the report"
     not_run = [t for t in run.report["tests"] if t["outcome"] == "not_run"]
     assert not_run and all(t["message"] == stop for t in not_run), "each test never reached says why"
-    assert run.report["partial"] == [f"{len(not_run)} of 8 tests did not run: {stop}"], "the report says the run is partial"
+    assert run.report["partial"] == [f"{len(not_run)} of 8 tests did not run: {stop}"], (
+        "the report says the run is partial"
+    )
     markdown = (pytester.path / "report.md").read_text().splitlines()
     assert f"Incomplete run: {8 - len(not_run)} of 8 tests finished." in markdown, "the Markdown says how many finished"
-    assert f"Partial run: {len(not_run)} of 8 tests did not run: {stop}." in markdown, "and how many did not run, and why"
-    assert run.result.outlines[-1] == f"partial run: {len(not_run)} of 8 tests did not run: {stop}", \
+    assert f"Partial run: {len(not_run)} of 8 tests did not run: {stop}." in markdown, (
+        "and how many did not run, and why"
+    )
+    assert run.result.outlines[-1] == f"partial run: {len(not_run)} of 8 tests did not run: {stop}", (
         "the console's last line says that the run is partial, and why"
+    )
 
 
 def test_a_run_stopped_at_its_first_failure_lists_the_tests_after_it_as_not_run(
     pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = write_spec(pytester.path, GuidePage("guide:wrong", [("1", "2")]), GuidePage("guide:after", [("1", "1"), ("2", "2")]))
+    spec = write_spec(
+        pytester.path, GuidePage("guide:wrong", [("1", "2")]), GuidePage("guide:after", [("1", "1"), ("2", "2")])
+    )
     importable(monkeypatch, pytester.path)
     run = run_suite(pytester, fake_impl, spec, "-x")
     stop = "the run stopped before it: stopping after 1 failures"
@@ -136,5 +147,6 @@ def test_a_run_stopped_at_its_first_failure_lists_the_tests_after_it_as_not_run(
         "guide:after/cell:2": ("not_run", stop),
     }, "the tests after the first failure are listed as not run, with the reason"
     assert not run.report["complete"], "a run stopped at its first failure is incomplete"
-    assert run.result.outlines[-1] == f"partial run: 2 of 3 tests did not run: {stop}", \
+    assert run.result.outlines[-1] == f"partial run: 2 of 3 tests did not run: {stop}", (
         "the console's last line says that the run is partial, and why"
+    )

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import pytest
-
 from specbuilder import ApiPage, GuidePage, write_fake_impl, write_spec
 
 
 def test_each_api_example_is_one_test_with_a_readable_id(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+    write_spec(
+        pytester.path,
+        ApiPage(
+            "graph",
+            [
+                (
+                    "flax.nnx.split",
+                    """
         Splits.
 
         >>> x = 1 + 1
@@ -20,63 +26,119 @@ def test_each_api_example_is_one_test_with_a_readable_id(pytester: pytest.Pytest
         0.3
         >>> list(range(30))
         [0, 1, ..., 29]
-    """)]))
+    """,
+                )
+            ],
+        ),
+    )
     result = run_docs("-v")
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(["*test_doc?graph/flax.nnx.split:1@L7? PASSED*"])
 
 
 def test_the_global_setup_provides_jax_jnp_and_nnx(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+    write_spec(
+        pytester.path,
+        ApiPage(
+            "graph",
+            [
+                (
+                    "flax.nnx.split",
+                    """
         >>> nnx.split(jnp.int32(3))[0]
         'graphdef'
         >>> jax.numpy is jnp
         True
-    """)]))
+    """,
+                )
+            ],
+        ),
+    )
     run_docs().assert_outcomes(passed=2)
 
 
 def test_wrong_output_fails_showing_expected_and_got(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+    write_spec(
+        pytester.path,
+        ApiPage(
+            "graph",
+            [
+                (
+                    "flax.nnx.split",
+                    """
         >>> 1 + 1
         3
-    """)]))
+    """,
+                )
+            ],
+        ),
+    )
     result = run_docs()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*graph/flax.nnx.split:1 (graph.md:*) did not run as documented:*",
-                                 "Expected:", "    3", "Got:", "    2"])
+    result.stdout.fnmatch_lines(
+        ["*graph/flax.nnx.split:1 (graph.md:*) did not run as documented:*", "Expected:", "    3", "Got:", "    2"]
+    )
 
 
 def test_excluded_examples_are_skipped_with_their_reason(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+    write_spec(
+        pytester.path,
+        ApiPage(
+            "graph",
+            [
+                (
+                    "flax.nnx.split",
+                    """
         >>> import orbax
         >>> 1
         1
-    """)]), excluded={"graph/flax.nnx.split:1": "needs orbax"})
+    """,
+                )
+            ],
+        ),
+        excluded={"graph/flax.nnx.split:1": "needs orbax"},
+    )
     result = run_docs()
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*excluded from the spec: needs orbax*"])
 
 
 def test_selecting_one_example_runs_the_earlier_ones_of_its_page_first(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+    write_spec(
+        pytester.path,
+        ApiPage(
+            "graph",
+            [
+                (
+                    "flax.nnx.split",
+                    """
         >>> y = 40
         >>> y + 2
         42
-    """)]))
+    """,
+                )
+            ],
+        ),
+    )
     run_docs("-k", "split:2").assert_outcomes(passed=1)
 
 
 def test_a_guide_cell_shows_its_stdout_then_its_last_expression(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, GuidePage("guide:basics", [
-        ("print('hello')\nvalue = 0.30000004\nvalue", "hello\n0.3"),
-        ("value = None\nvalue", None),
-        ("[1, 2]\nNone", ""),
-        ("value = 3\nvalue;", ""),
-        ("from flax import nnx\nnnx.display(nnx.Thing())\nprint('shown')", "shown"),
-        ("%matplotlib inline\n!pip install flax\nlist(range(20))", "[0, 1, ..., 19]"),
-        ("print('not compared: no output block')", None),
-    ]))
+    write_spec(
+        pytester.path,
+        GuidePage(
+            "guide:basics",
+            [
+                ("print('hello')\nvalue = 0.30000004\nvalue", "hello\n0.3"),
+                ("value = None\nvalue", None),
+                ("[1, 2]\nNone", ""),
+                ("value = 3\nvalue;", ""),
+                ("from flax import nnx\nnnx.display(nnx.Thing())\nprint('shown')", "shown"),
+                ("%matplotlib inline\n!pip install flax\nlist(range(20))", "[0, 1, ..., 19]"),
+                ("print('not compared: no output block')", None),
+            ],
+        ),
+    )
     result = run_docs("-v")
     result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(["*test_doc?guide:basics/cell:1@L4? PASSED*"])
@@ -97,14 +159,25 @@ def test_a_guide_cell_that_raises_fails_with_its_traceback(pytester: pytest.Pyte
 
 
 def test_pages_run_with_eight_cpu_devices(pytester: pytest.Pytester, run_docs) -> None:
-    write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", """
+    write_spec(
+        pytester.path,
+        ApiPage(
+            "graph",
+            [
+                (
+                    "flax.nnx.split",
+                    """
         >>> len(jax.devices())
         8
-    """)]))
+    """,
+                )
+            ],
+        ),
+    )
     run_docs().assert_outcomes(passed=1)
 
 
-CODE_PAGE = '''
+CODE_PAGE = """
     Example::
 
     ```python
@@ -118,23 +191,29 @@ CODE_PAGE = '''
 
     >>> box.size
     3
-'''
+"""
 
 
 def test_a_code_block_runs_in_the_page_namespace_between_doctests(pytester: pytest.Pytester, run_docs) -> None:
     write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", "\n    >>> start = 1\n" + CODE_PAGE)]))
     result = run_docs("-v")
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*test_doc?graph/flax.nnx.split:2@L9? PASSED*",
-                                 "*test_doc?graph/flax.nnx.split:3@L18? PASSED*"])
+    result.stdout.fnmatch_lines(
+        ["*test_doc?graph/flax.nnx.split:2@L9? PASSED*", "*test_doc?graph/flax.nnx.split:3@L18? PASSED*"]
+    )
 
 
 def test_a_code_block_that_raises_fails_with_its_traceback(pytester: pytest.Pytester, run_docs) -> None:
     write_spec(pytester.path, ApiPage("graph", [("flax.nnx.split", CODE_PAGE.replace("== 3", "== 4"))]))
     result = run_docs()
     result.assert_outcomes(failed=1, passed=1)  # the failing line ran after box was defined
-    result.stdout.fnmatch_lines(["*graph/flax.nnx.split:1 (graph.md:*) did not run as documented:*",
-                                 '*File "<*graph.md:*>", line 6, in <module>*', "*AssertionError*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*graph/flax.nnx.split:1 (graph.md:*) did not run as documented:*",
+            '*File "<*graph.md:*>", line 6, in <module>*',
+            "*AssertionError*",
+        ]
+    )
 
 
 VAR_DEFAULTS_IMPL = {
@@ -154,9 +233,7 @@ VAR_DEFAULTS_IMPL = {
 }
 
 
-def test_each_page_starts_from_the_variable_defaults_the_run_began_with(
-    pytester: pytest.Pytester, run_docs
-) -> None:
+def test_each_page_starts_from_the_variable_defaults_the_run_began_with(pytester: pytest.Pytester, run_docs) -> None:
     write_fake_impl(pytester.path, VAR_DEFAULTS_IMPL)
     write_spec(
         pytester.path,
@@ -176,9 +253,7 @@ BROKEN_DEFAULTS_IMPL = {
 }
 
 
-def test_an_implementation_whose_var_defaults_raises_still_gets_its_report(
-    pytester: pytest.Pytester, run_docs
-) -> None:
+def test_an_implementation_whose_var_defaults_raises_still_gets_its_report(pytester: pytest.Pytester, run_docs) -> None:
     write_fake_impl(pytester.path, BROKEN_DEFAULTS_IMPL)
     write_spec(pytester.path, GuidePage("guide:a", [("1 + 1", "2"), ("nnx.var_defaults()", "")]))
     result = run_docs(impl="brokendefaults")

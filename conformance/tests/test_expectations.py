@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from specbuilder import GuidePage, write_spec
 
 from nnx_conformance.patterns import PatternFileError, PatternList
-from specbuilder import GuidePage, write_spec
 
 
 def test_every_entry_needs_a_reason(tmp_path: Path) -> None:

@@ -85,8 +85,11 @@ def test_autoclass_members_and_jax_reexport(generated: tuple[Path, dict]) -> Non
     text = (out / page(manifest, "widgets")["path"]).read_text()
     # own public documented members, alphabetical; describe inherits Base.describe's docstring
     assert headings(text) == [
-        "flax.nnx.Widget", "flax.nnx.Widget.describe", "flax.nnx.Widget.grow",
-        "flax.nnx.make_widget", "flax.nnx.relu",
+        "flax.nnx.Widget",
+        "flax.nnx.Widget.describe",
+        "flax.nnx.Widget.grow",
+        "flax.nnx.make_widget",
+        "flax.nnx.relu",
     ], headings(text)
     assert "Describes the object." in text, "Widget.describe should inherit Base.describe's docstring"
     assert "Not public." not in text, "private members are not documented"
@@ -98,8 +101,11 @@ def test_flax_module_directive(generated: tuple[Path, dict]) -> None:
     out, manifest = generated
     text = (out / page(manifest, "nn/layers")["path"]).read_text()
     assert headings(text) == [
-        "flax.nnx.Widget", "flax.nnx.Widget.__call__", "flax.nnx.Widget.describe",
-        "flax.nnx.Widget.grow", "flax.nnx.Widget.undocumented",
+        "flax.nnx.Widget",
+        "flax.nnx.Widget.__call__",
+        "flax.nnx.Widget.describe",
+        "flax.nnx.Widget.grow",
+        "flax.nnx.Widget.undocumented",
     ], headings(text)
     assert "Makes a widget." not in text, "flax_module leaves out __init__"
 
@@ -113,7 +119,8 @@ def test_examples_match_what_sybil_finds(generated: tuple[Path, dict], page_id: 
     document = Document(text, entry["path"])
     regions = sorted([*DocTestParser()(document), *CodeBlockParser("python")(document)], key=lambda r: r.start)
     assert len(regions) == len(entry["examples"]), (
-        f"sybil finds {len(regions)} examples, manifest lists {len(entry['examples'])}")
+        f"sybil finds {len(regions)} examples, manifest lists {len(entry['examples'])}"
+    )
     for region, example in zip(regions, entry["examples"]):
         line = text.count("\n", 0, region.start) + 1
         code = isinstance(region.parsed, str)
@@ -122,18 +129,25 @@ def test_examples_match_what_sybil_finds(generated: tuple[Path, dict], page_id: 
         digest = hashlib.sha256((source + want).encode()).hexdigest()
         assert (line, digest) == (example["line"], example["sha256"]), (
             f"{example['id']}: sybil gives line {line} hash {digest[:12]}, "
-            f"manifest line {example['line']} hash {example['sha256'][:12]}")
+            f"manifest line {example['line']} hash {example['sha256'][:12]}"
+        )
 
 
 def test_example_ids_sources_and_apis(generated: tuple[Path, dict]) -> None:
     _, manifest = generated
     examples = page(manifest, "widgets")["examples"]
     assert [e["id"] for e in examples] == [
-        "widgets/flax.nnx.Widget:1", "widgets/flax.nnx.Widget:2", "widgets/flax.nnx.Widget:3",
-        "widgets/flax.nnx.Widget.describe:1", "widgets/flax.nnx.Widget.grow:1",
-        "widgets/flax.nnx.make_widget:1", "widgets/flax.nnx.make_widget:2",
-        "widgets/flax.nnx.make_widget:3", "widgets/flax.nnx.make_widget:4",
-        "widgets/flax.nnx.make_widget:5", "widgets/flax.nnx.make_widget:6",
+        "widgets/flax.nnx.Widget:1",
+        "widgets/flax.nnx.Widget:2",
+        "widgets/flax.nnx.Widget:3",
+        "widgets/flax.nnx.Widget.describe:1",
+        "widgets/flax.nnx.Widget.grow:1",
+        "widgets/flax.nnx.make_widget:1",
+        "widgets/flax.nnx.make_widget:2",
+        "widgets/flax.nnx.make_widget:3",
+        "widgets/flax.nnx.make_widget:4",
+        "widgets/flax.nnx.make_widget:5",
+        "widgets/flax.nnx.make_widget:6",
     ] + [f"widgets/flax.nnx.relu:{n}" for n in range(1, len(examples) - 10)], [e["id"] for e in examples]
     by_id = {e["id"]: e for e in examples}
     widget_source = (FIXTURE / "flax/nnx/widgets.py").read_text().split("\n")
@@ -192,7 +206,8 @@ def test_guide_page_outputs(generated: tuple[Path, dict]) -> None:
     text = (out / entry["path"]).read_text()
     stream_cell = (
         "<!-- cell: 2 -->\n```python\nfrom flax import nnx\nw = nnx.Widget(3)\nprint('size', w.size)\n```\n"
-        "<!-- output -->\n```text\nsize 3\n```\n")
+        "<!-- output -->\n```text\nsize 3\n```\n"
+    )
     assert stream_cell in text, text
     assert "<!-- cell: 3 -->\n```python\nnnx.Widget(3)(3)\n```\n<!-- output -->\n```text\n9\n```\n" in text
     assert text.endswith("<!-- cell: 4 -->\n```python\nnnx.display(w)\n```\n"), "rich output is not compared"
@@ -228,8 +243,11 @@ def test_check_passes_then_names_the_changed_example(tmp_path: Path) -> None:
     edited = tmp_path / "edited"
     shutil.copytree(FIXTURE, edited)
     module = edited / "flax/nnx/widgets.py"
-    module.write_text(module.read_text().replace("    >>> nnx.Widget(1).grow(2).size\n    3\n",
-                                                 "    >>> nnx.Widget(1).grow(2).size\n    4\n"))
+    module.write_text(
+        module.read_text().replace(
+            "    >>> nnx.Widget(1).grow(2).size\n    3\n", "    >>> nnx.Widget(1).grow(2).size\n    4\n"
+        )
+    )
     (tmp_path / "new").mkdir()
     check = extract(build_sdist(edited, tmp_path / "new"), out, "--check")
     assert check.returncode == 1, check.stdout + check.stderr
@@ -239,11 +257,17 @@ def test_check_passes_then_names_the_changed_example(tmp_path: Path) -> None:
 
 def test_manifest_diff_names_added_removed_and_changed() -> None:
     def manifest(examples: list[tuple[str, str]]) -> dict:
-        return {"flax_version": "1", "pages": [{"id": "p", "kind": "api", "examples": [
-            {"id": i, "sha256": h, "classification": "run", "line": 1} for i, h in examples]}]}
+        return {
+            "flax_version": "1",
+            "pages": [
+                {
+                    "id": "p",
+                    "kind": "api",
+                    "examples": [{"id": i, "sha256": h, "classification": "run", "line": 1} for i, h in examples],
+                }
+            ],
+        }
 
-    lines = diff_manifests(manifest([("p/a:1", "x"), ("p/b:1", "y")]),
-                           manifest([("p/a:1", "z"), ("p/c:1", "w")]))
-    assert lines == ["- example p/b:1", "+ example p/c:1",
-                     "~ example p/a:1: source or expected output changed"], lines
+    lines = diff_manifests(manifest([("p/a:1", "x"), ("p/b:1", "y")]), manifest([("p/a:1", "z"), ("p/c:1", "w")]))
+    assert lines == ["- example p/b:1", "+ example p/c:1", "~ example p/a:1: source or expected output changed"], lines
     assert diff_manifests(manifest([("p/a:1", "x")]), manifest([("p/a:1", "x")])) == []

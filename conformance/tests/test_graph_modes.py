@@ -7,10 +7,9 @@ import json
 import textwrap
 
 import pytest
-
 from specbuilder import FAKE_IMPL, GuidePage, write_fake_impl, write_spec
 
-SWITCHES = '''
+SWITCHES = """
     class _Switch:
         value = True
 
@@ -26,7 +25,7 @@ SWITCHES = '''
 
     class set_graph_updates(_Switch):
         value = True
-'''
+"""
 
 SHOW = "print(nnx.set_graph_mode.current_value(), nnx.set_graph_updates.current_value())"
 
@@ -43,15 +42,24 @@ def switched_impl(pytester: pytest.Pytester) -> str:
 
 
 def _spec(pytester: pytest.Pytester, shown: str) -> None:
-    write_spec(pytester.path, GuidePage("guide:g", [
-        (SHOW, shown),
-        ("nnx.set_graph_mode(True)\n" + SHOW, f"True {shown.split()[1]}"),
-        ("x = 1", None),
-    ]), GuidePage("guide:h", [(SHOW, shown)]))
+    write_spec(
+        pytester.path,
+        GuidePage(
+            "guide:g",
+            [
+                (SHOW, shown),
+                ("nnx.set_graph_mode(True)\n" + SHOW, f"True {shown.split()[1]}"),
+                ("x = 1", None),
+            ],
+        ),
+        GuidePage("guide:h", [(SHOW, shown)]),
+    )
 
 
-@pytest.mark.parametrize(("args", "shown"), [((), "True True"), (("--graph-mode", "graph"), "True True"),
-                                             (("--graph-mode", "tree"), "False False")])
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [((), "True True"), (("--graph-mode", "graph"), "True True"), (("--graph-mode", "tree"), "False False")],
+)
 def test_every_page_starts_in_the_run_s_mode_and_the_report_records_it(
     pytester: pytest.Pytester, run_docs, switched_impl: str, args: tuple[str, ...], shown: str
 ) -> None:
@@ -73,7 +81,9 @@ def test_in_tree_mode_what_flax_fails_there_is_a_spec_defect_of_that_mode(
     (pytester.path / "conformance" / "expectations" / "flax-tree.txt").write_text(FLAX_TREE)
     result = run_docs("--graph-mode", "tree", "--conformance-report", "report.json")
     result.assert_outcomes(passed=3, skipped=1)
-    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: spec defect: flax 0.12.12 fails it in tree mode (flax 0.12.12 in tree mode prints *"])
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1[]] *: spec defect: flax 0.12.12 fails it in tree mode (flax 0.12.12 in tree mode prints *"]
+    )
     summary = json.loads((pytester.path / "report.json").read_text())["summary"]
     assert summary["spec_defects"] == 1, f"the baseline's example is counted as a spec defect: {summary}"
 
@@ -93,4 +103,6 @@ def test_tree_mode_on_an_implementation_without_the_switches_is_a_run_level_erro
     (pytester.path / "conformance" / "expectations" / "flax-tree.txt").write_text("")
     result = run_docs("--graph-mode", "tree")
     assert result.ret == 10, "an implementation that cannot be put in tree mode is not tested"
-    result.stdout.fnmatch_lines(["*--graph-mode tree needs nnx.set_graph_mode and nnx.set_graph_updates, which fakennx lacks*"])
+    result.stdout.fnmatch_lines(
+        ["*--graph-mode tree needs nnx.set_graph_mode and nnx.set_graph_updates, which fakennx lacks*"]
+    )

@@ -9,12 +9,20 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from specbuilder import ApiPage, GuidePage, write_spec
 
 CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--enable-logging=stderr",
+    "--v=0",
+]
 
 
 class Counts(HTMLParser):
@@ -61,12 +69,18 @@ def test_the_page_fetches_nothing(page: tuple[Path, dict]) -> None:
     assert "@import" not in html and "<link" not in html, "the page loads no style sheet"
 
 
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="the page is checked in Debian's chromium (apt-get install chromium), absent here")
-def test_the_page_loads_without_console_errors_and_shows_the_json_counts(page: tuple[Path, dict], tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    not CHROMIUM.is_file(), reason="the page is checked in Debian's chromium (apt-get install chromium), absent here"
+)
+def test_the_page_loads_without_console_errors_and_shows_the_json_counts(
+    page: tuple[Path, dict], tmp_path: Path
+) -> None:
     path, report = page
     run = subprocess.run(
         [str(CHROMIUM), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", path.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
     assert run.returncode == 0 and not console, f"chromium: {run.returncode}, console: {console}"

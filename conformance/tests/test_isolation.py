@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import pytest
-
 from specbuilder import GuidePage, write_spec
 from suiteruns import BROKEN, REPO_SPEC, importable, needs_repo_spec, run_suite
 
 
-@pytest.mark.parametrize(("kill", "message"), [
-    ("os.abort()", "the implementation crashed the test process (signal 6, SIGABRT)"),
-    ("os._exit(3)", "the implementation crashed the test process (exit status 3)"),
-])
+@pytest.mark.parametrize(
+    ("kill", "message"),
+    [
+        ("os.abort()", "the implementation crashed the test process (signal 6, SIGABRT)"),
+        ("os._exit(3)", "the implementation crashed the test process (exit status 3)"),
+    ],
+)
 def test_a_crash_mid_page_fails_its_example_and_blocks_the_rest_of_the_page(
     pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch, kill: str, message: str
 ) -> None:
@@ -37,16 +39,23 @@ def test_a_crash_mid_page_fails_its_example_and_blocks_the_rest_of_the_page(
 
 
 @needs_repo_spec()
-def test_an_implementation_whose_clone_aborts_is_reported_in_full(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_implementation_whose_clone_aborts_is_reported_in_full(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     importable(monkeypatch, BROKEN)
-    run = run_suite(pytester, "nnx_clone_aborts", REPO_SPEC, "-n", "2", "-k", "flax.nnx.BatchNorm or object/flax.nnx.data")
+    run = run_suite(
+        pytester, "nnx_clone_aborts", REPO_SPEC, "-n", "2", "-k", "flax.nnx.BatchNorm or object/flax.nnx.data"
+    )
     assert run.report["complete"], "the run survives the abort"
     crashed = run.test("nn/normalization/flax.nnx.BatchNorm:8")
     assert (crashed["outcome"], crashed["message"]) == (
-        "failed", "the implementation crashed the test process (signal 6, SIGABRT)"), "the example calling nnx.clone crashed"
+        "failed",
+        "the implementation crashed the test process (signal 6, SIGABRT)",
+    ), "the example calling nnx.clone crashed"
     later = [t for t in run.report["tests"] if t["area"] == "nn/normalization" and t["outcome"] == "skipped"]
-    assert later and all("which crashed the test process" in t["message"] for t in later), \
+    assert later and all("which crashed the test process" in t["message"] for t in later), (
         "the page's later examples are blocked by the crash"
+    )
     assert run.test("object/flax.nnx.data:1")["outcome"] == "passed", "another page runs as usual"
 
 
@@ -82,7 +91,10 @@ def test_an_internal_error_of_pytest_fails_its_example_and_the_run_goes_on(
     pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outcomes = _outcomes_after_an_internal_error(
-        pytester, fake_impl, monkeypatch, "2",
+        pytester,
+        fake_impl,
+        monkeypatch,
+        "2",
         GuidePage("guide:alone", [(_EXHAUST_STACK, None)]),
         GuidePage("guide:broken", [("x = 1", None), (_EXHAUST_STACK, None), ("x", "1")]),
         *(GuidePage(f"guide:calm{n}", [("1 + 1", "2")]) for n in range(4)),
@@ -112,7 +124,10 @@ def test_in_one_process_a_report_pytest_cannot_build_fails_its_example_and_the_r
     pytester: pytest.Pytester, fake_impl: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outcomes = _outcomes_after_an_internal_error(
-        pytester, fake_impl, monkeypatch, "0",
+        pytester,
+        fake_impl,
+        monkeypatch,
+        "0",
         GuidePage("guide:broken", [("x = 1", None), (_UNFORMATTABLE, None), ("x", "1")]),
         GuidePage("guide:calm", [("1 + 1", "2")]),
     )

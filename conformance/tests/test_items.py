@@ -16,8 +16,9 @@ def hand_written(pytester: pytest.Pytester) -> list[pytest.Item]:
     """Every hand-written test of the suite, collected against the reference (rooted above the
     package, so that node ids hold its path, as in a run from the repository)."""
     targets = [f"nnx_conformance.spec.{area}" for area in AREAS]
-    items, _ = pytester.inline_genitems("--pyargs", *targets, "--impl", "nnx_reference", "-p", "no:xdist",
-                                        f"--rootdir={SPEC_ROOT.parents[1]}")
+    items, _ = pytester.inline_genitems(
+        "--pyargs", *targets, "--impl", "nnx_reference", "-p", "no:xdist", f"--rootdir={SPEC_ROOT.parents[1]}"
+    )
     return [item for item in items if in_suite(item)]
 
 
@@ -32,7 +33,9 @@ def test_each_hand_written_test_has_a_kind_an_area_and_a_node_id_that_says_both(
     items = hand_written(pytester)
     assert len(items) > 100, f"expected the suite's hand-written tests, collected {len(items)}"
     unmarked = sorted({describe(item).id.partition("::")[0] for item in items if describe(item).kind not in KINDS})
-    assert not unmarked, f"every hand-written test has pytest.mark.kind(one of {KINDS}); these modules lack it: {unmarked}"
+    assert not unmarked, (
+        f"every hand-written test has pytest.mark.kind(one of {KINDS}); these modules lack it: {unmarked}"
+    )
     for item in items:
         full, alone = describe(item), describe_nodeid(item.nodeid)
         folder = Path(item.path).relative_to(SPEC_ROOT).parts[0]
@@ -46,17 +49,34 @@ def test_each_hand_written_test_has_a_kind_an_area_and_a_node_id_that_says_both(
         )
 
 
-@pytest.mark.parametrize(("relative", "area"), [
-    ("graph/test_laws.py", "graph"), ("nn/test_errors.py", "nn"), ("test_docs.py", "docs"),
-])
+@pytest.mark.parametrize(
+    ("relative", "area"),
+    [
+        ("graph/test_laws.py", "graph"),
+        ("nn/test_errors.py", "nn"),
+        ("test_docs.py", "docs"),
+    ],
+)
 def test_the_folder_under_spec_is_the_area(relative: str, area: str) -> None:
     assert folder_area(relative) == area, f"expected {relative} in area {area!r}, got {folder_area(relative)!r}"
 
 
 def test_kinds_keeps_only_the_tests_of_the_named_kinds(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--pyargs", "nnx_conformance.spec.state", "--impl", "nnx_reference",
-                                "--kinds", "error", "-p", "no:cacheprovider", "-p", "no:xdist", "--co", "-q",
-                                f"--rootdir={SPEC_ROOT.parents[1]}")
+    result = pytester.runpytest(
+        "--pyargs",
+        "nnx_conformance.spec.state",
+        "--impl",
+        "nnx_reference",
+        "--kinds",
+        "error",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "--co",
+        "-q",
+        f"--rootdir={SPEC_ROOT.parents[1]}",
+    )
     collected = [line for line in result.outlines if line.startswith("nnx_conformance/spec/")]
     assert collected and all(line.startswith("nnx_conformance/spec/state/test_errors.py::") for line in collected), (
         f"expected only state's error tests with --kinds error, got {collected}"

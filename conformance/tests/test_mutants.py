@@ -68,16 +68,19 @@ def test_a_patch_naming_a_missing_file_fails_loudly(tmp_path: Path) -> None:
 
 
 def test_copy_rewrites_the_absolute_self_imports_only(tmp_path: Path) -> None:
-    source = _fake_package(tmp_path / "src", {
-        "__init__.py": '"""nnx_reference: docs."""\nfrom . import nn\n',
-        "nn/__init__.py": (
-            "from nnx_reference.nn import linear\n"
-            "import nnx_reference.rnglib as rnglib\n"
-            "    from nnx_reference import graphlib\n"
-            "from nnx_reference_extra import thing\n"
-            "NAME = 'nnx_reference'\n"
-        ),
-    })
+    source = _fake_package(
+        tmp_path / "src",
+        {
+            "__init__.py": '"""nnx_reference: docs."""\nfrom . import nn\n',
+            "nn/__init__.py": (
+                "from nnx_reference.nn import linear\n"
+                "import nnx_reference.rnglib as rnglib\n"
+                "    from nnx_reference import graphlib\n"
+                "from nnx_reference_extra import thing\n"
+                "NAME = 'nnx_reference'\n"
+            ),
+        },
+    )
     (source / "__pycache__").mkdir()
     copy = mutants.copy_package(source, tmp_path / "out", "nnx_mutant_demo")
     got = (copy / "nn" / "__init__.py").read_text()
@@ -106,9 +109,7 @@ def test_a_mutant_imports_under_its_own_name_with_its_bug(tmp_path: Path) -> Non
         print(nnx.Not(nnx.Param)((), param))
     """)
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run(
-        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path
-    )
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, f"the mutant failed to import:\n{done.stderr}"
     assert done.stdout.strip() == "True", f"expected the mutated Not to match a Param, got {done.stdout!r}"
 
@@ -132,14 +133,17 @@ FAILED conformance/src/nnx_conformance/spec/test_docs.py::test_doc[guide:transfo
 
 @pytest.mark.parametrize(
     ("name", "returncode", "verdict"),
-    [("m", 0, "survived"), ("m", 1, "caught"), ("m", 4, "error"),
-     (mutants.BASELINE, 0, "passed"), (mutants.BASELINE, 1, "failed")],
+    [
+        ("m", 0, "survived"),
+        ("m", 1, "caught"),
+        ("m", 4, "error"),
+        (mutants.BASELINE, 0, "passed"),
+        (mutants.BASELINE, 1, "failed"),
+    ],
 )
 def test_an_outcome_reads_pytests_exit_status(name: str, returncode: int, verdict: str) -> None:
     outcome = mutants.Outcome(name, returncode, 1.0, "")
-    assert outcome.verdict == verdict, (
-        f"expected {verdict!r} for {name} exiting {returncode}, got {outcome.verdict!r}"
-    )
+    assert outcome.verdict == verdict, f"expected {verdict!r} for {name} exiting {returncode}, got {outcome.verdict!r}"
 
 
 def test_a_copy_that_does_not_import_is_an_error_not_a_catch() -> None:
@@ -151,12 +155,21 @@ def test_a_copy_that_does_not_import_is_an_error_not_a_catch() -> None:
 @pytest.mark.parametrize(
     ("output", "test", "reason"),
     [
-        (PYTEST_FAILURE, "graph/test_errors.py::test_x[1]",
-         "AssertionError: expected the shared Param only under 'a', got keys []"),
-        (HYPOTHESIS_FAILURE, "rnglib/test_laws.py::test_y",
-         "AssertionError: call 1 of stream 'default' gave [1, 2], expected [3, 4]"),
-        (DOC_FAILURE, "test_docs.py::test_doc[guide:transforms/cell:4@L51]",
-         "AttributeError: 'WeightStack' object has no attribute 'kernel'"),
+        (
+            PYTEST_FAILURE,
+            "graph/test_errors.py::test_x[1]",
+            "AssertionError: expected the shared Param only under 'a', got keys []",
+        ),
+        (
+            HYPOTHESIS_FAILURE,
+            "rnglib/test_laws.py::test_y",
+            "AssertionError: call 1 of stream 'default' gave [1, 2], expected [3, 4]",
+        ),
+        (
+            DOC_FAILURE,
+            "test_docs.py::test_doc[guide:transforms/cell:4@L51]",
+            "AttributeError: 'WeightStack' object has no attribute 'kernel'",
+        ),
         ("1 passed in 0.1s\n", None, None),
     ],
     ids=["assertion", "hypothesis", "doc-example", "passed"],

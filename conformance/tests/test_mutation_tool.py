@@ -13,7 +13,9 @@ import parso
 import pytest
 
 pytest.importorskip("cosmic_ray", reason="tools/mutation.py needs cosmic-ray: nox installs the mutation group")
-pytest.importorskip("coverage", reason="tools/mutation.py needs pytest-cov and coverage: nox installs the mutation group")
+pytest.importorskip(
+    "coverage", reason="tools/mutation.py needs pytest-cov and coverage: nox installs the mutation group"
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,8 +78,9 @@ def test_a_mutant_changes_its_site_and_its_fingerprint_ignores_line_numbers(tmp_
     assert mutant is not None and mutant.mutated != source, f"expected {site} to change the source"
     assert f"@@ -{site.line - 1}," in mutant.diff or f"@@ -{site.line}," in mutant.diff, mutant.diff
     moved = mutation_sites.make_mutant(site, "\n\n" + source)
-    assert moved is not None and moved.fingerprint == mutant.fingerprint, \
+    assert moved is not None and moved.fingerprint == mutant.fingerprint, (
         "expected the fingerprint to survive lines added above the mutated one"
+    )
 
 
 def test_the_same_change_in_two_places_gets_two_fingerprints(tmp_path: Path) -> None:
@@ -85,8 +88,11 @@ def test_the_same_change_in_two_places_gets_two_fingerprints(tmp_path: Path) -> 
     package.mkdir()
     module = package / "m.py"
     module.write_text("def f(a, b):\n    return a * b\n\n\ndef g(a, b):\n    return a * b\n")
-    sites = [s for s in mutation_sites.find_sites(package, [module], tmp_path / "db.sqlite")
-             if s.operator.endswith("ReplaceBinaryOperator_Mul_Add")]
+    sites = [
+        s
+        for s in mutation_sites.find_sites(package, [module], tmp_path / "db.sqlite")
+        if s.operator.endswith("ReplaceBinaryOperator_Mul_Add")
+    ]
     mutants = [mutation_sites.make_mutant(site, module.read_text()) for site in sites]
     prints = {mutant.fingerprint for mutant in mutants if mutant is not None}
     assert len(sites) == 2 and len(prints) == 2, f"expected two fingerprints for '* -> +' in f and g, got {prints}"
@@ -100,15 +106,18 @@ def test_a_rejudging_run_finds_the_former_survivors_after_edits_above_them(tmp_p
     sites = mutation_sites.find_sites(package, [module], tmp_path / "before.sqlite")
     mutants = [mutation_sites.make_mutant(site, module.read_text()) for site in sites[:2]]
     assert all(mutants) and len(mutants) == 2, f"expected two mutants of 'a * b', got {mutants}"
-    verdicts = [{"module": m.site.module, "operator": m.site.operator, "fingerprint": m.fingerprint,
-                 "outcome": outcome} for m, outcome in zip(mutants, ("survived", "killed"))]
+    verdicts = [
+        {"module": m.site.module, "operator": m.site.operator, "fingerprint": m.fingerprint, "outcome": outcome}
+        for m, outcome in zip(mutants, ("survived", "killed"))
+    ]
     results = tmp_path / "results.json"
     results.write_text(json.dumps({"mutants": verdicts}))
     module.write_text("import math\n\n" + module.read_text())
     moved = mutation_sites.find_sites(package, [module], tmp_path / "after.sqlite")
     found = mutation.survivors_of(results, moved)
-    assert [(s.operator, s.line) for s in found] == [(mutants[0].site.operator, mutants[0].site.line + 2)], \
+    assert [(s.operator, s.line) for s in found] == [(mutants[0].site.operator, mutants[0].site.line + 2)], (
         f"expected only the survivor, two lines lower, got {found}"
+    )
 
 
 def test_an_equivalents_line_without_a_reason_is_refused(tmp_path: Path) -> None:
@@ -120,12 +129,15 @@ def test_an_equivalents_line_without_a_reason_is_refused(tmp_path: Path) -> None
         mutation_sites.read_equivalents(listed)
 
 
-@pytest.mark.parametrize(("module", "areas"), [
-    ("nnx_reference.nn.linear", ("nn/linear",)),
-    ("nnx_reference.graphlib", ("graph",)),
-    ("nnx_reference.transforms._lift", ("transforms", "guide:transforms")),
-    ("nnx_reference.training.metrics", ("training/metrics",)),
-])
+@pytest.mark.parametrize(
+    ("module", "areas"),
+    [
+        ("nnx_reference.nn.linear", ("nn/linear",)),
+        ("nnx_reference.graphlib", ("graph",)),
+        ("nnx_reference.transforms._lift", ("transforms", "guide:transforms")),
+        ("nnx_reference.training.metrics", ("training/metrics",)),
+    ],
+)
 def test_a_module_is_focused_on_the_areas_that_spec_it(module: str, areas: tuple[str, ...]) -> None:
     assert mutation_focus.areas_of(module) == areas, f"expected {module} to map to {areas}"
 
@@ -145,15 +157,24 @@ def f(a,
 """
 
 
-@pytest.mark.parametrize(("line", "first", "last", "in_body"), [
-    (1, 1, 1, False), (4, 3, 4, False), (6, 5, 6, True), (8, 7, 8, True), (11, 11, 11, True), (12, 12, 12, True),
-])
+@pytest.mark.parametrize(
+    ("line", "first", "last", "in_body"),
+    [
+        (1, 1, 1, False),
+        (4, 3, 4, False),
+        (6, 5, 6, True),
+        (8, 7, 8, True),
+        (11, 11, 11, True),
+        (12, 12, 12, True),
+    ],
+)
 def test_a_mutated_line_maps_to_its_statement_s_own_lines_and_whether_a_function_body_holds_it(
     line: int, first: int, last: int, in_body: bool
 ) -> None:
     located = mutation_lines.statement_line(SOURCE, line)
-    assert located == mutation_lines.StatementLine(first, last, in_body), \
+    assert located == mutation_lines.StatementLine(first, last, in_body), (
         f"expected line {line} to map to statement lines {first} to {last} (in a body: {in_body}), got {located}"
+    )
 
 
 def test_a_line_is_judged_by_the_tests_that_ran_it_unless_it_also_ran_outside_any_test(tmp_path: Path) -> None:
@@ -166,13 +187,16 @@ def test_a_line_is_judged_by_the_tests_that_ran_it_unless_it_also_ran_outside_an
     data.write()
     lines = mutation_lines.LineMap.read(tmp_path / "lines.coverage", package)
     assert lines.covering("mod.py", 1, 1) is None, "expected a line run at import to be left to the whole suite"
-    assert lines.covering("mod.py", 2, 2) == {"spec/a.py::test_a", "spec/b.py::test_b"}, \
+    assert lines.covering("mod.py", 2, 2) == {"spec/a.py::test_a", "spec/b.py::test_b"}, (
         "expected a line's tests to be the node ids of every phase that ran it"
-    assert lines.covering("mod.py", 3, 4) == {"spec/b.py::test_b"}, \
+    )
+    assert lines.covering("mod.py", 3, 4) == {"spec/b.py::test_b"}, (
         "expected a statement over several lines to be judged by the tests that ran any of them"
+    )
     assert lines.covering("mod.py", 4, 4) == frozenset(), "expected a line no test ran to have no tests"
-    assert lines.covering("mod.py", 1, 2) is None, \
+    assert lines.covering("mod.py", 1, 2) is None, (
         "expected a statement one of whose lines ran outside any test to be left to the whole suite"
+    )
 
 
 def test_a_mutant_that_is_no_python_is_killed_without_running_a_test(tmp_path: Path) -> None:
@@ -180,8 +204,9 @@ def test_a_mutant_that_is_no_python_is_killed_without_running_a_test(tmp_path: P
     mutant = mutation_sites.Mutant(site, "x = {**a, **b}\n", "x = {**a, -b}\n", "", "f" * 12)
     judging = mutation.Judging(tmp_path, tmp_path / "missing", mutation_lines.LineMap(), None, 1.0)
     verdict = mutation.judge(mutant, judging, tmp_path / "copy")
-    assert (verdict.outcome, verdict.stage) == ("killed", "compile"), \
+    assert (verdict.outcome, verdict.stage) == ("killed", "compile"), (
         f"expected a mutant with a syntax error to be killed at compile time, got {verdict.outcome} at {verdict.stage}"
+    )
 
 
 def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) -> None:
@@ -194,15 +219,17 @@ def test_a_small_run_scores_its_module_and_writes_its_survivors(tmp_path: Path) 
     done = _run_tool(tmp_path, "--sample", "2", "--seed", "0", "--equivalents", str(equivalents), "--out", str(out))
     results = json.loads((out / "results.json").read_text())
     outcomes = [m["outcome"] for m in results["mutants"]]
-    assert outcomes[0] == "equivalent" and outcomes[1] in ("killed", "survived"), \
+    assert outcomes[0] == "equivalent" and outcomes[1] in ("killed", "survived"), (
         f"expected the listed mutant equivalent and the other judged, got {outcomes}"
+    )
     row = results["scores"][MODULE]
     assert row["equivalent"] == 1 and row["killed"] + row["survived"] == 1, f"unexpected score row {row}"
     assert f"\n{MODULE} " in done.stdout, f"expected a score line for {MODULE}:\n{done.stdout}"
     survivors = (out / "survivors.txt").read_text()
     survived = [m["fingerprint"] for m in results["mutants"] if m["outcome"] == "survived"]
-    assert all(f in survivors for f in survived) and first.fingerprint not in survivors, \
+    assert all(f in survivors for f in survived) and first.fingerprint not in survivors, (
         f"expected survivors.txt to list exactly the survivors {survived}:\n{survivors}"
+    )
     assert (done.returncode == 1) == bool(survived), f"expected exit 1 only with survivors, got {done.returncode}"
     assert survivors.startswith(f"# {len(survived)} surviving"), survivors
 
@@ -220,21 +247,43 @@ def test_a_resumed_run_keeps_the_former_verdicts_and_judges_the_rest_of_its_samp
     sites = mutation_sites.sample(_sites(tmp_path), 2, 0)
     first = mutation_sites.make_mutant(sites[0], sites[0].path.read_text())
     assert first is not None
-    kept = mutation.Verdict(MODULE, first.site.line, first.site.operator, first.fingerprint, "killed", "covering",
-                            "a former run's verdict", 1.0, first.diff)
+    kept = mutation.Verdict(
+        MODULE,
+        first.site.line,
+        first.site.operator,
+        first.fingerprint,
+        "killed",
+        "covering",
+        "a former run's verdict",
+        1.0,
+        first.diff,
+    )
     former = tmp_path / "former.json"
-    former.write_text(json.dumps({"sample": 2, "seed": 0, "per_module": 0, "commit": "HEAD", "wall_s": 5.0,
-                                  "mutants": [dataclasses.asdict(kept)]}))
+    former.write_text(
+        json.dumps(
+            {
+                "sample": 2,
+                "seed": 0,
+                "per_module": 0,
+                "commit": "HEAD",
+                "wall_s": 5.0,
+                "mutants": [dataclasses.asdict(kept)],
+            }
+        )
+    )
     none = tmp_path / "equivalent.txt"
     none.write_text("")
     out = tmp_path / "out"
     done = _run_tool(tmp_path, "--resume", str(former), "--equivalents", str(none), "--out", str(out))
     results = json.loads((out / "results.json").read_text())
-    assert "1 judged by" in done.stdout and "1 to judge" in done.stdout, f"expected one mutant left to judge:\n{done.stdout}"
+    assert "1 judged by" in done.stdout and "1 to judge" in done.stdout, (
+        f"expected one mutant left to judge:\n{done.stdout}"
+    )
     assert results["mutants"][0] == dataclasses.asdict(kept), "expected the former verdict kept as it was"
     judged = results["mutants"][1:]
-    assert [m["fingerprint"] for m in judged] != [first.fingerprint] and len(judged) == 1, \
+    assert [m["fingerprint"] for m in judged] != [first.fingerprint] and len(judged) == 1, (
         f"expected the other mutant of the sample judged, got {judged}"
+    )
     assert judged[0]["outcome"] in ("killed", "survived"), f"expected the other mutant judged, got {judged[0]}"
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     assert results["commit"] == head and results["sample"] == 2, f"expected the former run's sample at {head}"
@@ -270,13 +319,16 @@ def test_a_sample_with_a_floor_per_module_draws_from_every_module(tmp_path: Path
     sites = mutation_sites.find_sites(PACKAGE, paths, tmp_path / "sites.sqlite")
     modules = {site.module for site in sites}
     drawn = mutation_sites.sample(sites, 5, 0, per_module=2)
-    assert len(drawn) == 5 and drawn == mutation_sites.sample(sites, 5, 0, per_module=2), \
+    assert len(drawn) == 5 and drawn == mutation_sites.sample(sites, 5, 0, per_module=2), (
         f"expected the same 5 sites for seed 0, got {drawn}"
+    )
     counts = {module: sum(site.module == module for site in drawn) for module in modules}
     assert all(count >= 2 for count in counts.values()), f"expected at least 2 sites of each module, got {counts}"
 
 
-def test_a_site_cosmic_ray_fails_to_mutate_has_no_mutant_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_site_cosmic_ray_fails_to_mutate_has_no_mutant_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site = _sites(tmp_path)[0]
 
     def failing(*args: object) -> str:

@@ -63,18 +63,25 @@ def _exclusions(tmp_path: Path, text: str) -> list[reach.Exclusion]:
 
 def test_reach_counts_the_lines_and_branches_that_ran_and_leaves_the_bridge_out(measured: Path, tmp_path: Path) -> None:
     modules = reach.measure([measured], _exclusions(tmp_path, "bridge/  # out of scope\n"))
-    assert [m.module for m in modules] == ["signs.py"], f"measured {[m.module for m in modules]}, expected signs.py alone"
+    assert [m.module for m in modules] == ["signs.py"], (
+        f"measured {[m.module for m in modules]}, expected signs.py alone"
+    )
     signs = modules[0]
     assert signs.unreached_lines == [4, 9], f"unreached lines {signs.unreached_lines}, expected 4 and 9"
-    assert (signs.branches, signs.branches_reached) == (2, 1), f"branches {signs.branches_reached}/{signs.branches}, expected 1/2"
+    assert (signs.branches, signs.branches_reached) == (2, 1), (
+        f"branches {signs.branches_reached}/{signs.branches}, expected 1/2"
+    )
     assert signs.unreached_branches == [(2, 4)], f"unreached branches {signs.unreached_branches}, expected 2->4"
 
 
 def test_an_excluded_symbol_drops_its_lines_and_the_branches_that_start_in_it(measured: Path, tmp_path: Path) -> None:
-    exclusions = _exclusions(tmp_path, "bridge/  # out of scope\nsigns.py::sign  # a test of the tool\nsigns.py::Box.unused  # too\n")
+    exclusions = _exclusions(
+        tmp_path, "bridge/  # out of scope\nsigns.py::sign  # a test of the tool\nsigns.py::Box.unused  # too\n"
+    )
     signs = reach.measure([measured], exclusions)[0]
     assert (signs.unreached_lines, signs.branches) == ([], 0), (
-        f"with sign and Box.unused excluded: unreached {signs.unreached_lines} and {signs.branches} branches, expected none"
+        f"with sign and Box.unused excluded: unreached {signs.unreached_lines} and {signs.branches} branches, "
+        f"expected none"
     )
 
 

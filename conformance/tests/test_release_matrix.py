@@ -15,7 +15,10 @@ def _report(folder: Path, outcomes: dict[str, tuple[str, str]]) -> None:
 
 
 def test_each_area_counts_the_examples_a_release_passed_out_of_those_it_ran(tmp_path: Path) -> None:
-    _report(tmp_path / "0.12.10", {"graph:1": ("graph", "passed"), "graph:2": ("graph", "failed"), "nn:1": ("nn", "skipped")})
+    _report(
+        tmp_path / "0.12.10",
+        {"graph:1": ("graph", "passed"), "graph:2": ("graph", "failed"), "nn:1": ("nn", "skipped")},
+    )
     _report(tmp_path / "0.12.8", {"graph:1": ("graph", "passed"), "graph:2": ("graph", "passed")})
     (tmp_path / "0.12.9").mkdir()
     (tmp_path / "0.12.9" / release_matrix.INSTALL_FAILURE_NAME).write_text("pip failed\nno matching jaxlib\n")
@@ -23,7 +26,9 @@ def test_each_area_counts_the_examples_a_release_passed_out_of_those_it_ran(tmp_
     releases = release_matrix.read_matrix(tmp_path)
     markdown = release_matrix.render_markdown(releases)
 
-    assert [r.version for r in releases] == ["0.12.8", "0.12.9", "0.12.10"], "releases are ordered by version, not by name"
+    assert [r.version for r in releases] == ["0.12.8", "0.12.9", "0.12.10"], (
+        "releases are ordered by version, not by name"
+    )
     assert "| graph | 2/2 | - | 1/2 |" in markdown, f"the graph row shows passed/run per release:\n{markdown}"
     assert "nn" not in releases[2].cells, "an area whose examples were all skipped has no cell"
     assert "- 0.12.9: not run (no matching jaxlib)" in markdown, "a release that did not install says why"

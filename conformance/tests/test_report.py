@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from specbuilder import ApiPage, GuidePage, write_spec
 
 
@@ -27,11 +26,18 @@ def test_the_json_report_counts_outcomes_by_area(pytester: pytest.Pytester, run_
     assert report["device"].startswith("cpu")
     zero = dict.fromkeys(["passed", "failed", "xfailed", "xpassed", "skipped", "spec_defects", "not_run"], 0)
     assert report["summary"] == {**zero, "passed": 2, "failed": 1, "skipped": 1}
-    assert report["areas"] == {"graph": {**zero, "passed": 1, "failed": 1},
-                               "guide:g": {**zero, "passed": 1, "skipped": 1}}
+    assert report["areas"] == {
+        "graph": {**zero, "passed": 1, "failed": 1},
+        "guide:g": {**zero, "passed": 1, "skipped": 1},
+    }
     first = report["tests"][0]
     assert {k: first[k] for k in ("id", "area", "kind", "apis", "outcome")} == {
-        "id": "graph/flax.nnx.split:1", "area": "graph", "kind": "doc", "apis": [], "outcome": "passed"}
+        "id": "graph/flax.nnx.split:1",
+        "area": "graph",
+        "kind": "doc",
+        "apis": [],
+        "outcome": "passed",
+    }
     assert first["duration"] >= 0 and isinstance(first["markers"], list)
     assert report["tests"][3]["message"] == "excluded from the spec: needs orbax"
 
@@ -48,18 +54,21 @@ def test_the_markdown_report_has_the_area_table(pytester: pytest.Pytester, run_d
 
 def test_the_terminal_always_shows_the_area_table(pytester: pytest.Pytester, run_docs, mixed_spec) -> None:
     result = run_docs()
-    result.stdout.fnmatch_lines([
-        "*NNX conformance: fakennx on cpu (8 devices)*",
-        "area * passed * failed * xfailed * xpassed * skipped * spec_defects * not_run * total",
-        "graph * 1 * 1 * 0 * 0 * 0 * 0 * 0 * 2",
-        "guide:g * 1 * 0 * 0 * 0 * 1 * 0 * 0 * 2",
-        "total * 2 * 1 * 0 * 0 * 1 * 0 * 0 * 4",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*NNX conformance: fakennx on cpu (8 devices)*",
+            "area * passed * failed * xfailed * xpassed * skipped * spec_defects * not_run * total",
+            "graph * 1 * 1 * 0 * 0 * 0 * 0 * 0 * 2",
+            "guide:g * 1 * 0 * 0 * 0 * 1 * 0 * 0 * 2",
+            "total * 2 * 1 * 0 * 0 * 1 * 0 * 0 * 4",
+        ]
+    )
 
 
 def test_platform_markers_skip_naming_the_missing_platform(pytester: pytest.Pytester, run_docs) -> None:
     write_spec(pytester.path, GuidePage("guide:g", [("1", "1")]))
-    pytester.makepyfile(test_marked="""
+    pytester.makepyfile(
+        test_marked="""
         import pytest
 
         @pytest.mark.gpu
@@ -70,7 +79,8 @@ def test_platform_markers_skip_naming_the_missing_platform(pytester: pytest.Pyte
         def test_needs_devices():
             import jax
             assert len(jax.devices()) == 8
-    """)
+    """
+    )
     result = run_docs("test_marked.py")
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: needs a gpu device; JAX has cpu"])

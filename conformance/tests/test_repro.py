@@ -11,10 +11,10 @@ from pathlib import Path
 import hypothesis
 import pytest
 from hypothesis.core import encode_failure
+from specbuilder import GuidePage, write_fake_impl, write_spec
 
 import nnx_conformance
 from nnx_conformance.repro import Blob, ReplayBlob
-from specbuilder import GuidePage, write_fake_impl, write_spec
 
 SOURCE_ROOT = Path(nnx_conformance.__file__).parents[1]
 
@@ -29,14 +29,23 @@ def run_script(script: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
 def failing_guide(pytester: pytest.Pytester) -> None:
     write_spec(
         pytester.path,
-        GuidePage("guide:g", [("x = 1", None), ("import orbax", None), ("print(orbax)", None),
-                              ("print(x + 1)", "3"), ("print('after')", "after")]),
+        GuidePage(
+            "guide:g",
+            [
+                ("x = 1", None),
+                ("import orbax", None),
+                ("print(orbax)", None),
+                ("print(x + 1)", "3"),
+                ("print('after')", "after"),
+            ],
+        ),
         excluded={"guide:g/cell:2": "needs orbax"},
     )
 
 
 def test_a_failed_doc_example_gets_a_script_named_in_the_report_and_the_console(
-        pytester: pytest.Pytester, run_docs, failing_guide) -> None:
+    pytester: pytest.Pytester, run_docs, failing_guide
+) -> None:
     result = run_docs("--conformance-report", "out/report.json")
     report = json.loads((pytester.path / "out" / "report.json").read_text())
     repro = {test["id"]: test.get("repro") for test in report["tests"]}
@@ -46,7 +55,8 @@ def test_a_failed_doc_example_gets_a_script_named_in_the_report_and_the_console(
 
 
 def test_a_doc_script_replays_the_examples_the_run_ran_and_fails_as_the_run_did(
-        pytester: pytest.Pytester, run_docs, failing_guide) -> None:
+    pytester: pytest.Pytester, run_docs, failing_guide
+) -> None:
     run_docs("--conformance-report", "report.json")
     (script,) = (pytester.path / "repro").glob("*.py")
     text = script.read_text()
@@ -86,14 +96,23 @@ BROKEN_NOT = {
 }
 
 
-def test_a_failed_hypothesis_test_gets_a_script_that_replays_its_falsifying_example(
-        pytester: pytest.Pytester) -> None:
+def test_a_failed_hypothesis_test_gets_a_script_that_replays_its_falsifying_example(pytester: pytest.Pytester) -> None:
     pytest.importorskip("nnx_reference", reason="the broken implementation wraps nnx_reference, absent here")
     write_fake_impl(pytester.path, BROKEN_NOT)
     pytester.syspathinsert()
     test = "nnx_conformance.spec.filterlib.test_laws"
-    pytester.runpytest("--pyargs", test, "--impl", "brokennnx", "-k", "de_morgan",
-                       "--conformance-report", "report.json", "-p", "no:cacheprovider")
+    pytester.runpytest(
+        "--pyargs",
+        test,
+        "--impl",
+        "brokennnx",
+        "-k",
+        "de_morgan",
+        "--conformance-report",
+        "report.json",
+        "-p",
+        "no:cacheprovider",
+    )
     report = json.loads((pytester.path / "report.json").read_text())
     (failed,) = [t for t in report["tests"] if t["outcome"] == "failed"]
     script = pytester.path / failed["repro"]
@@ -107,7 +126,8 @@ def test_a_failed_hypothesis_test_gets_a_script_that_replays_its_falsifying_exam
 
 
 def test_a_blob_makes_a_hypothesis_test_run_exactly_its_example(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_numbers="""
+    pytester.makepyfile(
+        test_numbers="""
         from hypothesis import given, settings, strategies as st
 
         @settings(derandomize=True, database=None)
@@ -116,7 +136,8 @@ def test_a_blob_makes_a_hypothesis_test_run_exactly_its_example(pytester: pytest
             with open("seen.txt", "a") as seen:
                 seen.write(f"{n}\\n")
             assert n < 500
-    """)
+    """
+    )
     blob = Blob(hypothesis.__version__, encode_failure([777]))
     result = pytester.runpytest("-p", "no:cacheprovider", plugins=[ReplayBlob(blob)])
     result.assert_outcomes(failed=1)

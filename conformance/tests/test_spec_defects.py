@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from specbuilder import GuidePage, write_spec
 
 DEFECTS = "guide:g/cell:2  # flax 0.12.12 error: stale output; the guide shows an old repr\n"
@@ -13,11 +12,17 @@ DEFECTS = "guide:g/cell:2  # flax 0.12.12 error: stale output; the guide shows a
 
 @pytest.fixture
 def defect_spec(pytester: pytest.Pytester) -> None:
-    write_spec(pytester.path, GuidePage("guide:g", [
-        ("x = 40", None),
-        ("x = x + 2\nprint('old output')", "older output"),
-        ("x", "42"),
-    ]))
+    write_spec(
+        pytester.path,
+        GuidePage(
+            "guide:g",
+            [
+                ("x = 40", None),
+                ("x = x + 2\nprint('old output')", "older output"),
+                ("x", "42"),
+            ],
+        ),
+    )
     (pytester.path / "conformance").mkdir()
     (pytester.path / "conformance" / "spec_defects.txt").write_text(DEFECTS)
 

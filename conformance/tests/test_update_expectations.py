@@ -5,9 +5,9 @@ from __future__ import annotations
 import fnmatch
 
 import pytest
+from specbuilder import ApiPage, GuidePage, write_spec
 
 from nnx_conformance.expectations import exact_pattern
-from specbuilder import ApiPage, GuidePage, write_spec
 
 
 @pytest.fixture
@@ -20,7 +20,8 @@ def spec(pytester: pytest.Pytester) -> None:
 
 
 def test_the_file_keeps_reasons_drops_passing_entries_and_lists_new_failures(
-        pytester: pytest.Pytester, run_docs, spec) -> None:
+    pytester: pytest.Pytester, run_docs, spec
+) -> None:
     expectations = pytester.path / "exp.txt"
     expectations.write_text(
         "# known failures\n"
@@ -36,13 +37,15 @@ def test_the_file_keeps_reasons_drops_passing_entries_and_lists_new_failures(
         "guide:g/cell:2  # TODO: write why it fails (the run said: "
         "guide:g/cell:2 (g.md:9) did not run as documented:)\n"
     )
-    result.stdout.fnmatch_lines([
-        "*expectations updated: *exp.txt*",
-        "added (write its reason in place of TODO): guide:g/cell:2",
-        "removed, its tests pass: guide:g/cell:1",
-        "narrowed to the tests that still fail: graph/[*]",
-        "kept, matched no test of this run: guide:gone/[*] (*exp.txt:4)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*expectations updated: *exp.txt*",
+            "added (write its reason in place of TODO): guide:g/cell:2",
+            "removed, its tests pass: guide:g/cell:1",
+            "narrowed to the tests that still fail: graph/[*]",
+            "kept, matched no test of this run: guide:gone/[*] (*exp.txt:4)",
+        ]
+    )
 
 
 def test_the_next_run_rejects_the_placeholder_reason(pytester: pytest.Pytester, run_docs, spec) -> None:
@@ -64,14 +67,19 @@ def test_an_up_to_date_file_is_left_as_it_is(pytester: pytest.Pytester, run_docs
 
 def test_an_implementation_without_a_file_is_told_to_name_one(pytester: pytest.Pytester, run_docs, spec) -> None:
     result = run_docs("--update-expectations")
-    result.stdout.fnmatch_lines(["*fakennx has no expectations file; name one (it may be empty) with --expectations FILE"])
+    result.stdout.fnmatch_lines(
+        ["*fakennx has no expectations file; name one (it may be empty) with --expectations FILE"]
+    )
 
 
-@pytest.mark.parametrize("test_id", [
-    "transforms/test_x.py::test_y[[]cond-graph-mode[]]",
-    "graph/test_a.py::test_b[x*y?z]",
-    "signatures/test_api.py::test_c[a b#c]",
-])
+@pytest.mark.parametrize(
+    "test_id",
+    [
+        "transforms/test_x.py::test_y[[]cond-graph-mode[]]",
+        "graph/test_a.py::test_b[x*y?z]",
+        "signatures/test_api.py::test_c[a b#c]",
+    ],
+)
 def test_an_exact_pattern_matches_its_test_id(test_id: str) -> None:
     pattern = exact_pattern(test_id)
     assert fnmatch.fnmatchcase(test_id, pattern), f"{pattern!r} does not match {test_id!r}"

@@ -7,9 +7,9 @@ import importlib.util
 import types
 
 import pytest
-
-from nnx_conformance.impl import NO_FLAX, NO_YARDSTICK, ImportAlias, Implementation, Yardstick
 from suiteruns import REPO_SPEC, SuiteRun, importable, needs_repo_spec, run_suite
+
+from nnx_conformance.impl import NO_FLAX, NO_YARDSTICK, Implementation, ImportAlias, Yardstick
 
 
 def test_flax_under_test_is_its_own_yardstick() -> None:
@@ -35,11 +35,15 @@ def _outcomes(run: SuiteRun) -> dict[str, tuple[str, str]]:
 
 
 @needs_repo_spec()
-@pytest.mark.parametrize(("args", "env", "reason"), [
-    (("--yardstick", "none"), {}, NO_YARDSTICK),
-    ((), {"NNX_YARDSTICK": "none"}, NO_YARDSTICK),
-    ((), {}, NO_FLAX),
-], ids=["--yardstick none", "NNX_YARDSTICK=none", "flax missing"])
+@pytest.mark.parametrize(
+    ("args", "env", "reason"),
+    [
+        (("--yardstick", "none"), {}, NO_YARDSTICK),
+        ((), {"NNX_YARDSTICK": "none"}, NO_YARDSTICK),
+        ((), {}, NO_FLAX),
+    ],
+    ids=["--yardstick none", "NNX_YARDSTICK=none", "flax missing"],
+)
 def test_without_flax_the_tests_that_compare_with_it_do_not_run_and_the_run_says_it_is_partial(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], env: dict[str, str], reason: str
 ) -> None:
@@ -51,12 +55,17 @@ def test_without_flax_the_tests_that_compare_with_it_do_not_run_and_the_run_says
     run = run_suite(pytester, "nnx_reference", REPO_SPEC, *args, module=COMPARING)
     outcomes = _outcomes(run)
     not_run = {name for name, (outcome, message) in outcomes.items() if outcome == "not_run"}
-    assert not_run and all(outcomes[name][1] == reason for name in not_run), "each test that compares with flax says why it did not run"
-    assert all(name.startswith(("test_is_graph_node", "test_a_callable_pytree")) for name in not_run), \
+    assert not_run and all(outcomes[name][1] == reason for name in not_run), (
+        "each test that compares with flax says why it did not run"
+    )
+    assert all(name.startswith(("test_is_graph_node", "test_a_callable_pytree")) for name in not_run), (
         "only the tests that compare with flax do not run"
+    )
     assert {outcome for name, (outcome, _) in outcomes.items() if name not in not_run} == {"passed"}, "the others run"
     line = f"{len(not_run)} of {len(outcomes)} tests did not run: {reason}"
-    assert run.report["complete"] and run.report["partial"] == [line], "the report is complete and says the run is partial"
+    assert run.report["complete"] and run.report["partial"] == [line], (
+        "the report is complete and says the run is partial"
+    )
     markdown = (pytester.path / "report.md").read_text()
     assert f"Partial run: {line}." in markdown.splitlines(), "the Markdown says in one line that the run is partial"
     assert run.result.outlines[-1] == f"partial run: {line}", "the console's last line says that the run is partial"
@@ -64,7 +73,9 @@ def test_without_flax_the_tests_that_compare_with_it_do_not_run_and_the_run_says
 
 
 @needs_repo_spec()
-def test_yardstick_only_runs_the_tests_that_compare_with_flax_alone(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_yardstick_only_runs_the_tests_that_compare_with_flax_alone(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     importable(monkeypatch)
     run = run_suite(pytester, "nnx_reference", REPO_SPEC, "--yardstick", "only", "--collect-only", module=COMPARING)
     run.result.stdout.fnmatch_lines(["*3 deselected*"])

@@ -15,8 +15,10 @@ SHAPES = {"kernel": (2, 3), "bias": (3,), "extra": (3,)}
 
 @pytest.mark.parametrize(
     ("keys", "named"),
-    [(("kernel",), r"missing from grads: \['bias'\]; unexpected in grads: none$"),
-     (("bias", "kernel", "extra"), r"missing from grads: none; unexpected in grads: \['extra'\]$")],
+    [
+        (("kernel",), r"missing from grads: \['bias'\]; unexpected in grads: none$"),
+        (("bias", "kernel", "extra"), r"missing from grads: none; unexpected in grads: \['extra'\]$"),
+    ],
     ids=["a missing gradient", "an unexpected gradient"],
 )
 def test_optimizer_update_names_the_paths_where_grads_and_params_differ(keys: tuple[str, ...], named: str) -> None:

@@ -17,7 +17,6 @@ import pytest
 
 import nnx_reference as nnx
 
-
 MODES = {"graph mode": dict(graph=True, graph_updates=True), "tree mode": dict(graph=False)}
 
 

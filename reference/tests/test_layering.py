@@ -86,6 +86,5 @@ def test_no_module_imports_itself_back_through_others():
     except graphlib.CycleError as error:
         cycle = reversed(error.args[1])  # the sorter lists each module before the one that imports it
         pytest.fail(
-            "expected the reference's imports to form no cycle, found one (a -> b: a imports b): "
-            + " -> ".join(cycle)
+            "expected the reference's imports to form no cycle, found one (a -> b: a imports b): " + " -> ".join(cycle)
         )

@@ -17,10 +17,13 @@ SHOWN_REPROS = 50
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("nnx-conformance")
-    group.addoption("--update-expectations", action="store_true",
-                    help="rewrite the expectations file from the run's outcomes (a new failure gets a TODO "
-                         "reason to replace); with --conformance-report, reproductions and an HTML page "
-                         "are written beside the report")
+    group.addoption(
+        "--update-expectations",
+        action="store_true",
+        help="rewrite the expectations file from the run's outcomes (a new failure gets a TODO "
+        "reason to replace); with --conformance-report, reproductions and an HTML page "
+        "are written beside the report",
+    )
 
 
 def _reproductions(suite: Suite, built: dict[str, Any], terminal: Any) -> None:
@@ -53,8 +56,11 @@ def _reproductions(suite: Suite, built: dict[str, Any], terminal: Any) -> None:
 def _update_expectations(suite: Suite, built: dict[str, Any], terminal: Any) -> None:
     path = suite.settings.expectations
     if path is None:
-        terminal.write_line(f"--update-expectations: {suite.impl.name} has no expectations file; "
-                            "name one (it may be empty) with --expectations FILE", red=True)
+        terminal.write_line(
+            f"--update-expectations: {suite.impl.name} has no expectations file; "
+            "name one (it may be empty) with --expectations FILE",
+            red=True,
+        )
         return
     update = expectations.update(path, built["tests"])
     terminal.section(f"expectations updated: {path}", yellow=update.changed)

@@ -33,8 +33,7 @@ def _bindings(node: ast.AST, scopes: bool = False) -> set[str]:
             case ast.Name(ctx=ast.Store()):
                 names.add(current.id)
             case ast.Import() | ast.ImportFrom():
-                names |= {alias.asname or alias.name.partition(".")[0]
-                          for alias in current.names if alias.name != "*"}
+                names |= {alias.asname or alias.name.partition(".")[0] for alias in current.names if alias.name != "*"}
             case ast.FunctionDef() | ast.AsyncFunctionDef() | ast.ClassDef():
                 names.add(current.name)
                 if not scopes:

@@ -82,7 +82,9 @@ def _area_rows(comparison: Comparison) -> list[str]:
     old_areas, new_areas = comparison.before["areas"], comparison.after["areas"]
     outcomes = list(dict.fromkeys([*comparison.before["summary"], *comparison.after["summary"]]))
     rows = ["| area | " + " | ".join(outcomes) + " |", "| --- |" + " ---: |" * len(outcomes)]
-    named = [(area, old_areas.get(area, {}), new_areas.get(area, {})) for area in sorted(old_areas.keys() | new_areas.keys())]
+    named = [
+        (area, old_areas.get(area, {}), new_areas.get(area, {})) for area in sorted(old_areas.keys() | new_areas.keys())
+    ]
     totals = ("**total**", comparison.before["summary"], comparison.after["summary"])
     for area, old, new in [*named, totals]:
         if area != totals[0] and all(old.get(o, 0) == new.get(o, 0) for o in outcomes):
@@ -106,15 +108,17 @@ def render(comparison: Comparison) -> str:
     lines = [
         f"# NNX conformance: {before['impl']} → {after['impl']}",
         "",
-        f"{len(comparison.regressed)} regressed, {len(comparison.fixed)} fixed, "
-        f"{len(comparison.other)} other changes.",
+        f"{len(comparison.regressed)} regressed, {len(comparison.fixed)} fixed, {len(comparison.other)} other changes.",
         "",
         "## By area (areas that changed)",
         "",
         *_area_rows(comparison),
     ]
-    sections = [("Regressed", comparison.regressed, True), ("Fixed", comparison.fixed, False),
-                ("Other changes", comparison.other, False)]
+    sections = [
+        ("Regressed", comparison.regressed, True),
+        ("Fixed", comparison.fixed, False),
+        ("Other changes", comparison.other, False),
+    ]
     for title, changes, with_message in sections:
         if changes:
             lines += ["", f"## {title}", "", *_change_lines(changes, with_message)]

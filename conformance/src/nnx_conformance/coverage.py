@@ -50,16 +50,20 @@ _VARIADIC = ("VAR_POSITIONAL", "VAR_KEYWORD")
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("nnx-conformance")
-    group.addoption("--no-api-coverage", action="store_true",
-                    help="do not record which public names and documented parameters each test exercises")
+    group.addoption(
+        "--no-api-coverage",
+        action="store_true",
+        help="do not record which public names and documented parameters each test exercises",
+    )
 
 
 def spec_names() -> dict[str, dict[str, Any]]:
     """The public names of flax.nnx (``data/flax_api.json``) that coverage is counted for:
     functions and classes that the suite does not exclude."""
     names = json.loads(resources.files("nnx_conformance").joinpath("data", "flax_api.json").read_text())["names"]
-    return {name: entry for name, entry in names.items()
-            if entry["kind"] in ("function", "class") and name not in EXCLUDED}
+    return {
+        name: entry for name, entry in names.items() if entry["kind"] in ("function", "class") and name not in EXCLUDED
+    }
 
 
 def documented_parameters(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -103,7 +107,7 @@ def _is_default(value: Any, default: Any) -> bool:
 
 def _bind(documented: list[dict[str, Any]], function: types.FunctionType, drop_first: bool) -> tuple[Parameter, ...]:
     """The documented parameters, found among ``function``'s (by name; positional-only ones by place)."""
-    own = list(inspect.signature(function).parameters.values())[1 if drop_first else 0:]
+    own = list(inspect.signature(function).parameters.values())[1 if drop_first else 0 :]
     by_name = {p.name: p for p in own}
     positional = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     extra = next((p.name for p in own if p.kind is p.VAR_KEYWORD), None)
@@ -260,7 +264,9 @@ class Recorder:
         return sys.monitoring.DISABLE if idle >= IDLE_CALLS else None
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
         self.begin(Exercised() if in_suite(item) else None)
         try:
             return (yield)
@@ -291,7 +297,6 @@ class Collected:
         data = getattr(report, RECORD_ATTRIBUTE, None)
         if data is not None:
             self.records[report.nodeid] = Exercised.from_dict(data)
-
 
 
 def start(config: pytest.Config, module: types.ModuleType) -> tuple[Recorder | None, Collected | None]:

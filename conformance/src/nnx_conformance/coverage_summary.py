@@ -9,8 +9,7 @@ HTML summaries show.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from .coverage import Collected, documented_parameters
@@ -54,15 +53,18 @@ def summarize(collected: Collected, tests: Mapping[str, TestOutcome]) -> dict[st
             for name, parameters in record.varied.items():
                 for parameter in parameters if name in varied else ():
                     varied[name].setdefault(parameter, []).append(test.info.id)
-    entries = {name: _entry(name, entry, name in watched, exercised[name], varied[name])
-               for name, entry in names.items()}
+    entries = {
+        name: _entry(name, entry, name in watched, exercised[name], varied[name]) for name, entry in names.items()
+    }
     return {
         "watched": sorted(watched & names.keys()),
         "names": entries,
         "without_behavioural_test": [name for name, entry in entries.items() if not entry["passing_behavioural"]],
         "never_varied": {
-            name: unvaried for name, entry in entries.items()
-            if entry["watched"] and (unvaried := [p for p, found in entry["parameters"].items() if not found["varied_by"]])
+            name: unvaried
+            for name, entry in entries.items()
+            if entry["watched"]
+            and (unvaried := [p for p, found in entry["parameters"].items() if not found["varied_by"]])
         },
     }
 
@@ -97,8 +99,10 @@ def _counts(section: dict[str, Any]) -> tuple[int, int, int, int]:
 
 def headline(section: dict[str, Any]) -> str:
     names, uncovered, parameters, never = _counts(section)
-    return (f"API coverage: {names - uncovered} of {names} public names have a passing behavioural test; "
-            f"{parameters - never} of {parameters} documented parameters were varied")
+    return (
+        f"API coverage: {names - uncovered} of {names} public names have a passing behavioural test; "
+        f"{parameters - never} of {parameters} documented parameters were varied"
+    )
 
 
 def _joined(items: Iterable[str]) -> str:
@@ -127,17 +131,26 @@ def markdown_lines(report: dict[str, Any]) -> list[str]:
         return []
     unwatched = [name for name, entry in section["names"].items() if not entry["watched"]]
     lines = [
-        "", "## API coverage", "",
+        "",
+        "## API coverage",
+        "",
         f"{headline(section)}.",
         "Names without Python code of their own to watch count the tests that name them: "
         f"{_joined(f'`{name}`' for name in unwatched)}.",
-        "", "### Without a passing behavioural test", "",
+        "",
+        "### Without a passing behavioural test",
+        "",
     ]
     lines += [f"- `{name}`" for name in section["without_behavioural_test"]] or ["None."]
     lines += ["", "### Documented parameters never varied", ""]
-    lines += [f"- `{name}`: {', '.join(f'`{p}`' for p in found)}"
-              for name, found in section["never_varied"].items()] or ["None."]
-    lines += ["", "Constructors whose parameters are not counted, as the documentation never builds "
-              "these classes nor documents their constructor:", ""]
+    lines += [
+        f"- `{name}`: {', '.join(f'`{p}`' for p in found)}" for name, found in section["never_varied"].items()
+    ] or ["None."]
+    lines += [
+        "",
+        "Constructors whose parameters are not counted, as the documentation never builds "
+        "these classes nor documents their constructor:",
+        "",
+    ]
     lines += [f"- `{name}`: {reason}" for name, reason in UNSHOWN_CONSTRUCTORS.items()]
     return lines

@@ -100,5 +100,9 @@ class DocWarnings:
 
     def dumps(self) -> str:
         """The file's text: one line per example that warns, examples and keys sorted."""
-        lines = [f" {json.dumps(example)}: {json.dumps(sorted(keys))}" for example, keys in sorted(self.examples.items()) if keys]
+        lines = [
+            f" {json.dumps(example)}: {json.dumps(sorted(keys))}"
+            for example, keys in sorted(self.examples.items())
+            if keys
+        ]
         return "{\n" + ",\n".join(lines) + "\n}\n"

@@ -49,9 +49,16 @@ class _PageRun:
 class DocSuite:
     """The doc examples of a spec, run against the implementation under test."""
 
-    def __init__(self, manifest: Manifest | None, problem: str | None, impl: Implementation,
-                 defects: PatternList, run_defects: bool, graph_mode: GraphMode,
-                 warnings: DocWarnings | None = None) -> None:
+    def __init__(
+        self,
+        manifest: Manifest | None,
+        problem: str | None,
+        impl: Implementation,
+        defects: PatternList,
+        run_defects: bool,
+        graph_mode: GraphMode,
+        warnings: DocWarnings | None = None,
+    ) -> None:
         self.manifest = manifest
         self.problem = problem
         self.impl = impl
@@ -139,8 +146,9 @@ class DocSuite:
             return culprit, None
         return None, self._evaluate(example, source, state, entry, page)
 
-    def _evaluate(self, example: Example, source: str, state: _PageRun, entry: ExampleEntry,
-                  page: PageEntry) -> str | None:
+    def _evaluate(
+        self, example: Example, source: str, state: _PageRun, entry: ExampleEntry, page: PageEntry
+    ) -> str | None:
         """Run one example (``source`` is its source); the failure message, or None when it ran as documented."""
         if self.claims is not None:
             self.claims.starting(page.id, entry.id)
@@ -162,7 +170,11 @@ class DocSuite:
         if self.warnings is None:
             return None
         mismatch = doc_warnings.difference(self.warnings.expected(entry.id), self.warned[entry.id])
-        return None if mismatch is None else f"{entry.id} ({page.path.name}:{entry.line}) does not warn as documented: {mismatch}"
+        return (
+            None
+            if mismatch is None
+            else f"{entry.id} ({page.path.name}:{entry.line}) does not warn as documented: {mismatch}"
+        )
 
 
 @dataclass(frozen=True)
@@ -210,8 +222,9 @@ def page_problems(manifest: Manifest, impl_name: str) -> list[str]:
             continue
         _, examples = docpages.parse_page(page, impl_name)
         if len(examples) != len(page.examples):
-            problems.append(f"page {page.id}: the manifest lists {len(page.examples)} examples, "
-                            f"{page.path} has {len(examples)}")
+            problems.append(
+                f"page {page.id}: the manifest lists {len(page.examples)} examples, {page.path} has {len(examples)}"
+            )
             continue
         problems += [
             f"{entry.id}: the example at {page.path}:{example.line} does not match the manifest's hash"

@@ -28,7 +28,9 @@ NO_FLAX = (
     "differential tests compare with the real flax.nnx (flax==0.12.12), which is not installed beside the"
     " implementation (nox -s conformance installs it; --yardstick none runs without it)"
 )
-NO_YARDSTICK = "differential tests compare with the real flax.nnx (flax==0.12.12), and this run has none (--yardstick none)"
+NO_YARDSTICK = (
+    "differential tests compare with the real flax.nnx (flax==0.12.12), and this run has none (--yardstick none)"
+)
 IMPORT_FAILURE = "cannot import the implementation"
 """How the suite's messages about an implementation that does not import begin."""
 
@@ -79,7 +81,7 @@ class Implementation:
 
 def missing_message(module_name: str, impl_name: str, attr: str) -> str:
     """The failure message for ``attr`` missing from ``module_name`` (the impl or a submodule)."""
-    relative = module_name[len(impl_name):]
+    relative = module_name[len(impl_name) :]
     return f"{module_name} has no attribute '{attr}' (nnx{relative}.{attr})"
 
 
@@ -97,7 +99,7 @@ def missing_name(exc: BaseException, impl_name: str) -> str | None:
             return missing_message(module_name, impl_name, exc.name)
     if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name.startswith(FLAX_NNX + "."):
         parent, _, attr = exc.name.rpartition(".")
-        return missing_message(impl_name + parent[len(FLAX_NNX):], impl_name, attr)
+        return missing_message(impl_name + parent[len(FLAX_NNX) :], impl_name, attr)
     if isinstance(exc, ImportError) and exc.name and getattr(exc, "name_from", None) and _in_impl(exc.name, impl_name):
         return missing_message(exc.name, impl_name, exc.name_from)
     return None
@@ -148,8 +150,10 @@ class OutsideNnx(ModuleType):
     implementation is under test: a page's import of it succeeds, any use of it fails."""
 
     def __getattr__(self, name: str) -> Any:
-        raise AttributeError(f"{self.__name__} is outside flax.nnx, which is all the import alias "
-                             f"provides: {self.__name__}.{name} is not part of the spec")
+        raise AttributeError(
+            f"{self.__name__} is outside flax.nnx, which is all the import alias "
+            f"provides: {self.__name__}.{name} is not part of the spec"
+        )
 
 
 class _OutsideNnxLoader(importlib.abc.Loader):
@@ -182,7 +186,7 @@ class ImportAlias(importlib.abc.MetaPathFinder):
             return importlib.machinery.ModuleSpec(fullname, _OutsideNnxLoader())
         if not fullname.startswith(FLAX_NNX + "."):
             return None
-        real = self._impl.__name__ + fullname[len(FLAX_NNX):]
+        real = self._impl.__name__ + fullname[len(FLAX_NNX) :]
         try:
             found = importlib.util.find_spec(real)
         except ImportError:

@@ -81,8 +81,16 @@ def unreported_failure(item: pytest.Item, call: pytest.CallInfo[None], error: Ex
     raised ``error``), in a run of one process: the test fails with pytest's error, and the
     run goes on (an xdist worker ends itself instead: see :class:`WorkerGuard`)."""
     return pytest.TestReport(
-        item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed", internal_error_message(_one_line(error)),
-        call.when, duration=call.duration, start=call.start, stop=call.stop, user_properties=item.user_properties,
+        item.nodeid,
+        item.location,
+        dict.fromkeys(item.keywords, 1),
+        "failed",
+        internal_error_message(_one_line(error)),
+        call.when,
+        duration=call.duration,
+        start=call.start,
+        stop=call.stop,
+        user_properties=item.user_properties,
     )
 
 

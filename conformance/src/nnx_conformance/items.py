@@ -102,7 +102,7 @@ def _doc_example_id(nodeid: str) -> str | None:
     path, _, name = nodeid.rpartition("::")
     if not (path.endswith(DOCS_MODULE.name) or not path) or not name.startswith("test_doc[") or "@L" not in name:
         return None
-    return name[len("test_doc["): name.rindex("@L")]
+    return name[len("test_doc[") : name.rindex("@L")]
 
 
 def in_suite_nodeid(nodeid: str) -> bool:
@@ -120,7 +120,7 @@ def doc_page_of(nodeid: str) -> str | None:
 def suite_test_id(nodeid: str) -> str:
     """The test id of a suite test's node id, without collecting it."""
     example = _doc_example_id(nodeid)
-    return example if example is not None else nodeid[nodeid.index(_SPEC_PREFIX) + len(_SPEC_PREFIX):]
+    return example if example is not None else nodeid[nodeid.index(_SPEC_PREFIX) + len(_SPEC_PREFIX) :]
 
 
 def _marks_of(obj: object) -> list[pytest.Mark]:

@@ -16,7 +16,6 @@ import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 PLACEHOLDER = "TODO"
 """How a reason still to be written begins."""
 
@@ -59,13 +58,11 @@ class PatternList:
             where = f"{path}:{number}"
             if not reason:
                 raise PatternFileError(
-                    f"{where}: the entry {pattern!r} has no reason; "
-                    f"write '{pattern}  # why it is listed'"
+                    f"{where}: the entry {pattern!r} has no reason; write '{pattern}  # why it is listed'"
                 )
             if reason.startswith(PLACEHOLDER):
                 raise PatternFileError(
-                    f"{where}: the entry {pattern!r} has no reason yet ({reason!r}); "
-                    f"replace it with why it is listed"
+                    f"{where}: the entry {pattern!r} has no reason yet ({reason!r}); replace it with why it is listed"
                 )
             if len(pattern.split()) != 1:
                 raise PatternFileError(f"{where}: expected one test-id pattern, got {pattern!r}")

@@ -14,10 +14,20 @@ from types import FrameType
 from typing import Any
 
 import pytest
-
 from hypothesis import settings as hypothesis_settings
 
-from . import artifacts, coverage, coverage_summary, devices, graph_modes, hypothesis_profiles, isolation, report, scheduling, settings
+from . import (
+    artifacts,
+    coverage,
+    coverage_summary,
+    devices,
+    graph_modes,
+    hypothesis_profiles,
+    isolation,
+    report,
+    scheduling,
+    settings,
+)
 from .impl import ImplProxy, MissingName, Yardstick
 from .items import DOCS_MODULE, describe, doc_case, in_suite, in_suite_nodeid
 from .manifest import Manifest
@@ -34,7 +44,8 @@ MARKERS = (
     "apis(*names): the nnx names a test exercises, e.g. apis('split', 'merge')",
     "documented(where): where the docs state or show what a test checks; None when only flax's observed behaviour does",
     "newer_flax(reason): the guide shows what only a flax newer than the pin does; the test checks the pin's behaviour",
-    "graph_mode(mode): the test checks a law of that global mode ('graph' or 'tree'), which it runs in whatever --graph-mode says",
+    "graph_mode(mode): the test checks a law of that global mode ('graph' or 'tree'), which it runs in whatever "
+    "--graph-mode says",
 )
 
 
@@ -188,7 +199,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if suite.error is None and manifest is not None and docs:
         promised = sum(len(page.examples) for page in manifest.pages)
         if docs != promised:
-            suite.error = RunError("harness", f"the suite collected {docs} doc examples, the manifest promises {promised}")
+            suite.error = RunError(
+                "harness", f"the suite collected {docs} doc examples, the manifest promises {promised}"
+            )
     if suite.settings.kinds is not None or suite.settings.yardstick == "only":
         _keep_selected(config, items, suite)
 
@@ -201,7 +214,8 @@ def _keep_selected(config: pytest.Config, items: list[pytest.Item], suite: Suite
     dropped: list[pytest.Item] = []
     for item in items:
         wanted = not in_suite(item) or (
-            (kinds is None or suite.infos[item.nodeid].kind in kinds) and (not only or compares_with_flax(item)))
+            (kinds is None or suite.infos[item.nodeid].kind in kinds) and (not only or compares_with_flax(item))
+        )
         (kept if wanted else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -245,8 +259,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
 def _stop_reason(session: pytest.Session, suite: Suite, exitstatus: int) -> str:
     """Why a run ended before every collected test had an outcome."""
     dsession = session.config.pluginmanager.get_plugin("dsession")
-    why = suite.stopped or session.shouldfail or session.shouldstop \
-        or getattr(dsession, "_summary_report", None)  # xdist's: why it shut its workers down
+    why = (
+        suite.stopped or session.shouldfail or session.shouldstop or getattr(dsession, "_summary_report", None)
+    )  # xdist's: why it shut its workers down
     if not why and exitstatus == pytest.ExitCode.INTERRUPTED:
         why = "it was interrupted"
     return str(why or f"it ended with exit status {int(exitstatus)}")
@@ -339,9 +354,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             for line in suite.impl.error.rstrip().splitlines():
                 write(line)
     # xdist's workers report what -k, -m and --kinds left: patterns of deselected tests show as unused.
-    selected = config.option.keyword or config.option.markexpr or suite.settings.kinds or suite.settings.yardstick == "only"
-    checked = [] if selected and config.pluginmanager.has_plugin(_XDIST_HOOKS) else [
-        ("unused expectations", suite.expectations), ("unused baseline entries", suite.baseline)]
+    selected = (
+        config.option.keyword or config.option.markexpr or suite.settings.kinds or suite.settings.yardstick == "only"
+    )
+    checked = (
+        []
+        if selected and config.pluginmanager.has_plugin(_XDIST_HOOKS)
+        else [("unused expectations", suite.expectations), ("unused baseline entries", suite.baseline)]
+    )
     if checked and suite.docs.collected:
         checked.append(("unused spec defects", suite.docs.defects))
     for title, patterns in checked:

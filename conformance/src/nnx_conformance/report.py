@@ -138,9 +138,18 @@ def _count(results: list[ItemResult]) -> dict[str, int]:
     return counts
 
 
-def build(outcomes: Outcomes, impl: str, versions: dict[str, str | None], device: str, graph_mode: str, *,
-          complete: bool, collected: int | None, error: RunError | None = None,
-          coverage: dict[str, Any] | None = None) -> dict[str, Any]:
+def build(
+    outcomes: Outcomes,
+    impl: str,
+    versions: dict[str, str | None],
+    device: str,
+    graph_mode: str,
+    *,
+    complete: bool,
+    collected: int | None,
+    error: RunError | None = None,
+    coverage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The report dictionary that is written as JSON.
 
     ``complete`` is false for a report written while the run goes, or for a run that
@@ -230,7 +239,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     failed = [t for t in report["tests"] if t["outcome"] in ("failed", "xpassed")]
     if failed:
         lines += ["", "## Failures", ""]
-        lines += [f"- `{t['id']}` ({t['outcome']}): {t['message'].splitlines()[0] if t['message'] else ''}" for t in failed]
+        lines += [
+            f"- `{t['id']}` ({t['outcome']}): {t['message'].splitlines()[0] if t['message'] else ''}" for t in failed
+        ]
     lines += coverage_markdown_lines(report)
     return "\n".join(lines) + "\n"
 

@@ -32,7 +32,7 @@ from . import docpages
 from .cells import Cell, run_cell
 from .devices import JaxEnvironment
 from .docpages import OPTIONFLAGS
-from .impl import FLAX_NNX, ImportAlias, Implementation
+from .impl import FLAX_NNX, Implementation, ImportAlias
 from .items import SPEC_ROOT
 from .manifest import Manifest, PageEntry
 from .outputs import DocOutputChecker
@@ -124,13 +124,25 @@ class ReplayBlob:
                 test._hypothesis_internal_use_reproduce_failure = tuple(self.blob)  # type: ignore[union-attr]
 
 
-def rerun_test(impl: str, test_id: str, spec_dir: str | None, blob: Blob | None = None,
-               options: Iterable[str] = ()) -> int:
+def rerun_test(
+    impl: str, test_id: str, spec_dir: str | None, blob: Blob | None = None, options: Iterable[str] = ()
+) -> int:
     """Run one suite test (``test_id``: its node id under ``spec/``) alone against ``impl``,
     with no expectations; replay ``blob`` when given. Returns pytest's exit status."""
     path, _, name = test_id.partition("::")
-    args = [f"{SPEC_ROOT / path}::{name}", "--impl", impl, "--expectations", os.devnull,
-            "-p", "no:cacheprovider", "-q", "-W", "ignore::pytest.PytestAssertRewriteWarning", *options]
+    args = [
+        f"{SPEC_ROOT / path}::{name}",
+        "--impl",
+        impl,
+        "--expectations",
+        os.devnull,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
+        *options,
+    ]
     if spec_dir is not None:
         args += ["--spec-dir", spec_dir]
     return int(pytest.main(args, plugins=[ReplayBlob(blob)] if blob is not None else []))
@@ -215,11 +227,14 @@ class ScriptWriter:
             steps = page_steps(page, index, self.impl, not_run)
             body = "\n".join(
                 f"    Step({s.id!r}, {s.form!r}, {_literal(s.source)}"
-                + (f", {_literal(s.output)}" if s.output is not None else "") + "),"
+                + (f", {_literal(s.output)}" if s.output is not None else "")
+                + "),"
                 for s in steps
             )
-            how = (f"replays the page {page.id} ({page.path}) in one namespace, as the suite does, "
-                   f"up to that example: the {len(steps)} examples the run ran")
+            how = (
+                f"replays the page {page.id} ({page.path}) in one namespace, as the suite does, "
+                f"up to that example: the {len(steps)} examples the run ran"
+            )
             return (
                 _docstring(test, self.impl, path, how)
                 + "from nnx_conformance.repro import Step, replay_page\n\n"
@@ -228,8 +243,9 @@ class ScriptWriter:
                 + f"    raise SystemExit(replay_page({self.impl!r}, {page.kind!r}, STEPS, device={self.device!r}))\n"
             )
         blob = blob_of(longrepr)
-        how = "reruns that test alone" + (" on hypothesis' falsifying example (its @reproduce_failure blob)"
-                                          if blob is not None else "")
+        how = "reruns that test alone" + (
+            " on hypothesis' falsifying example (its @reproduce_failure blob)" if blob is not None else ""
+        )
         test_id = f"{DOC_TESTS}::{test['nodeid'].partition('::')[2]}" if test["kind"] == "doc" else test["id"]
         return (
             _docstring(test, self.impl, path, how)
@@ -247,8 +263,9 @@ def file_name(test_id: str) -> str:
     return f"{readable}-{hashlib.sha256(test_id.encode()).hexdigest()[:8]}.py"
 
 
-def write_scripts(report: dict[str, Any], folder: Path, writer: ScriptWriter,
-                  longreprs: Mapping[str, str]) -> list[Path]:
+def write_scripts(
+    report: dict[str, Any], folder: Path, writer: ScriptWriter, longreprs: Mapping[str, str]
+) -> list[Path]:
     """Write one script per failed test of ``report`` into ``folder`` (its earlier scripts are
     removed) and record each as the test's ``repro`` (relative to the folder's parent)."""
     folder.mkdir(parents=True, exist_ok=True)

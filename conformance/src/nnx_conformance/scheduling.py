@@ -15,7 +15,6 @@ class PageScheduling(LoadScopeScheduling):
         page = doc_page_of(nodeid)
         return nodeid if page is None else f"page {page}"
 
-
     def _reschedule(self, node: object) -> None:
         """Work for ``node`` once it has collected: when two workers crash at once, xdist
         reschedules every node as the first replacement finishes collecting, and would

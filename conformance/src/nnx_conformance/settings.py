@@ -27,27 +27,65 @@ PACKAGE_DIR = SPEC_ROOT.parent
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("nnx-conformance", "NNX conformance suite")
-    group.addoption("--impl", metavar="MODULE", default=None,
-                    help=f"the NNX implementation under test (env NNX_IMPL; default {DEFAULT_IMPL})")
-    group.addoption("--spec-dir", metavar="DIR", default=None,
-                    help="the generated docs_extracted folder (env NNX_SPEC_DIR; default: found from rootdir/cwd)")
-    group.addoption("--expectations", metavar="FILE", default=None,
-                    help="strict-xfail list (default: conformance/expectations/{flax,reference}.txt)")
-    group.addoption("--spec-defects", choices=("skip", "run"), default="skip",
-                    help="skip (default) or run the doc examples listed in spec_defects.txt")
-    group.addoption("--graph-mode", choices=CHOICES, default=DEFAULT.value,
-                    help=f"the global mode set before every page and test (default {DEFAULT.value}, the release's)")
+    group.addoption(
+        "--impl",
+        metavar="MODULE",
+        default=None,
+        help=f"the NNX implementation under test (env NNX_IMPL; default {DEFAULT_IMPL})",
+    )
+    group.addoption(
+        "--spec-dir",
+        metavar="DIR",
+        default=None,
+        help="the generated docs_extracted folder (env NNX_SPEC_DIR; default: found from rootdir/cwd)",
+    )
+    group.addoption(
+        "--expectations",
+        metavar="FILE",
+        default=None,
+        help="strict-xfail list (default: conformance/expectations/{flax,reference}.txt)",
+    )
+    group.addoption(
+        "--spec-defects",
+        choices=("skip", "run"),
+        default="skip",
+        help="skip (default) or run the doc examples listed in spec_defects.txt",
+    )
+    group.addoption(
+        "--graph-mode",
+        choices=CHOICES,
+        default=DEFAULT.value,
+        help=f"the global mode set before every page and test (default {DEFAULT.value}, the release's)",
+    )
     group.addoption("--device", choices=PLATFORMS, default=None, help="the JAX platform to run on")
-    group.addoption("--conformance-report", metavar="PATH", default=None,
-                    help="write a JSON report there, and its Markdown rendering next to it (.md)")
-    group.addoption("--kinds", metavar="KIND[,KIND...]", type=_kinds, default=None,
-                    help=f"run only the suite's tests of these kinds ({', '.join(('doc', *KINDS, UNMARKED_KIND))})")
-    group.addoption("--yardstick", choices=YARDSTICKS, default=None,
-                    help="flax (default): the tests that compare with the real flax.nnx, installed beside the "
-                         "implementation, run with the rest; none: they do not run, and the run is partial; "
-                         "only: they alone run (env NNX_YARDSTICK)")
-    group.addoption("--conformance-timeout", metavar="SECONDS", type=float, default=DEFAULT_TIMEOUT,
-                    help=f"fail a suite test that runs longer (default {DEFAULT_TIMEOUT:g}; 0: no limit)")
+    group.addoption(
+        "--conformance-report",
+        metavar="PATH",
+        default=None,
+        help="write a JSON report there, and its Markdown rendering next to it (.md)",
+    )
+    group.addoption(
+        "--kinds",
+        metavar="KIND[,KIND...]",
+        type=_kinds,
+        default=None,
+        help=f"run only the suite's tests of these kinds ({', '.join(('doc', *KINDS, UNMARKED_KIND))})",
+    )
+    group.addoption(
+        "--yardstick",
+        choices=YARDSTICKS,
+        default=None,
+        help="flax (default): the tests that compare with the real flax.nnx, installed beside the "
+        "implementation, run with the rest; none: they do not run, and the run is partial; "
+        "only: they alone run (env NNX_YARDSTICK)",
+    )
+    group.addoption(
+        "--conformance-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help=f"fail a suite test that runs longer (default {DEFAULT_TIMEOUT:g}; 0: no limit)",
+    )
 
 
 def _kinds(value: str) -> frozenset[str]:
@@ -128,7 +166,9 @@ class Settings:
             spec_dir=spec_dir,
             expectations=Path(expected) if expected else _expectations_file(impl, graph_mode, roots),
             # The spec's defects live with the spec: <repo>/conformance next to <repo>/docs_extracted.
-            spec_defects=_find_upwards([spec_dir.parent] if spec_dir else roots, Path("conformance") / "spec_defects.txt"),
+            spec_defects=_find_upwards(
+                [spec_dir.parent] if spec_dir else roots, Path("conformance") / "spec_defects.txt"
+            ),
             graph_mode=graph_mode,
             baseline=_baseline(impl, graph_mode, roots),
             run_defects=option.spec_defects == "run",
@@ -169,7 +209,9 @@ def _baseline(impl: str, mode: GraphMode, roots: list[Path]) -> Path | None:
         return None
     found = _find_upwards(roots, Path("conformance") / "expectations" / name)
     if found is None:
-        raise pytest.UsageError(f"--graph-mode {mode.value} needs flax's outcomes in that mode, "
-                                f"conformance/expectations/{name}, found in or above the rootdir, the working directory "
-                                "or the installed plugin")
+        raise pytest.UsageError(
+            f"--graph-mode {mode.value} needs flax's outcomes in that mode, "
+            f"conformance/expectations/{name}, found in or above the rootdir, the working directory "
+            "or the installed plugin"
+        )
     return found

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from . import coverage, coverage_summary, devices, expectations, report
-from .doc_warnings import DATA as DOC_WARNINGS, DocWarnings
+from .doc_warnings import DATA as DOC_WARNINGS
+from .doc_warnings import DocWarnings
 from .docsuite import SPEC_DEFECT, DocSuite, Skip, page_problems
 from .graph_modes import GraphMode
-from .impl import FLAX_NNX, NO_YARDSTICK, ImportAlias, Implementation, Yardstick
+from .impl import FLAX_NNX, NO_YARDSTICK, Implementation, ImportAlias, Yardstick
 from .isolation import RUN_DIR_KEY, PageClaims
 from .items import ItemInfo, describe, describe_nodeid, doc_case, doc_page_of, in_suite_nodeid, suite_test_id
 from .manifest import REGENERATE, Manifest
@@ -218,7 +219,9 @@ class Suite:
     def yardstick(self) -> Yardstick | str:
         """The real flax.nnx for parity tests (imported on first use), or why there is none."""
         if self._yardstick is None:
-            self._yardstick = Yardstick.load(self.impl, self.alias) if self.settings.yardstick != "none" else NO_YARDSTICK
+            self._yardstick = (
+                Yardstick.load(self.impl, self.alias) if self.settings.yardstick != "none" else NO_YARDSTICK
+            )
             self.enter_mode(self._mode)
         return self._yardstick
 
@@ -259,12 +262,24 @@ class Suite:
         except Exception as exc:  # noqa: BLE001 - JAX itself may be what is broken
             device = f"unknown ({exc!r})"
         finished = self.outcomes.finished()
-        complete = final and self.stopped is None and (
-            self.error is not None or (self.collected is not None and finished >= self.collected))
+        complete = (
+            final
+            and self.stopped is None
+            and (self.error is not None or (self.collected is not None and finished >= self.collected))
+        )
         results = dict(self.outcomes.results)  # a copy: a progress write runs beside tests that still report
         covered = None if self.api_coverage is None else coverage_summary.summarize(self.api_coverage, results)
-        return report.build(self.outcomes, self.impl.name, self.versions(), device, self.settings.graph_mode.value,
-                            complete=complete, collected=self.collected, error=self.error, coverage=covered)
+        return report.build(
+            self.outcomes,
+            self.impl.name,
+            self.versions(),
+            device,
+            self.settings.graph_mode.value,
+            complete=complete,
+            collected=self.collected,
+            error=self.error,
+            coverage=covered,
+        )
 
     def write_report(self, final: bool, built: dict[str, Any] | None = None) -> Path | None:
         """Write the JSON and Markdown reports if asked for (``built``, or the report as it stands);

@@ -9,22 +9,56 @@ names in ``__all__`` and they are re-exported here, so ``nnx_reference.split`` i
 
 from . import (
     compat as compat,
+)
+from . import (
     extract as extract,
+)
+from . import (
     filterlib as filterlib,
+)
+from . import (
     graphlib as graphlib,
+)
+from . import (
     helpers as helpers,
+)
+from . import (
     module as module,
+)
+from . import (
     nn as nn,
+)
+from . import (
     pytreelib as pytreelib,
+)
+from . import (
     rnglib as rnglib,
+)
+from . import (
     spmd as spmd,
+)
+from . import (
     statelib as statelib,
+)
+from . import (
     summary as summary,
+)
+from . import (
     tracers as tracers,
+)
+from . import (
     training as training,
+)
+from . import (
     transforms as transforms,
+)
+from . import (
     traversals as traversals,
+)
+from . import (
     variablelib as variablelib,
+)
+from . import (
     visualization as visualization,
 )
 from ._config import config as config
@@ -51,4 +85,3 @@ graph = graphlib
 object = pytreelib
 
 __version__ = "0.1.0"
-

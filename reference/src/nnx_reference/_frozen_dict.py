@@ -59,6 +59,4 @@ def _flatten(frozen: FrozenDict[tp.Any, tp.Any]) -> tuple[list[tuple[tp.Any, tp.
     return [(jax.tree_util.DictKey(k), frozen[k]) for k in keys], keys
 
 
-jax.tree_util.register_pytree_with_keys(
-    FrozenDict, _flatten, lambda keys, values: FrozenDict(zip(keys, values))
-)
+jax.tree_util.register_pytree_with_keys(FrozenDict, _flatten, lambda keys, values: FrozenDict(zip(keys, values)))

@@ -256,9 +256,10 @@ class AbstractVariable(hijax.HiType):
         return hash((self.var_type, self.treedef, self.avals))
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, AbstractVariable)
-            and (self.var_type, self.treedef, self.avals) == (other.var_type, other.treedef, other.avals)
+        return isinstance(other, AbstractVariable) and (self.var_type, self.treedef, self.avals) == (
+            other.var_type,
+            other.treedef,
+            other.avals,
         )
 
     def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
@@ -387,4 +388,14 @@ class NewVariable(hijax.HiPrim):
         return GetVariable(self.out_aval.to_ct_aval())(out_ct)
 
 
-__all__ = ["AbstractVariable", "GetVariable", "NewVariable", "VariableMeta", "canonical", "is_hijax", "lowered", "raised", "twin"]
+__all__ = [
+    "AbstractVariable",
+    "GetVariable",
+    "NewVariable",
+    "VariableMeta",
+    "canonical",
+    "is_hijax",
+    "lowered",
+    "raised",
+    "twin",
+]

@@ -48,8 +48,7 @@ def _inplace(name: str) -> tp.Callable[..., tp.Any]:
 
     def method(self: ValueOperators, other: tp.Any) -> tp.NoReturn:
         raise NotImplementedError(
-            "In-place operations are no longer supported for Variable.\n"
-            f"Use `variable[...] {name} x` instead."
+            f"In-place operations are no longer supported for Variable.\nUse `variable[...] {name} x` instead."
         )
 
     return method

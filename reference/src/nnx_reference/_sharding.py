@@ -69,9 +69,7 @@ def partition_spec(names: tp.Any) -> PartitionSpec:
     if isinstance(names, PartitionSpec):
         names = tuple(names)
     rules = dict(_context.rules)
-    return PartitionSpec(
-        *(rules.get(name, name) if isinstance(name, str) else name for name in names)
-    )
+    return PartitionSpec(*(rules.get(name, name) if isinstance(name, str) else name for name in names))
 
 
 def shard_value(value: tp.Any, out_sharding: tp.Any, mesh: jax.sharding.Mesh | None) -> tp.Any:

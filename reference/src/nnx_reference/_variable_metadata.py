@@ -35,8 +35,7 @@ REQUIRED_METADATA = ("hijax", "ref", "eager_sharding")
 HOOK_NAMES = ("on_get_value", "on_set_value", "on_create_value", "on_add_axis", "on_remove_axis")
 """The metadata keys a Variable runs as hooks, in the order a :class:`VariableMetadata` adds them."""
 HOOKS_DEPRECATED = (
-    "Variable hooks are deprecated. Create your own Variable type and overload `get_value` "
-    "and `set_value` instead."
+    "Variable hooks are deprecated. Create your own Variable type and overload `get_value` and `set_value` instead."
 )
 """flax's UserWarning for a Variable made with hooks (it points inside the library, as flax's)."""
 

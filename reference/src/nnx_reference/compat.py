@@ -37,8 +37,22 @@ _WRAPPED: list[tuple[ModuleType, str, dict[str, bool]]] = [
     *(
         (transforms, name, _GRAPH_AND_UPDATES)
         for name in (
-            "checkify", "cond", "custom_vjp", "eval_shape", "fori_loop", "grad", "jit", "jvp",
-            "pmap", "remat", "scan", "shard_map", "switch", "value_and_grad", "vjp", "vmap",
+            "checkify",
+            "cond",
+            "custom_vjp",
+            "eval_shape",
+            "fori_loop",
+            "grad",
+            "jit",
+            "jvp",
+            "pmap",
+            "remat",
+            "scan",
+            "shard_map",
+            "switch",
+            "value_and_grad",
+            "vjp",
+            "vmap",
             "while_loop",
         )
     ),

@@ -51,7 +51,9 @@ class NodeStates:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_split(cls, graphdef: GraphDef[tp.Any] | None, state: tp.Any, /, *states: tp.Any, metadata: tp.Any = None) -> NodeStates:
+    def from_split(
+        cls, graphdef: GraphDef[tp.Any] | None, state: tp.Any, /, *states: tp.Any, metadata: tp.Any = None
+    ) -> NodeStates:
         return cls(graphdef, (state, *states), metadata)
 
     @classmethod
@@ -107,8 +109,9 @@ def to_tree(
     if check_aliasing and not _no_prefix(prefix):
         check_consistent_aliasing(reached(leaf, p) for _, p, leaf in entries if _is_node(leaf))
     with split_context(ctxtag) as ctx:
-        leaves = [split_fn(ctx, path, p, leaf) if map_non_graph_nodes or _is_node(leaf) else leaf
-                  for path, p, leaf in entries]
+        leaves = [
+            split_fn(ctx, path, p, leaf) if map_non_graph_nodes or _is_node(leaf) else leaf for path, p, leaf in entries
+        ]
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
@@ -150,8 +153,10 @@ def from_tree(
     ``merge_fn(ctx, path, prefix, leaf)``, all merged in one context (``ctxtag``, ``is_inner``)."""
     entries, treedef = _with_prefixes(tree, prefix, is_leaf)
     with merge_context(ctxtag, is_inner) as ctx:
-        leaves = [merge_fn(ctx, path, p, leaf) if map_non_graph_nodes or is_node_leaf(leaf) else leaf
-                  for path, p, leaf in entries]
+        leaves = [
+            merge_fn(ctx, path, p, leaf) if map_non_graph_nodes or is_node_leaf(leaf) else leaf
+            for path, p, leaf in entries
+        ]
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
 

@@ -133,9 +133,7 @@ class Module(Pytree):
 
     def train(self, **attributes: tp.Any) -> None:
         """Sets ``deterministic=False`` and ``use_running_average=False`` where those attributes exist."""
-        self.set_attributes(
-            deterministic=False, use_running_average=False, **attributes, raise_if_not_found=False
-        )
+        self.set_attributes(deterministic=False, use_running_average=False, **attributes, raise_if_not_found=False)
 
     def eval(self, **attributes: tp.Any) -> None:
         """Sets ``deterministic=True`` and ``use_running_average=True`` where those attributes exist."""
@@ -175,7 +173,11 @@ def _matching_modules(node: tp.Any, filters: tp.Sequence[tp.Any], graph: bool | 
 
 
 def _set_attributes(
-    node: tp.Any, filters: tp.Sequence[tp.Any], raise_if_not_found: bool, graph: bool | None, attributes: dict[str, tp.Any]
+    node: tp.Any,
+    filters: tp.Sequence[tp.Any],
+    raise_if_not_found: bool,
+    graph: bool | None,
+    attributes: dict[str, tp.Any],
 ) -> None:
     remaining = set(attributes)
     for _, module in _matching_modules(node, filters, graph):
@@ -213,10 +215,14 @@ def _view_parameters(cls: type) -> list[inspect.Parameter]:
     set_view = getattr(cls, "set_view", None)
     if set_view is None:
         return []
-    return [p for p in inspect.signature(set_view).parameters.values() if p.name != "self" and p.kind is not p.VAR_KEYWORD]
+    return [
+        p for p in inspect.signature(set_view).parameters.values() if p.name != "self" and p.kind is not p.VAR_KEYWORD
+    ]
 
 
-def view(node: A, /, *, only: tp.Any = ..., raise_if_not_found: bool = True, graph: bool | None = None, **kwargs: tp.Any) -> A:
+def view(
+    node: A, /, *, only: tp.Any = ..., raise_if_not_found: bool = True, graph: bool | None = None, **kwargs: tp.Any
+) -> A:
     """A copy of ``node`` (sharing its Variables) where matching Modules ran ``set_view(**kwargs)``."""
     new = _shallow_copy(node, graph)
     used: set[str] = set()
@@ -336,9 +342,7 @@ def _sort_captured(items: list[tuple[PathParts, Variable[tp.Any]]], collected: t
     return [from_flat_state(FlatState(group)) for group in groups]
 
 
-def _install_captures(
-    modules: list[tuple[PathParts, Module]], collected: tuple[type, ...], init: State | None
-) -> None:
+def _install_captures(modules: list[tuple[PathParts, Module]], collected: tuple[type, ...], init: State | None) -> None:
     seeds = list(to_flat_state(init)) if init is not None else []
     types = list(dict.fromkeys([*collected, *(type(v) for _, v in seeds)]))
     for path, module in modules:
@@ -367,7 +371,9 @@ def _remove_captures(modules: list[tuple[PathParts, Module]]) -> list[tuple[Path
 _BASE_METHODS = frozenset(dir(Module))
 
 
-def _wrap_methods(modules: list[tuple[PathParts, Module]], variable_type: type[Variable[tp.Any]]) -> list[tuple[type, str, tp.Any]]:
+def _wrap_methods(
+    modules: list[tuple[PathParts, Module]], variable_type: type[Variable[tp.Any]]
+) -> list[tuple[type, str, tp.Any]]:
     """Makes the public methods (and ``__call__``) that each Module's own class defines sow
     their output, as flax does: an inherited method sows only where its defining class is
     among the Modules' classes, List's methods never do, and a callable class attribute
@@ -392,7 +398,9 @@ def _is_method(value: tp.Any) -> bool:
     return callable(value) and not isinstance(value, (type, staticmethod, classmethod))
 
 
-def _sowing(method: tp.Callable[..., tp.Any], name: str, variable_type: type[Variable[tp.Any]]) -> tp.Callable[..., tp.Any]:
+def _sowing(
+    method: tp.Callable[..., tp.Any], name: str, variable_type: type[Variable[tp.Any]]
+) -> tp.Callable[..., tp.Any]:
     @functools.wraps(method)
     def wrapped(self: Module, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         out = method(self, *args, **kwargs)

@@ -107,7 +107,9 @@ def is_data(value: tp.Any, /) -> bool:
     """Whether ``value`` is of a data type: arrays, Refs, Variables, graph nodes, registered types."""
     # a registered type counts by its exact type (its subclasses are not data), as flax's
     return (
-        isinstance(value, (jax.Array, np.ndarray, Variable, Pytree)) or type(value) in _DATA_TYPES or reprlib.is_ref(value)
+        isinstance(value, (jax.Array, np.ndarray, Variable, Pytree))
+        or type(value) in _DATA_TYPES
+        or reprlib.is_ref(value)
     )
 
 

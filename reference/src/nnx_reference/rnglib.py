@@ -40,9 +40,7 @@ Shape = int | tuple[int, ...]
 SplitPattern = tp.Mapping[filterlib.Filter, Shape | None] | Shape | None
 StreamBackup = tuple["RngStream", jax.Array, jax.Array]
 KeylessInitializer = tp.Callable[..., jax.Array]
-ReseedPolicy = (
-    tp.Literal["scalars_only", "match_shape"] | tp.Callable[[tuple, jax.Array, tuple[int, ...]], jax.Array]
-)
+ReseedPolicy = tp.Literal["scalars_only", "match_shape"] | tp.Callable[[tuple, jax.Array, tuple[int, ...]], jax.Array]
 
 
 class _Missing:
@@ -298,9 +296,7 @@ def backup_keys(node: tp.Any, /, *, graph: bool | None = None) -> list[tuple[Rng
     return [(stream, stream.key.get_value()) for _, stream in _streams(node, graph=graph)]
 
 
-def _replace_streams(
-    node: tp.Any, replace: tp.Callable[[tuple, RngStream], RngStream], graph: bool
-) -> tp.Any:
+def _replace_streams(node: tp.Any, replace: tp.Callable[[tuple, RngStream], RngStream], graph: bool) -> tp.Any:
     """A copy of ``node`` with every stream replaced by ``replace(path, stream)``.
 
     Variables are shared with ``node``, so drawing keys from a stream of the copy
@@ -376,9 +372,7 @@ def _rewrite_streams(
     return _replace_streams(node, replace, graph)
 
 
-def _decorator(
-    apply: tp.Callable[[tp.Any], tp.Any], in_place: bool
-) -> tp.Callable[[F], F]:
+def _decorator(apply: tp.Callable[[tp.Any], tp.Any], in_place: bool) -> tp.Callable[[F], F]:
     """Wraps ``f`` so that ``apply`` runs on its arguments first (restored afterwards if in place)."""
 
     def decorator(f: F) -> F:

@@ -133,9 +133,7 @@ def as_abstract(tree: A, graph: bool | None = None) -> A:
 
 def abstract_with_sharding(tree: A, graph: bool | None = None) -> A:
     """Deprecated alias of :func:`as_abstract`."""
-    warnings.warn(
-        "This function is deprecated. Use as_abstract instead.", DeprecationWarning, stacklevel=2
-    )
+    warnings.warn("This function is deprecated. Use as_abstract instead.", DeprecationWarning, stacklevel=2)
     return as_abstract(tree, graph=graph)
 
 
@@ -148,7 +146,5 @@ def get_abstract_model(
     with jax.set_mesh(mesh):
         abstract = eval_shape(init_fn, graph=graph)
     graphdef, state = graphlib.split(abstract, graph=graph)
-    state = jax.tree.map(
-        lambda x: _with_sharding(x, mesh) if _is_variable(x) else x, state, is_leaf=_is_variable
-    )
+    state = jax.tree.map(lambda x: _with_sharding(x, mesh) if _is_variable(x) else x, state, is_leaf=_is_variable)
     return graphdef, state

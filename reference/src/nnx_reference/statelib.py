@@ -72,8 +72,7 @@ def split_flat(
     if exhaustive and remainder:
         shown = from_flat_state(remainder) if nested else FlatState(remainder)
         raise ValueError(
-            f"Non-exhaustive filters, got a non-empty remainder: {shown!r}.\n"
-            "Use `...` to match all remaining elements."
+            f"Non-exhaustive filters, got a non-empty remainder: {shown!r}.\nUse `...` to match all remaining elements."
         )
     return groups
 
@@ -113,8 +112,10 @@ class FlatState(tp.Sequence[tuple[PathParts, tp.Any]]):
         return iter(zip(self._keys, self._values))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, FlatState) and self._keys == other._keys and all(
-            a is b for a, b in zip(self._values, other._values)
+        return (
+            isinstance(other, FlatState)
+            and self._keys == other._keys
+            and all(a is b for a, b in zip(self._values, other._values))
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -166,7 +167,9 @@ class State(MutableMapping[Key, tp.Any]):
 
     _mapping: dict[Key, tp.Any]
 
-    def __init__(self, mapping: tp.Mapping[Key, tp.Any] | tp.Iterable[tuple[Key, tp.Any]] = (), /, *, _copy: bool = True) -> None:
+    def __init__(
+        self, mapping: tp.Mapping[Key, tp.Any] | tp.Iterable[tuple[Key, tp.Any]] = (), /, *, _copy: bool = True
+    ) -> None:
         if _copy or not isinstance(mapping, dict):
             mapping = {k: _raw(v) for k, v in dict(mapping).items()}
         object.__setattr__(self, "_mapping", mapping)
@@ -225,7 +228,9 @@ class State(MutableMapping[Key, tp.Any]):
         """The entries of ``self`` whose paths ``other`` lacks (deprecated)."""
         _warn_deprecated("diff")
         taken = {path for path, _ in to_flat_state(other if isinstance(other, State) else State(other))}
-        return from_flat_state([(path, leaf) for path, leaf in to_flat_state(self) if path not in taken], cls=type(self))
+        return from_flat_state(
+            [(path, leaf) for path, leaf in to_flat_state(self) if path not in taken], cls=type(self)
+        )
 
     def flat_state(self) -> FlatState:
         """The ``(path, leaf)`` pairs of this State, sorted by path (deprecated)."""
@@ -365,8 +370,11 @@ def map_state(f: tp.Callable[[PathParts, tp.Any], tp.Any], state: State) -> Stat
     return from_flat_state([(p, f(p, v)) for p, v in to_flat_state(state)], cls=type(state))
 
 
-def to_pure_dict(state: tp.Mapping[Key, tp.Any], extract_fn: tp.Callable[[tp.Any], tp.Any] | None = None) -> dict[Key, tp.Any]:
+def to_pure_dict(
+    state: tp.Mapping[Key, tp.Any], extract_fn: tp.Callable[[tp.Any], tp.Any] | None = None
+) -> dict[Key, tp.Any]:
     """A nested plain dict with each Variable replaced by its value (or ``extract_fn(leaf)``)."""
+
     def extract(leaf: tp.Any) -> tp.Any:
         if extract_fn is not None:
             return extract_fn(leaf)
@@ -377,6 +385,7 @@ def to_pure_dict(state: tp.Mapping[Key, tp.Any], extract_fn: tp.Callable[[tp.Any
 
 def restore_int_paths(pure_dict: dict[Key, tp.Any]) -> dict[Key, tp.Any]:
     """Turns digit-string keys (as checkpoints store list indices) back into ints."""
+
     def fix(key: Key) -> Key:
         return int(key) if isinstance(key, str) and key.isdigit() else key
 
@@ -385,6 +394,7 @@ def restore_int_paths(pure_dict: dict[Key, tp.Any]) -> dict[Key, tp.Any]:
 
 def replace_by_pure_dict(state: State, pure_dict: dict[Key, tp.Any], replace_fn: tp.Any = None) -> None:
     """Replaces ``state``'s leaf values in place with the values of a nested pure dict."""
+
     def replace(leaf: tp.Any, value: tp.Any) -> tp.Any:
         if replace_fn is not None:
             return replace_fn(leaf, value)

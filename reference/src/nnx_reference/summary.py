@@ -56,7 +56,8 @@ def filter_rng_streams(row: CallInfo) -> bool:
 
 
 def _render(value: tp.Any) -> str:
-    """A YAML-like rendering as rich markup (text is not escaped, as in flax): arrays as ``[dim]float32[/dim][1,32]`` (with the
+    """A YAML-like rendering as rich markup (text is not escaped, as in flax): arrays as
+    ``[dim]float32[/dim][1,32]`` (with the
     dtype JAX would give them), NumPy scalars as their ``repr``, classes as ``type[Param]``,
     sequences as ``- item`` lines, mappings as ``key: value`` lines (empty ones as ``[]`` and ``{}``),
     anything else as its ``str``."""
@@ -91,7 +92,9 @@ def _entry(key: tp.Any, value: tp.Any) -> str:
 
 def _render_output(value: tp.Any) -> str:
     """An output as JAX returns it: Python and NumPy scalars become arrays."""
-    return _render_top(jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), jax.dtypes.result_type(leaf)), value))
+    return _render_top(
+        jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), jax.dtypes.result_type(leaf)), value)
+    )
 
 
 def _item(prefix: str, text: str) -> str:
@@ -121,7 +124,7 @@ def _shown(value: tp.Any) -> tp.Any:
         return value
     shown = _rebuilt(value)
     if _is_sequence(value):
-        return [*shown, *value[len(shown):]]
+        return [*shown, *value[len(shown) :]]
     return shown
 
 
@@ -172,9 +175,7 @@ def _abstract(value: tp.Any) -> tp.Any:
     return value
 
 
-def _inputs_key(
-    args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]
-) -> tuple[jax.tree_util.PyTreeDef, list[tp.Any]]:
+def _inputs_key(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> tuple[jax.tree_util.PyTreeDef, list[tp.Any]]:
     """What tells a call's inputs apart: their structure, and their leaves with arrays
     reduced to shape and dtype."""
     leaves, treedef = jax.tree.flatten((args, kwargs))
@@ -225,7 +226,9 @@ def _recording(
                 return out
             seen.append(inputs)
             path = paths[id(self)]
-            info = CallInfo(order, id(self), type(self), path + suffix, _render_inputs(args, kwargs), _render_output(out))
+            info = CallInfo(
+                order, id(self), type(self), path + suffix, _render_inputs(args, kwargs), _render_output(out)
+            )
             calls[order] = (info, Call(path, original.__name__, *jax.tree.map(_abstract, (args, kwargs))))
             return out
 
@@ -305,9 +308,11 @@ def _cost(fn: Callable[..., tp.Any], node: tp.Any, call: Call) -> int:
         args, kwargs = jax.tree.unflatten(treedef, filled)
         return getattr(graphlib.merge(graphdef, state), call.method)(*args, **kwargs)
 
-    analysis = jax.jit(lambda state, arrays: fn(forward, state, arrays)).lower(
-        state, [leaves[i] for i in dynamic]
-    ).cost_analysis()
+    analysis = (
+        jax.jit(lambda state, arrays: fn(forward, state, arrays))
+        .lower(state, [leaves[i] for i in dynamic])
+        .cost_analysis()
+    )
     return int(analysis.get("flops", 0)) if analysis else 0
 
 
@@ -420,10 +425,7 @@ def tabulate(
 
     def state_cells(node: tp.Any, in_row: bool) -> list[str]:
         variables = _variables(node)
-        return [
-            _state_cell([(p, v) for p, v in variables if _type_name(v) == name], in_row)
-            for name in type_names
-        ]
+        return [_state_cell([(p, v) for p, v in variables if _type_name(v) == name], in_row) for name in type_names]
 
     flops_columns = ["flops"] * compute_flops + ["vjp_flops"] * compute_vjp_flops
 
@@ -432,8 +434,14 @@ def tabulate(
 
     header = ["path", "type", "inputs", "outputs", *flops_columns, *type_names]
     rows = [
-        ["/".join(str(k) for k in c.path), c.type.__name__, c.inputs_repr, c.outputs,
-         *flops_cells(c), *state_cells(nodes[call.path], in_row=True)]
+        [
+            "/".join(str(k) for k in c.path),
+            c.type.__name__,
+            c.inputs_repr,
+            c.outputs,
+            *flops_cells(c),
+            *state_cells(nodes[call.path], in_row=True),
+        ]
         for c, call in calls
     ]
     total_column = 3 + len(flops_columns)

@@ -25,15 +25,26 @@ class Table:
     """The footer cell that reads ``Total``, right-aligned."""
 
 
-def draw(table: Table, table_kwargs: Mapping[str, tp.Any], column_kwargs: Mapping[str, tp.Any],
-         console_kwargs: Mapping[str, tp.Any]) -> str:
+def draw(
+    table: Table,
+    table_kwargs: Mapping[str, tp.Any],
+    column_kwargs: Mapping[str, tp.Any],
+    console_kwargs: Mapping[str, tp.Any],
+) -> str:
     """The table as text, rendered by rich's console."""
     from rich.console import Console
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    rich_table = RichTable(title=table.title, show_header=True, show_lines=True, show_footer=True,
-                           caption=f"\n{table.caption}", caption_style="bold", **table_kwargs)
+    rich_table = RichTable(
+        title=table.title,
+        show_header=True,
+        show_lines=True,
+        show_footer=True,
+        caption=f"\n{table.caption}",
+        caption_style="bold",
+        **table_kwargs,
+    )
     for index, (name, footer) in enumerate(zip(table.header, table.footer)):
         cell = Text(footer, justify="right") if index == table.total_column else footer
         rich_table.add_column(name, footer=cell, **column_kwargs)

@@ -25,8 +25,8 @@ from ._variable_metadata import (
     HOOK_NAMES,
     HOOKS_DEPRECATED,
     MISSING,
-    Metadata,
     REQUIRED_METADATA,
+    Metadata,
     VarDefaults,
     VariableMetadata,
     as_ref,
@@ -83,7 +83,9 @@ def _same_array_type(raw: tp.Any, value: tp.Any) -> bool:
     """Whether ``value`` is a JAX array of ``raw``'s shape and dtype: ``variable[...] = value``
     then stores it as it is (weak type included) instead of scattering into ``raw``."""
     arrays = jax.Array | jax.core.Tracer
-    return isinstance(raw, arrays) and isinstance(value, arrays) and raw.shape == value.shape and raw.dtype == value.dtype
+    return (
+        isinstance(raw, arrays) and isinstance(value, arrays) and raw.shape == value.shape and raw.dtype == value.dtype
+    )
 
 
 def _hijax_metadata(metadata: tp.Mapping[str, tp.Any]) -> Metadata:
@@ -432,7 +434,6 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
     def __jax_array__(self) -> tp.Any:
         return self.get_value()
 
-
     # -- repr
 
     def __nnx_repr__(self, summarize: bool = False) -> str:
@@ -530,9 +531,7 @@ _NAME_TO_TYPE: dict[str, type[Variable[tp.Any]]] = {
 }
 
 
-def register_variable_name(
-    name: str, typ: tp.Any = MISSING, *, overwrite: bool = False
-) -> tp.Any:
+def register_variable_name(name: str, typ: tp.Any = MISSING, *, overwrite: bool = False) -> tp.Any:
     """Registers a pair of Linen collection name and its NNX Variable type (also a decorator)."""
     if typ is MISSING:
         return functools.partial(register_variable_name, name, overwrite=overwrite)

@@ -19,8 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from . import graph_strategies as gs
 from . import program_steps as ps
-from . import programs
-from . import strategies
+from . import programs, strategies
 from .assertions import assert_same
 
 TARGETS = st.integers(0, 5)
@@ -109,8 +108,13 @@ class ProgramMachine(RuleBasedStateMachine):
     def call_net(self, number: int, transform: str, mode: gs.Mode) -> None:
         self._step(programs.Call(number, transform, mode))
 
-    @rule(number=TARGETS, transform=st.sampled_from(ps.NET_TRANSFORMS), mode=gs.modes, branch=st.integers(0, 3),
-          recipe=gs.filter_recipes)
+    @rule(
+        number=TARGETS,
+        transform=st.sampled_from(ps.NET_TRANSFORMS),
+        mode=gs.modes,
+        branch=st.integers(0, 3),
+        recipe=gs.filter_recipes,
+    )
     def transform_net(self, number: int, transform: str, mode: gs.Mode, branch: int, recipe: gs.FilterRecipe) -> None:
         self._step(ps.TransformCall(number, transform, mode, branch, recipe))
 
@@ -122,8 +126,12 @@ class ProgramMachine(RuleBasedStateMachine):
     def set_attributes(self, number: int, change: str) -> None:
         self._step(programs.SetAttributes(number, change))
 
-    @rule(number=TARGETS, name=st.sampled_from(ps.ATTRIBUTE_NAMES), value=st.sampled_from(ps.ATTRIBUTE_VALUES),
-          other=TARGETS)
+    @rule(
+        number=TARGETS,
+        name=st.sampled_from(ps.ATTRIBUTE_NAMES),
+        value=st.sampled_from(ps.ATTRIBUTE_VALUES),
+        other=TARGETS,
+    )
     def assign(self, number: int, name: str, value: str, other: int) -> None:
         self._step(ps.Assign(number, name, value, other))
 
@@ -135,8 +143,12 @@ class ProgramMachine(RuleBasedStateMachine):
     def nest(self, container: str, members: tuple[int, ...]) -> None:
         self._step(ps.Nest(container, members))
 
-    @rule(number=TARGETS, which=st.integers(0, 7), key=st.sampled_from(["tag", "note", "sharding_names"]),
-          value=metadata_values)
+    @rule(
+        number=TARGETS,
+        which=st.integers(0, 7),
+        key=st.sampled_from(["tag", "note", "sharding_names"]),
+        value=metadata_values,
+    )
     def set_metadata(self, number: int, which: int, key: str, value: Any) -> None:
         self._step(ps.SetMetadata(number, which, key, value))
 
@@ -164,12 +176,16 @@ class ProgramMachine(RuleBasedStateMachine):
     def optimizer_step(self, number: int, mode: gs.Mode) -> None:
         self._step(programs.OptimizerStep(number, mode))
 
-    @rule(kind=st.sampled_from(ps.METRICS), values=st.lists(st.sampled_from([-1.5, -0.5, 0.0, 2.0]), min_size=1,
-                                                            max_size=3).map(tuple))
+    @rule(
+        kind=st.sampled_from(ps.METRICS),
+        values=st.lists(st.sampled_from([-1.5, -0.5, 0.0, 2.0]), min_size=1, max_size=3).map(tuple),
+    )
     def metric_step(self, kind: str, values: tuple[float, ...]) -> None:
         self._step(ps.MetricStep(kind, values))
 
 
 def machine_for(yardstick: Any, nnx: Any) -> type[ProgramMachine]:
     """The machine comparing ``nnx`` with flax.nnx (the ``flax_nnx`` fixture)."""
-    return type("ProgramMachine", (ProgramMachine,), {"yardstick": yardstick, "nnx": nnx, "programs_run": 0, "steps_run": 0})
+    return type(
+        "ProgramMachine", (ProgramMachine,), {"yardstick": yardstick, "nnx": nnx, "programs_run": 0, "steps_run": 0}
+    )

@@ -26,8 +26,19 @@ from .strategies import RECURRENT_CELLS, LayerArgs, layer_input
 LAYER_TRANSFORMS = ("eager", "jit", "grad", "remat")
 """How a program calls a layer."""
 
-NET_TRANSFORMS = ("remat", "value_and_grad", "eval_shape", "cond", "switch", "fori_loop", "while_loop", "vmap_state_axes",
-                  "vmap_out_axes", "checkify", "grad_diff_state")
+NET_TRANSFORMS = (
+    "remat",
+    "value_and_grad",
+    "eval_shape",
+    "cond",
+    "switch",
+    "fori_loop",
+    "while_loop",
+    "vmap_state_axes",
+    "vmap_out_axes",
+    "checkify",
+    "grad_diff_state",
+)
 """The transforms a program calls a Net under, besides those of :data:`programs.TRANSFORMS`."""
 
 CONTAINERS = ("Sequential", "List", "Dict")
@@ -41,7 +52,15 @@ a model of the program made before (a shared reference; None for the first)."""
 ATTRIBUTE_NAMES = ("extra", "tag", "lin", "bn", "arr", "group")
 """Attributes a program assigns or deletes (some the Nets have, some they do not)."""
 
-GRAPH_OPS = ("pop_batch_stats", "graphdef_of_clone", "iter_graph", "variables", "recursive_map", "tree_round_trip", "view")
+GRAPH_OPS = (
+    "pop_batch_stats",
+    "graphdef_of_clone",
+    "iter_graph",
+    "variables",
+    "recursive_map",
+    "tree_round_trip",
+    "view",
+)
 """The graph utilities a program applies to a model."""
 
 METRICS = ("Average", "Welford", "Accuracy", "MultiMetric")
@@ -156,11 +175,15 @@ class TransformCall:
             if self.transform == "fori_loop":
                 return nnx.fori_loop(0, n, lambda i, carry: (carry[0], carry[0](carry[1])), (model, x), **kwargs)[1]
             if self.transform == "while_loop":
+
                 def body(carry: Any) -> Any:
                     return carry[0], carry[0](carry[1]), carry[2] + 1
+
                 return nnx.while_loop(lambda carry: carry[2] < n, body, (model, x, 0), **kwargs)[1:]
             if self.transform == "vmap_out_axes":
-                return nnx.vmap(lambda m, x: m(x), in_axes=(None, 0), out_axes=n % 2, **kwargs)(model, jnp.stack([x, -x]))
+                return nnx.vmap(lambda m, x: m(x), in_axes=(None, 0), out_axes=n % 2, **kwargs)(
+                    model, jnp.stack([x, -x])
+                )
             if self.transform == "checkify":
                 return nnx.checkify(lambda m, x: m(x), **kwargs)(model, x)[1]
             state_filter = gs.build_filter(nnx, self.recipe)
@@ -181,9 +204,11 @@ class CachedJitCall:
     def __call__(self, nnx: Any, world: MachineWorld) -> Any:
         _, model = world.target(self.target)
         if "net" not in world.jitted:
+
             def forward(m: Any, x: Any) -> Any:
                 world.traces.append("traced")
                 return m(x)
+
             world.jitted["net"] = nnx.jit(forward, **self.mode.kwargs())
         with self.mode.context(nnx):
             return world.jitted["net"](model, jnp.asarray(programs.X)), len(world.traces)
@@ -206,7 +231,9 @@ class Nest:
             return world.models[-1]
         last = max(numbered)
         holder, others = numbered[last], [numbered[i] for i in sorted(numbered) if i < last]
-        holder.group = nnx.List(others) if self.container == "List" else nnx.Dict({f"m{i}": m for i, m in enumerate(others)})
+        holder.group = (
+            nnx.List(others) if self.container == "List" else nnx.Dict({f"m{i}": m for i, m in enumerate(others)})
+        )
         return holder.group
 
 
@@ -277,14 +304,18 @@ class GraphOp:
         if self.op == "pop_batch_stats":
             return nnx.pop(model, nnx.BatchStat)
         if self.op == "graphdef_of_clone":
-            return nnx.graphdef(model, graph=self.graph) == nnx.graphdef(nnx.clone(model, graph=self.graph), graph=self.graph)
+            return nnx.graphdef(model, graph=self.graph) == nnx.graphdef(
+                nnx.clone(model, graph=self.graph), graph=self.graph
+            )
         if self.op == "iter_graph":
             return [(path, type(node).__name__) for path, node in nnx.iter_graph(model, graph=self.graph)]
         if self.op == "variables":
             return nnx.variables(model, nnx.Param, graph=self.graph)
         if self.op == "recursive_map":
+
             def double(path: Any, node: Any) -> Any:
                 return node.replace(node[...] * 2) if isinstance(node, nnx.Param) else node
+
             world.models[index] = nnx.recursive_map(double, model, graph=self.graph)
             return world.models[index]
         if self.op == "tree_round_trip":
@@ -308,7 +339,9 @@ class MetricStep:
                 "Average": lambda: nnx.metrics.Average(),
                 "Welford": lambda: nnx.metrics.Welford(),
                 "Accuracy": lambda: nnx.metrics.Accuracy(),
-                "MultiMetric": lambda: nnx.MultiMetric(loss=nnx.metrics.Average("loss"), accuracy=nnx.metrics.Accuracy()),
+                "MultiMetric": lambda: nnx.MultiMetric(
+                    loss=nnx.metrics.Average("loss"), accuracy=nnx.metrics.Accuracy()
+                ),
             }[self.kind]()
         metric = world.metrics[self.kind]
         if self.kind == "Accuracy":
@@ -324,4 +357,3 @@ def snapshot(world: MachineWorld) -> Any:
     """What a step is compared by besides its result: every object of the program, the
     trace count of its cached jitted function, and the arrays of its layers."""
     return (world.models, world.optimizers, [layer.module for layer in world.layers], world.metrics, len(world.traces))
-

@@ -51,9 +51,38 @@ from ._contexts import (
     split_context,
     update_context,
 )
-from ._mode import set_graph_mode, set_graph_updates
-from ._split_merge import GraphDef, GraphState, call, flatten, merge, split, unflatten
-from ._state_ops import PureState, as_pure, cached_partial, clone, graphdef, map, pop, pure, state, unpack, update, variables
+
+# Not in __all__: the names the modules built on graphlib use (Key and PathParts are
+# also documented, as nnx.graph.Key), and the type GraphDef.apply returns.
+from ._defs import RefMap, hashing_for_caches, without_metadata  # noqa: F401
+from ._mode import Mode, graph_mode, graph_updates, resolve_graph, resolve_mode, set_graph_mode, set_graph_updates  # noqa: F401
+from ._nodes import Key, PathParts, is_graph_node, is_node, jax_key  # noqa: F401
+from ._split_merge import (  # noqa: F401
+    ApplyCaller,
+    GraphDef,
+    GraphState,
+    call,
+    flatten,
+    flatten_into,
+    merge,
+    split,
+    unflatten,
+    unflatten_into,
+)
+from ._state_ops import (
+    PureState,
+    as_pure,
+    cached_partial,
+    clone,
+    graphdef,
+    map,
+    pop,
+    pure,
+    state,
+    unpack,
+    update,
+    variables,
+)
 from ._traversal import (
     find_duplicates,
     iter_children,
@@ -64,13 +93,6 @@ from ._traversal import (
     vars_as,
     with_vars,
 )
-
-# Not in __all__: the names the modules built on graphlib use (Key and PathParts are
-# also documented, as nnx.graph.Key), and the type GraphDef.apply returns.
-from ._defs import RefMap, hashing_for_caches, without_metadata  # noqa: F401
-from ._mode import Mode, graph_mode, graph_updates, resolve_graph, resolve_mode  # noqa: F401
-from ._nodes import Key, PathParts, is_graph_node, is_node, jax_key  # noqa: F401
-from ._split_merge import ApplyCaller, flatten_into, unflatten_into  # noqa: F401
 
 __all__ = [
     "GraphDef",

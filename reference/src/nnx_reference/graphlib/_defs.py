@@ -18,7 +18,6 @@ import jax
 from ..variablelib import Variable
 from ._nodes import Key, PathParts
 
-
 _FOR_CACHES = contextvars.ContextVar("_FOR_CACHES", default=False)
 
 
@@ -174,9 +173,7 @@ RootDefinition = Definition | TreeDef
 def def_repr(d: RootDefinition) -> str:
     """The definition as GraphDef's repr shows it."""
     if isinstance(d, NodeDef):
-        attrs = ", ".join(
-            f"{k!r}: {def_repr(c) if data else repr(c)}" for k, data, c in d.attributes
-        )
+        attrs = ", ".join(f"{k!r}: {def_repr(c) if data else repr(c)}" for k, data, c in d.attributes)
         return f"NodeDef(type={d.type.__name__}, index={d.index}, attributes={{{attrs}}})"
     if isinstance(d, VariableDef):
         return f"VariableDef(type={d.type.__name__}, index={d.index})"

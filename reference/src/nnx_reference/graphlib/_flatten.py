@@ -89,9 +89,7 @@ def _graph_flatten(node: tp.Any, path: PathParts, ctx: _FlattenContext) -> Defin
         return LEAF
     if is_container(node):
         children, treedef = one_level(node)
-        return ContainerDef(
-            treedef, tuple((key, _graph_flatten(child, (*path, key), ctx)) for key, child in children)
-        )
+        return ContainerDef(treedef, tuple((key, _graph_flatten(child, (*path, key), ctx)) for key, child in children))
     return StaticDef(node)
 
 

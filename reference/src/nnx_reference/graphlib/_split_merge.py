@@ -32,7 +32,9 @@ class GraphState(tp.MutableMapping[Key, tp.Any]):
     """A node's State bundled with its GraphDef (what :func:`unpack` returns), ready for
     ``merge``: a mapping over the State, not a State itself, as flax's."""
 
-    def __init__(self, mapping: tp.Any = (), /, *, _copy: bool = True, graphdef: GraphDef[tp.Any] | None = None) -> None:
+    def __init__(
+        self, mapping: tp.Any = (), /, *, _copy: bool = True, graphdef: GraphDef[tp.Any] | None = None
+    ) -> None:
         self._state = State(mapping, _copy=_copy)
         self._graphdef = graphdef
 
@@ -172,9 +174,7 @@ def _in_path_order(graphdef: GraphDef[tp.Any], leaves: list[tp.Any]) -> list[tup
 
 
 def _raise_leaf_count(graphdef: GraphDef[tp.Any], got: int) -> tp.NoReturn:
-    raise ValueError(
-        f"Incorrect number of leaves, expected {graphdef.num_leaves} leaves, but got {got}."
-    )
+    raise ValueError(f"Incorrect number of leaves, expected {graphdef.num_leaves} leaves, but got {got}.")
 
 
 def unflatten_leaves(
@@ -305,4 +305,3 @@ def call(graphdef_state: tuple[GraphDef[A], State], /) -> ApplyCaller:
     """``call((graphdef, state)).method(*args)`` -> ``(out, (graphdef, state))``, functionally."""
     graphdef, state = graphdef_state
     return ApplyCaller(graphdef, (state,))
-

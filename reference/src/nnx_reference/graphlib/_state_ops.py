@@ -150,7 +150,14 @@ def pop(node: tp.Any, *filters: tp.Any) -> tp.Any:
     return _group([from_flat_state(g) for g in groups], filters)
 
 
-def map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: A, /, *, graph: bool | None = None, recreate_variables: bool = True) -> A:
+def map(
+    f: tp.Callable[[PathParts, tp.Any], tp.Any],
+    node: A,
+    /,
+    *,
+    graph: bool | None = None,
+    recreate_variables: bool = True,
+) -> A:
     """A copy of ``node`` whose state leaves are ``f(path, leaf)``; a plain value ``f``
     gives for a Variable is wrapped back in one only if ``recreate_variables`` (graph mode)."""
     gdef, flat = flatten_for(node, graph, "map")

@@ -74,7 +74,9 @@ def _iter_tree(node: tp.Any, path: PathParts) -> tp.Iterator[tuple[PathParts, tp
     (not its static ones)."""
     children = children_of(node)
     if isinstance(node, Pytree):
-        children = sorted([("_pytree__state", PytreeState()), *children], key=lambda item: (isinstance(item[0], str), item[0]))
+        children = sorted(
+            [("_pytree__state", PytreeState()), *children], key=lambda item: (isinstance(item[0], str), item[0])
+        )
     for key, child in children:
         yield from _iter_tree(child, (*path, key))
     yield path, node

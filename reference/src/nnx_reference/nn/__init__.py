@@ -2,15 +2,21 @@
 
 from . import (
     activations,
-    attention as attention,
-    dtypes as dtypes,
     initializers,
     linear,
     lora,
     normalization,
     pooling,
-    recurrent as recurrent,
     stochastic,
+)
+from . import (
+    attention as attention,
+)
+from . import (
+    dtypes as dtypes,
+)
+from . import (
+    recurrent as recurrent,
 )
 from .activations import *  # noqa: F403
 from .attention import (

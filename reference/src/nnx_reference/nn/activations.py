@@ -34,9 +34,9 @@ from jax.nn import (
 from jax.numpy import tanh
 
 from ..module import Module
-from .aliases import NO_METADATA, Metadata
-from . import dtypes
 from ..variablelib import Param
+from . import dtypes
+from .aliases import NO_METADATA, Metadata
 
 __all__ = [
     "PReLU",
@@ -80,9 +80,7 @@ class PReLU(Module):
         promote_dtype: tp.Callable = dtypes.promote_dtype,
         negative_slope_metadata: Metadata = NO_METADATA,
     ):
-        self.negative_slope = Param(
-            jnp.asarray(negative_slope_init, dtype=param_dtype), **negative_slope_metadata
-        )
+        self.negative_slope = Param(jnp.asarray(negative_slope_init, dtype=param_dtype), **negative_slope_metadata)
         self.dtype = dtype
         self.param_dtype = param_dtype
         self.promote_dtype = promote_dtype

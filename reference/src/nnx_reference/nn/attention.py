@@ -10,15 +10,15 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..module import Module
-from .aliases import NO_METADATA, Array, Dtype, Metadata, Shape
-from . import dtypes, initializers
-from .initializers import Initializer
-from .linear import LinearGeneral, default_kernel_init
-from .flags import first_from
-from .normalization import LayerNorm
-from .stochastic import draw_key, fork_stream
 from ..pytreelib import data
 from ..variablelib import Cache, Intermediate, Variable
+from . import dtypes, initializers
+from .aliases import NO_METADATA, Array, Dtype, Metadata, Shape
+from .flags import first_from
+from .initializers import Initializer
+from .linear import LinearGeneral, default_kernel_init
+from .normalization import LayerNorm
+from .stochastic import draw_key, fork_stream
 
 __all__ = [
     "MultiHeadAttention",
@@ -142,24 +142,16 @@ def dot_product_attention(
     """
     query, key, value = promote_dtype((query, key, value), dtype=dtype)
     if not query.ndim == key.ndim == value.ndim:
-        raise ValueError(
-            f"q, k, v must have same rank, but got {query.ndim}, {key.ndim}, {value.ndim}."
-        )
+        raise ValueError(f"q, k, v must have same rank, but got {query.ndim}, {key.ndim}, {value.ndim}.")
     if not query.shape[:-3] == key.shape[:-3] == value.shape[:-3]:
-        raise ValueError(
-            "q, k, v batch dims must match, but got shapes "
-            f"{query.shape}, {key.shape}, {value.shape}."
-        )
+        raise ValueError(f"q, k, v batch dims must match, but got shapes {query.shape}, {key.shape}, {value.shape}.")
     if key.shape[-3] != value.shape[-3]:
-        raise ValueError(
-            f"k, v lengths must match, but got {key.shape[-3]} and {value.shape[-3]}."
-        )
+        raise ValueError(f"k, v lengths must match, but got {key.shape[-3]} and {value.shape[-3]}.")
     _check_dropout_rate(dropout_rate)
     q_heads, kv_heads = query.shape[-2], key.shape[-2]
     if q_heads % kv_heads != 0:
         raise ValueError(
-            "The number of query heads must be a multiple of key/value heads, "
-            f"but got {q_heads} vs {kv_heads}"
+            f"The number of query heads must be a multiple of key/value heads, but got {q_heads} vs {kv_heads}"
         )
     if module is None and dropout_rate == 0.0:
         # Nothing to record and no dropout: JAX's fused implementation does it all, over
@@ -363,13 +355,10 @@ class MultiHeadAttention(Module):
 
         if self.qkv_features % num_heads != 0:
             raise ValueError(
-                f"Memory dimension ({self.qkv_features}) must be divisible by "
-                f"'num_heads' heads ({num_heads})."
+                f"Memory dimension ({self.qkv_features}) must be divisible by 'num_heads' heads ({num_heads})."
             )
         if num_heads % self.num_kv_heads != 0:
-            raise ValueError(
-                f"num_heads ({num_heads}) must be divisible by num_kv_heads ({self.num_kv_heads})."
-            )
+            raise ValueError(f"num_heads ({num_heads}) must be divisible by num_kv_heads ({self.num_kv_heads}).")
         self.head_dim = self.qkv_features // num_heads
 
         projection = functools.partial(
@@ -455,8 +444,7 @@ class MultiHeadAttention(Module):
             inputs_v = inputs_k
         if inputs_q.shape[-1] != self.in_features:
             raise ValueError(
-                f"Incompatible input dimension, got {inputs_q.shape[-1]} "
-                f"but module expects {self.in_features}."
+                f"Incompatible input dimension, got {inputs_q.shape[-1]} but module expects {self.in_features}."
             )
 
         query = self.query(inputs_q, out_sharding=qkv_sharding)
@@ -521,8 +509,7 @@ class MultiHeadAttention(Module):
         expected = tuple(batch_dims) + (1, num_heads, depth)
         if expected != key.shape:
             raise ValueError(
-                "Autoregressive cache shape error, expected key shape "
-                f"{expected} instead got {key.shape}."
+                f"Autoregressive cache shape error, expected key shape {expected} instead got {key.shape}."
             )
         index = self.cache_index[...]
         zero = jnp.array(0, dtype=index.dtype)
@@ -532,9 +519,7 @@ class MultiHeadAttention(Module):
         self.cached_key[...] = key
         self.cached_value[...] = value
         self.cache_index[...] = index + 1
-        filled = jnp.broadcast_to(
-            jnp.arange(max_length) <= index, tuple(batch_dims) + (1, 1, max_length)
-        )
+        filled = jnp.broadcast_to(jnp.arange(max_length) <= index, tuple(batch_dims) + (1, 1, max_length))
         return key, value, combine_masks(mask, filled)
 
     def init_cache(self, input_shape: tuple[int, ...], dtype: Dtype = jnp.float32) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typing as tp
 
+import jax
 from jax.nn.initializers import (
     constant,
     delta_orthogonal,
@@ -28,7 +29,6 @@ from jax.nn.initializers import (
     xavier_uniform,
     zeros,
 )
-import jax
 
 DtypeLikeInexact = tp.Any
 Initializer = jax.nn.initializers.Initializer | tp.Callable[..., tp.Any]

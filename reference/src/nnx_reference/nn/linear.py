@@ -11,11 +11,11 @@ from jax import lax
 from .._frozen_dict import FrozenDict
 from ..module import Module
 from ..pytreelib import data
+from ..variablelib import Param
+from . import dtypes, initializers
 from .aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
 from .axes import canonicalize_axes, flatten_batch, restore_batch
-from . import dtypes, initializers
 from .initializers import Initializer
-from ..variablelib import Param
 
 __all__ = ["Conv", "ConvTranspose", "Einsum", "Embed", "Linear", "LinearGeneral"]
 
@@ -78,9 +78,7 @@ class Linear(Module):
             **kernel_metadata,
         )
         self.bias = (
-            Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata)
-            if use_bias
-            else data(None)
+            Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata) if use_bias else data(None)
         )
         self.in_features = in_features
         self.out_features = out_features
@@ -94,9 +92,7 @@ class Linear(Module):
 
     def __call__(self, inputs: Array, out_sharding=None) -> Array:
         bias = optional_value(self.bias)
-        inputs, kernel, bias = self.promote_dtype(
-            (inputs, self.kernel[...], bias), dtype=self.dtype
-        )
+        inputs, kernel, bias = self.promote_dtype((inputs, self.kernel[...], bias), dtype=self.dtype)
         y = self.dot_general(
             inputs,
             kernel,
@@ -145,10 +141,7 @@ class LinearGeneral(Module):
         self.preferred_element_type = preferred_element_type
 
         if len(self.axis) != len(self.in_features):
-            raise ValueError(
-                "in_features and axis must have the same length. "
-                f"Got {self.in_features} and {self.axis}."
-            )
+            raise ValueError(f"in_features and axis must have the same length. Got {self.in_features} and {self.axis}.")
         batch_sizes = tuple(self.batch_axis.values())
         batch_size = math.prod(batch_sizes)
         kernel_shape = batch_sizes + self.in_features + self.out_features
@@ -181,9 +174,7 @@ class LinearGeneral(Module):
         batch_ind = tuple(range(n_batch))
 
         bias = optional_value(self.bias)
-        inputs, kernel, bias = self.promote_dtype(
-            (inputs, self.kernel[...], bias), dtype=self.dtype
-        )
+        inputs, kernel, bias = self.promote_dtype((inputs, self.kernel[...], bias), dtype=self.dtype)
         if self.dot_general_cls is not None:
             dot_general = self.dot_general_cls()
         elif self.dot_general is not None:
@@ -229,9 +220,7 @@ class Einsum(Module):
     ):
         einsum_str = einsum_str.replace(" ", "")
         self._check_einsum_str(einsum_str)
-        self.kernel = Param(
-            kernel_init(rngs.params(), tuple(kernel_shape), param_dtype), **kernel_metadata
-        )
+        self.kernel = Param(kernel_init(rngs.params(), tuple(kernel_shape), param_dtype), **kernel_metadata)
         self.bias = (
             Param(bias_init(rngs.params(), tuple(bias_shape), param_dtype), **bias_metadata)
             if bias_shape is not None
@@ -257,17 +246,13 @@ class Einsum(Module):
                 f"exactly one comma character, instead of {einsum_str.count(',')}"
             )
 
-    def __call__(
-        self, inputs: Array, einsum_str: str | None = None, out_sharding=None
-    ) -> Array:
+    def __call__(self, inputs: Array, einsum_str: str | None = None, out_sharding=None) -> Array:
         if einsum_str is None:
             einsum_str = self.einsum_str
         einsum_str = einsum_str.replace(" ", "")
         self._check_einsum_str(einsum_str)
         bias = optional_value(self.bias)
-        inputs, kernel, bias = self.promote_dtype(
-            (inputs, self.kernel[...], bias), dtype=self.dtype
-        )
+        inputs, kernel, bias = self.promote_dtype((inputs, self.kernel[...], bias), dtype=self.dtype)
         y = self.einsum_op(
             einsum_str,
             inputs,
@@ -329,10 +314,7 @@ def _masked_kernel(kernel: Array, mask: Array | None) -> Array:
     if mask is None:
         return kernel
     if mask.shape != kernel.shape:
-        raise ValueError(
-            "Mask needs to have the same shape as weights. "
-            f"Shapes are: {mask.shape}, {kernel.shape}"
-        )
+        raise ValueError(f"Mask needs to have the same shape as weights. Shapes are: {mask.shape}, {kernel.shape}")
     return kernel * mask
 
 
@@ -366,13 +348,9 @@ class Conv(Module):
     ):
         kernel_size = (kernel_size,) if isinstance(kernel_size, int) else tuple(kernel_size)
         self.kernel_shape = kernel_size + (in_features // feature_group_count, out_features)
-        self.kernel = Param(
-            kernel_init(rngs.params(), self.kernel_shape, param_dtype), **kernel_metadata
-        )
+        self.kernel = Param(kernel_init(rngs.params(), self.kernel_shape, param_dtype), **kernel_metadata)
         self.bias = (
-            Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata)
-            if use_bias
-            else data(None)
+            Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata) if use_bias else data(None)
         )
         self.in_features = in_features
         self.out_features = out_features
@@ -488,13 +466,9 @@ class ConvTranspose(Module):
         self.preferred_element_type = preferred_element_type
         channels = (out_features, in_features) if transpose_kernel else (in_features, out_features)
         self.kernel_shape = kernel_size + channels
-        self.kernel = Param(
-            kernel_init(rngs.params(), self.kernel_shape, param_dtype), **kernel_metadata
-        )
+        self.kernel = Param(kernel_init(rngs.params(), self.kernel_shape, param_dtype), **kernel_metadata)
         self.bias = (
-            Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata)
-            if use_bias
-            else data(None)
+            Param(bias_init(rngs.params(), (out_features,), param_dtype), **bias_metadata) if use_bias else data(None)
         )
 
     def __call__(self, inputs: Array) -> Array:
@@ -563,5 +537,3 @@ class Embed(Module):
         """Returns the inner products of ``query`` with every embedding (tied output logits)."""
         query, embedding = self.promote_dtype((query, self.embedding[...]), dtype=self.dtype)
         return jnp.dot(query, embedding.T, **_sharding_kw(out_sharding))
-
-

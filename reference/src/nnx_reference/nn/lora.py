@@ -8,11 +8,11 @@ import jax
 import jax.numpy as jnp
 
 from ..module import Module
-from .aliases import NO_METADATA, Dtype, Metadata
+from ..variablelib import Param, Variable
 from . import dtypes, initializers
+from .aliases import NO_METADATA, Dtype, Metadata
 from .initializers import Initializer
 from .linear import Linear
-from ..variablelib import Param, Variable
 
 __all__ = ["LoRA", "LoRALinear", "LoRAParam"]
 
@@ -52,9 +52,7 @@ class LoRA(Module):
         self.lora_param_type = lora_param_type
         self.base_module = base_module
         self.promote_dtype = promote_dtype
-        self.lora_a = lora_param_type(
-            a_initializer(rngs.params(), (in_features, lora_rank), param_dtype), **a_metadata
-        )
+        self.lora_a = lora_param_type(a_initializer(rngs.params(), (in_features, lora_rank), param_dtype), **a_metadata)
         self.lora_b = lora_param_type(
             b_initializer(rngs.params(), (lora_rank, out_features), param_dtype), **b_metadata
         )
@@ -62,9 +60,7 @@ class LoRA(Module):
     def __call__(self, x: jax.Array, **kwargs: tp.Any):
         """Applies the low-rank update; ``kwargs`` are passed on to the wrapped module,
         which, like the update, sees the input promoted to ``dtype``."""
-        inputs, lora_a, lora_b = self.promote_dtype(
-            (x, self.lora_a[...], self.lora_b[...]), dtype=self.dtype
-        )
+        inputs, lora_a, lora_b = self.promote_dtype((x, self.lora_a[...], self.lora_b[...]), dtype=self.dtype)
         out = inputs @ lora_a @ lora_b
         if self.base_module is not None:
             if not callable(self.base_module):

@@ -125,15 +125,9 @@ def _scale_and_bias(
     is None, a data attribute unless ``left_out_is_data`` is False (as flax's InstanceNorm)."""
     left_out = data(None) if left_out_is_data else None
     module.scale = (
-        Param(scale_init(rngs.params(), feature_shape, param_dtype), **scale_metadata)
-        if use_scale
-        else left_out
+        Param(scale_init(rngs.params(), feature_shape, param_dtype), **scale_metadata) if use_scale else left_out
     )
-    module.bias = (
-        Param(bias_init(rngs.params(), feature_shape, param_dtype), **bias_metadata)
-        if use_bias
-        else left_out
-    )
+    module.bias = Param(bias_init(rngs.params(), feature_shape, param_dtype), **bias_metadata) if use_bias else left_out
 
 
 class BatchNorm(Module):
@@ -218,9 +212,7 @@ class BatchNorm(Module):
             # and carry no gradient back to the batch.
             self.mean[...] = lax.stop_gradient(self.momentum * self.mean[...] + (1 - self.momentum) * mean)
             self.var[...] = lax.stop_gradient(self.momentum * self.var[...] + (1 - self.momentum) * var)
-        return _normalize(
-            x, mean, var, scale, bias, reduction_axes, feature_axes, self.dtype, self.epsilon
-        )
+        return _normalize(x, mean, var, scale, bias, reduction_axes, feature_axes, self.dtype, self.epsilon)
 
     def set_view(self, use_running_average: bool | None = None) -> None:
         """Sets the mode ``nnx.view`` asks for: running averages (eval) or batch statistics.
@@ -296,8 +288,15 @@ class LayerNorm(Module):
             mask=mask,
         )
         return _normalize(
-            x, mean, var, scale, bias, self.reduction_axes, self.feature_axes,
-            self.dtype, self.epsilon,
+            x,
+            mean,
+            var,
+            scale,
+            bias,
+            self.reduction_axes,
+            self.feature_axes,
+            self.dtype,
+            self.epsilon,
         )
 
 
@@ -352,8 +351,15 @@ class RMSNorm(Module):
             mask=mask,
         )
         return _normalize(
-            x, mean, var, scale, None, self.reduction_axes, self.feature_axes,
-            self.dtype, self.epsilon,
+            x,
+            mean,
+            var,
+            scale,
+            None,
+            self.reduction_axes,
+            self.feature_axes,
+            self.dtype,
+            self.epsilon,
         )
 
 
@@ -392,15 +398,13 @@ class GroupNorm(Module):
         if group_size is not None:
             if num_features % group_size != 0:
                 raise ValueError(
-                    f"Number of features ({num_features}) is not multiple of the "
-                    f"group size ({group_size})."
+                    f"Number of features ({num_features}) is not multiple of the group size ({group_size})."
                 )
             num_groups = num_features // group_size
         assert num_groups is not None
         if num_groups <= 0 or num_features % num_groups != 0:
             raise ValueError(
-                f"Number of groups ({num_groups}) does not divide the number of "
-                f"channels ({num_features})."
+                f"Number of groups ({num_groups}) does not divide the number of channels ({num_features})."
             )
         self.num_groups = num_groups
         self.group_size = num_features // num_groups
@@ -454,8 +458,15 @@ class GroupNorm(Module):
         mean = jnp.repeat(mean, self.group_size, axis=-1)
         var = jnp.repeat(var, self.group_size, axis=-1)
         return _normalize(
-            x, mean, var, scale, bias, reduction_axes[:-1], (self.feature_axis,),
-            self.dtype, self.epsilon,
+            x,
+            mean,
+            var,
+            scale,
+            bias,
+            reduction_axes[:-1],
+            (self.feature_axis,),
+            self.dtype,
+            self.epsilon,
         )
 
 
@@ -522,6 +533,4 @@ class InstanceNorm(Module):
             use_fast_variance=self.use_fast_variance,
             mask=mask,
         )
-        return _normalize(
-            x, mean, var, scale, bias, reduction_axes, feature_axes, self.dtype, self.epsilon
-        )
+        return _normalize(x, mean, var, scale, bias, reduction_axes, feature_axes, self.dtype, self.epsilon)

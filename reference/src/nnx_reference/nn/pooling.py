@@ -21,9 +21,7 @@ def pool(inputs, init, reduce_fn, window_shape, strides, padding):
     one is added and removed again, with several they are flattened into one.
     """
     strides = strides or (1,) * len(window_shape)
-    assert len(window_shape) == len(strides), (
-        f"len({window_shape}) must equal len({strides})"
-    )
+    assert len(window_shape) == len(strides), f"len({window_shape}) must equal len({strides})"
     strides = (1,) + tuple(strides) + (1,)
     dims = (1,) + tuple(window_shape) + (1,)
     if not isinstance(padding, str) and inputs.ndim > len(dims):
@@ -36,12 +34,9 @@ def pool(inputs, init, reduce_fn, window_shape, strides, padding):
     if not isinstance(padding, str):
         padding = tuple(map(tuple, padding))
         assert len(padding) == len(window_shape), (
-            f"padding {padding} must specify pads for same number of dims as "
-            f"window_shape {window_shape}"
+            f"padding {padding} must specify pads for same number of dims as window_shape {window_shape}"
         )
-        assert all(len(pair) == 2 for pair in padding), (
-            f"each entry in padding {padding} must be length 2"
-        )
+        assert all(len(pair) == 2 for pair in padding), f"each entry in padding {padding} must be length 2"
         padding = ((0, 0),) + padding + ((0, 0),)
     y = lax.reduce_window(inputs, init, reduce_fn, dims, strides, padding)
     return restore_batch(y, batch_shape)
@@ -64,4 +59,3 @@ def max_pool(inputs, window_shape, strides=None, padding="VALID"):
 def min_pool(inputs, window_shape, strides=None, padding="VALID"):
     """Takes the minimum over each window."""
     return pool(inputs, jnp.inf, lax.min, window_shape, strides, padding)
-

@@ -74,9 +74,7 @@ class SpectralNorm(Module):
     def _as_matrix(self, value: Array) -> Array:
         if value.ndim > 2:
             if self.error_on_non_matrix:
-                raise ValueError(
-                    f"Layer instance parameter is {value.ndim}D but error_on_non_matrix is True"
-                )
+                raise ValueError(f"Layer instance parameter is {value.ndim}D but error_on_non_matrix is True")
             value = jnp.reshape(value, (-1, value.shape[-1]))
         return value
 

@@ -1,9 +1,10 @@
 """training: optimizers, metrics, parameter averaging and a functional train state."""
 
-from . import ema as ema, metrics, optimizer
+from . import ema as ema
+from . import metrics, optimizer
 from .ema import EMA
 from .metrics import Metric, MultiMetric
-from .optimizer import ModelAndOptimizer, OptArray, OptState, OptVariable, Optimizer
+from .optimizer import ModelAndOptimizer, OptArray, Optimizer, OptState, OptVariable
 from .train_state import TrainState
 
 __all__ = [

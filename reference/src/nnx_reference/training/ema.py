@@ -46,9 +46,7 @@ class EMA(pytreelib.Pytree):
                     f"'{jax.tree_util.keystr(path)}'. Use the `only` filter to select "
                     "Variable leaves."
                 )
-        self.params = pytreelib.data(
-            jax.tree.map(lambda v: v.replace(v.get_value()), tracked, is_leaf=is_variable)
-        )
+        self.params = pytreelib.data(jax.tree.map(lambda v: v.replace(v.get_value()), tracked, is_leaf=is_variable))
 
     def update(self, updates: tp.Any) -> None:
         """Moves every average towards the matching Variable of ``updates`` (a model

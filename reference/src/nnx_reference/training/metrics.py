@@ -126,8 +126,7 @@ class Accuracy(Average):
         else:
             if logits.ndim != labels.ndim:
                 raise ValueError(
-                    "For binary classification, expected logits.ndim==labels.ndim, "
-                    f"got {logits.ndim} and {labels.ndim}"
+                    f"For binary classification, expected logits.ndim==labels.ndim, got {logits.ndim} and {labels.ndim}"
                 )
             correct = (logits >= self.threshold) == labels.astype(bool)
         super().update(mask=mask, **{self.argname: correct})

@@ -90,7 +90,9 @@ def _to_opt_state(tree: tp.Any) -> tp.Any:
 
 def _plain(tree: tp.Any) -> tp.Any:
     """``tree`` with each Variable replaced by its value."""
-    return jax.tree.map(lambda leaf: leaf.get_value() if isinstance(leaf, Variable) else leaf, tree, is_leaf=is_variable)
+    return jax.tree.map(
+        lambda leaf: leaf.get_value() if isinstance(leaf, Variable) else leaf, tree, is_leaf=is_variable
+    )
 
 
 def _assign(variables: tp.Any, values: tp.Any) -> None:
@@ -105,12 +107,8 @@ def _assign(variables: tp.Any, values: tp.Any) -> None:
 
 def _check_same_structure(params: tp.Any, grads: tp.Any, wrt: tp.Any) -> None:
     """Raises a ValueError naming the paths where ``grads`` and the parameters differ."""
-    params_paths = {
-        jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]
-    }
-    grads_paths = {
-        jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(grads)[0]
-    }
+    params_paths = {jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]}
+    grads_paths = {jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(grads)[0]}
     if params_paths != grads_paths:
         missing = ", ".join(sorted(params_paths - grads_paths)) or "none"
         extra = ", ".join(sorted(grads_paths - params_paths)) or "none"

@@ -6,8 +6,8 @@ to the caller's objects, exactly as if the function had run eagerly.
 """
 
 from .autodiff import DiffState, grad, jvp, remat, value_and_grad, vjp
-from .custom_gradients import custom_vjp
 from .compilation import StateSharding, jit, jit_partial, shard_map
+from .custom_gradients import custom_vjp
 from .general import checkify, cond, eval_shape, make_jaxpr, switch
 from .iteration import Carry, StateAxes, fori_loop, pmap, transform_metadata, vmap, while_loop
 from .scanning import scan

@@ -194,8 +194,14 @@ def check_no_aliasing(
     for slot, obj in zip(obj_slots, objs):
         leaves[slot] = obj
     check_outputs_are_new(
-        name, jax.tree_util.tree_unflatten(treedef, leaves), out, carry_arg, graph_mode, roots,
-        graph_paths=graph_mode, input_graph_paths=graph_mode and input_graph_paths,
+        name,
+        jax.tree_util.tree_unflatten(treedef, leaves),
+        out,
+        carry_arg,
+        graph_mode,
+        roots,
+        graph_paths=graph_mode,
+        input_graph_paths=graph_mode and input_graph_paths,
     )
 
 
@@ -217,7 +223,7 @@ def check_outputs_are_new(
     inputs: dict[int, str] = {}
     for path, var in _input_paths(args, roots, input_graph_paths):
         if carry_arg is not None and path.startswith(carry_root):
-            path = ".carry" + path[len(carry_root):]
+            path = ".carry" + path[len(carry_root) :]
         inputs.setdefault(id(var), path)
     seen: dict[int, str] = {}
     for path, var in _variable_paths(out, ".out", graph_paths):
@@ -258,9 +264,7 @@ def check_carry_identity(carry_in: tp.Any, carry_out: tp.Any) -> list[int]:
     return found
 
 
-def reject_prefix_objects(
-    name: str, prefix: tp.Any, kind: type, mode: graphlib.Mode, argname: str
-) -> None:
+def reject_prefix_objects(name: str, prefix: tp.Any, kind: type, mode: graphlib.Mode, argname: str) -> None:
     """Prefix objects (StateAxes, DiffState, ...) need graph mode with graph updates."""
     if mode == (True, True):
         return
@@ -318,4 +322,3 @@ def check_current_trace_of_updated(variables: list[variablelib.Variable[tp.Any]]
     for variable in variables:
         if not is_ref(variable.get_raw_value()):
             check_same_trace(variable.__dict__.get("_trace_state"), f"{type(variable).__name__} from a different trace")
-

@@ -51,9 +51,7 @@ def to_holes(tree: tp.Any, inputs: tp.Any, fresh: bool = False) -> tuple[tp.Any,
     if not any(map(is_ref, leaves)):
         return tree, False
     index = {id(x): i for i, x in enumerate(jax.tree_util.tree_leaves(inputs)) if is_ref(x)}
-    leaves = [
-        Hole(index[id(x)]) if id(x) in index else Fresh(x[...]) if fresh and is_ref(x) else x for x in leaves
-    ]
+    leaves = [Hole(index[id(x)]) if id(x) in index else Fresh(x[...]) if fresh and is_ref(x) else x for x in leaves]
     return jax.tree_util.tree_unflatten(treedef, leaves), True
 
 
@@ -83,4 +81,3 @@ def read_refs(tree: tp.Any) -> tp.Any:
     """``tree`` with each Ref made inside a transform replaced by its value (such a Ref
     cannot leave the transform; what comes out is its shape, ``eval_shape``'s answer)."""
     return jax.tree_util.tree_map(lambda x: x[...] if is_ref(x) else x, tree)
-

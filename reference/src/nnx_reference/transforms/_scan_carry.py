@@ -14,8 +14,8 @@ import typing as tp
 import jax
 
 from .. import graphlib
-from .iteration import Carry
 from ._trees import is_variable
+from .iteration import Carry
 
 
 class CarryOut(tp.NamedTuple):

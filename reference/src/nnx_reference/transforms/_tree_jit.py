@@ -36,7 +36,8 @@ from jax.tree_util import GetAttrKey
 from .. import _hijax, _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
-from . import _lift as lift, _output_places as output_places
+from . import _lift as lift
+from . import _output_places as output_places
 from ._call_cache import CachedCall, Contents, cache_call, identities, nodes_of
 from ._checks import check_no_aliasing
 from ._statics import Statics, insert_statics
@@ -80,9 +81,10 @@ class Outcome(tp.NamedTuple):
     general: lift.Result | None
 
 
-output_places.register(Outcome, lambda o: (
-    GetAttrKey("assigned"), o.assigned.places.output, o.assigned.places.updates, output_places.UNNAMED
-))
+output_places.register(
+    Outcome,
+    lambda o: (GetAttrKey("assigned"), o.assigned.places.output, o.assigned.places.updates, output_places.UNNAMED),
+)
 
 
 class Flat(tp.NamedTuple):
@@ -304,8 +306,7 @@ def _assigned(nodes: list[tp.Any], before: list[tp.Any], out: tp.Any, mode: grap
     flax's do, so each holds a new array after the call)."""
     every = mode.graph and mode.graph_updates
     positions = tuple(
-        i for i, (x, old) in enumerate(zip(nodes, before))
-        if is_variable(x) and (every or x.get_raw_value() is not old)
+        i for i, (x, old) in enumerate(zip(nodes, before)) if is_variable(x) and (every or x.get_raw_value() is not old)
     )
     places = output_places.places("jit", mode.graph, mode.graph_updates)
     return Outcome(Assigned(positions, places), out, [nodes[i].get_raw_value() for i in positions], None)

@@ -10,9 +10,9 @@ import jax
 
 from .. import variablelib
 from ..filterlib import Filter
+from ..graphlib import resolve_mode  # noqa: F401 (the transforms call it as trees.resolve_mode)
 from ..module import Module
 from ..pytreelib import Pytree
-from ..graphlib import resolve_mode  # noqa: F401 (the transforms call it as trees.resolve_mode)
 
 
 class Missing:
@@ -173,9 +173,7 @@ class ObjectStates:
         return f"ObjectStates({self.states!r})"
 
 
-jax.tree_util.register_pytree_node(
-    ObjectStates, lambda n: (n.states, None), lambda _, states: ObjectStates(states)
-)
+jax.tree_util.register_pytree_node(ObjectStates, lambda n: (n.states, None), lambda _, states: ObjectStates(states))
 
 
 Expand = tp.Callable[[tp.Any, tp.Any], list[tuple[Filter, tp.Any]]]

@@ -13,7 +13,9 @@ from ..filterlib import to_predicate
 from ..graphlib import Mode
 from ..statelib import State
 from ..variablelib import Param
-from . import _checks as checks, _lift as lift, _trees as trees
+from . import _checks as checks
+from . import _lift as lift
+from . import _trees as trees
 from ._hijax_trees import from_jax
 from ._prefix import VariablePrefix
 from ._statics import insert_statics, remove_statics
@@ -180,9 +182,9 @@ def _grad_call(
         # an input returned in it takes no differentiation prefix (outputs have none)
         return value, lift.exit(name, lifted.static, entered, (value, aux), same_prefixes=False)
 
-    (value, result), grads = jax.value_and_grad(
-        pure_fn, has_aux=True, holomorphic=holomorphic, allow_int=allow_int
-    )(diff, rest)
+    (value, result), grads = jax.value_and_grad(pure_fn, has_aux=True, holomorphic=holomorphic, allow_int=allow_int)(
+        diff, rest
+    )
     _, aux = lift.apply(lifted, result)
     per_arg = _per_arg_grads(lifted, from_jax(grads), nums)
     return ((value, aux) if has_aux else value), (per_arg[0] if single else per_arg)
@@ -201,8 +203,16 @@ class _GradCall(tp.NamedTuple):
 
     def __call__(self, fun: tp.Callable, args: tuple, kwargs: dict[str, tp.Any]) -> tp.Any:
         value, grads = _grad_call(
-            self.name, fun, self.argnums, self.has_aux, self.holomorphic, self.allow_int,
-            self.graph, self.graph_updates, args, kwargs,
+            self.name,
+            fun,
+            self.argnums,
+            self.has_aux,
+            self.holomorphic,
+            self.allow_int,
+            self.graph,
+            self.graph_updates,
+            args,
+            kwargs,
         )
         if self.name == "value_and_grad":
             return value, grads
@@ -353,8 +363,9 @@ def vjp(
     _refuse_reduce_axes("vjp", reduce_axes)
     if isinstance(f, trees.Missing) or not primals:
         return _given_later(vjp, f, has_aux, graph, graph_updates)
-    lifted = lift.lift("vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=expand_diff,
-                       roots=(".primals", ".kwargs"))
+    lifted = lift.lift(
+        "vjp", (primals, {}), (_all_diff(len(primals)), {}), mode, expand=expand_diff, roots=(".primals", ".kwargs")
+    )
 
     def pure_fn(pure: tp.Any) -> tuple[tp.Any, tp.Any]:
         entered = lift.enter(lifted.static, pure)
@@ -383,9 +394,7 @@ class JvpOptions(tp.TypedDict, total=False):
 
 
 @tp.overload
-def jvp(
-    f: trees.Fn, primals: tuple, tangents: tuple, /, **options: tp.Unpack[JvpOptions]
-) -> tuple[tp.Any, ...]: ...
+def jvp(f: trees.Fn, primals: tuple, tangents: tuple, /, **options: tp.Unpack[JvpOptions]) -> tuple[tp.Any, ...]: ...
 @tp.overload
 def jvp(f: trees.Fn = ..., primals: tuple = ..., /, **options: tp.Unpack[JvpOptions]) -> functools.partial[tp.Any]: ...
 def jvp(
@@ -414,9 +423,7 @@ def jvp(
         value, aux = out if has_aux else (out, None)
         return value, lift.exit("jvp", lifted.static, entered, aux)
 
-    primals_out, tangent_out, result = jax.jvp(
-        pure_fn, (lifted.pure,), (tangent.pure,), has_aux=True
-    )
+    primals_out, tangent_out, result = jax.jvp(pure_fn, (lifted.pure,), (tangent.pure,), has_aux=True)
     aux = lift.apply(lifted, result)
     return (primals_out, tangent_out, aux) if has_aux else (primals_out, tangent_out)
 

@@ -11,12 +11,14 @@ import jax
 from jax.sharding import PartitionSpec
 
 from .. import graphlib
-from . import _checks as checks, _lift as lift, _trees as trees
-from .general import eval_shape
+from . import _checks as checks
+from . import _lift as lift
+from . import _trees as trees
 from ._jit_options import JitOptions, taking_jit_options
 from ._prefix import PrefixMapping, VariablePrefix
 from ._statics import Statics, insert_statics, remove_statics
 from ._tree_jit import TreeJit
+from .general import eval_shape
 
 __all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
 
@@ -65,9 +67,7 @@ class _Spec(VariablePrefix):
 
 def _spec_tree(sharding: tp.Any, donate: bool) -> tp.Any:
     """One argument's sharding prefix tree (a State of shardings, ...) with ``_Spec`` leaves."""
-    return jax.tree_util.tree_map(
-        lambda s: _Spec(s, donate), sharding, is_leaf=lambda x: x is None
-    )
+    return jax.tree_util.tree_map(lambda s: _Spec(s, donate), sharding, is_leaf=lambda x: x is None)
 
 
 def _expand_spec(prefix: _Spec, obj: tp.Any) -> list:
@@ -149,8 +149,10 @@ class JitWrapped:
         )
         self.graph = options.graph
         self.graph_updates = options.graph_updates
-        self.plain = self.in_shardings is None and self.out_shardings is None and not (
-            self.donate_argnums or self.donate_argnames
+        self.plain = (
+            self.in_shardings is None
+            and self.out_shardings is None
+            and not (self.donate_argnums or self.donate_argnames)
         )
         _refuse_placement_with_shardings(options.device, options.backend, self.in_shardings)
         self._jit_kwargs = dict(keep_unused=options.keep_unused, inline=options.inline)
@@ -180,7 +182,13 @@ class JitWrapped:
         args, kwargs = insert_statics(dynamic_args, dynamic_kwargs, static.statics)
         out = self.fun(*args, **kwargs)
         return lift.exit(
-            "jit", static.inputs, entered, out, self.out_shardings, _expand_sharding, same_prefixes=False,
+            "jit",
+            static.inputs,
+            entered,
+            out,
+            self.out_shardings,
+            _expand_sharding,
+            same_prefixes=False,
             donated=_is_donated,
         )
 
@@ -208,9 +216,7 @@ class JitWrapped:
         key = (n_dynamic, static_positions)
         specs = self._specs_by_positions.get(key)
         if specs is None:
-            positions = [
-                i for i in range(n_dynamic + len(static_positions)) if i not in static_positions
-            ]
+            positions = [i for i in range(n_dynamic + len(static_positions)) if i not in static_positions]
             shardings = self.in_shardings
             if type(shardings) not in (tuple, list):
                 shardings = tuple(shardings for _ in positions)
@@ -411,12 +417,17 @@ def shard_map(
 
             jax_in = (_specs_or_replicated(lifted.prefix),)
             jax_out = lift.Result(
-                _specs_or_replicated(None), _specs_or_replicated(lifted.in_prefix()),
+                _specs_or_replicated(None),
+                _specs_or_replicated(lifted.in_prefix()),
                 trees.out_prefix_for_jax(out_specs, _expand_sharding),
             )
             mapped = jax.shard_map(
-                pure_fn, mesh=mesh, in_specs=jax_in, out_specs=jax_out,
-                axis_names=axis_names, check_vma=check_vma,
+                pure_fn,
+                mesh=mesh,
+                in_specs=jax_in,
+                out_specs=jax_out,
+                axis_names=axis_names,
+                check_vma=check_vma,
             )
             return lift.apply(lifted, mapped(lifted.pure))
 
@@ -425,9 +436,7 @@ def shard_map(
     return trees.decorator_or_call(f, make)
 
 
-def _reject_state_sharding(
-    in_specs: tp.Any, out_specs: tp.Any, graph: bool | None, graph_updates: bool | None
-) -> None:
+def _reject_state_sharding(in_specs: tp.Any, out_specs: tp.Any, graph: bool | None, graph_updates: bool | None) -> None:
     mode = trees.resolve_mode(graph, graph_updates)
     checks.reject_prefix_objects("shard_map", in_specs, StateSharding, mode, "in_specs")
     checks.reject_prefix_objects("shard_map", out_specs, StateSharding, mode, "out_specs")
@@ -435,6 +444,4 @@ def _reject_state_sharding(
 
 def _specs_or_replicated(prefix: tp.Any) -> tp.Any:
     """shard_map specs cannot be None: an unconstrained entry is replicated."""
-    return jax.tree.map(
-        lambda s: PartitionSpec() if s is None else s, prefix, is_leaf=lambda x: x is None
-    )
+    return jax.tree.map(lambda s: PartitionSpec() if s is None else s, prefix, is_leaf=lambda x: x is None)

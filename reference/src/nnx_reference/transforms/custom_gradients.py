@@ -18,8 +18,10 @@ import jax
 from ..graphlib import Mode
 from ..statelib import merge_state, to_flat_state
 from ..variablelib import Variable
-from . import _checks as checks, _lift as lift, _trees as trees
-from .autodiff import DiffState, DiffPrefix, expand_diff, is_diff, substate
+from . import _checks as checks
+from . import _lift as lift
+from . import _trees as trees
+from .autodiff import DiffPrefix, DiffState, expand_diff, is_diff, substate
 
 __all__ = ["custom_vjp"]
 
@@ -289,9 +291,10 @@ def custom_vjp(
     trees.reject_bound_method("custom_vjp", fun)
     graph, graph_updates = trees.resolve_mode(graph, graph_updates)  # fixed when made, as flax's
     checks.reject_prefix_objects(
-        "custom_vjp", nondiff_argnums, DiffState, trees.resolve_mode(graph, graph_updates),
+        "custom_vjp",
+        nondiff_argnums,
+        DiffState,
+        trees.resolve_mode(graph, graph_updates),
         "nondiff_argnums",
     )
-    return trees.decorator_or_call(
-        fun, lambda f: CustomVjp(f, tuple(nondiff_argnums), graph, graph_updates)
-    )
+    return trees.decorator_or_call(fun, lambda f: CustomVjp(f, tuple(nondiff_argnums), graph, graph_updates))

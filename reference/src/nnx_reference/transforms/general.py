@@ -11,7 +11,11 @@ from jax.experimental import checkify as checkify_lib
 from .._sharding import on_mesh
 from ..graphlib import iter_graph, set_graph_updates
 from ..variablelib import Variable
-from . import _checks as checks, _lift as lift, _refs as refs, _traced as traced, _trees as trees
+from . import _checks as checks
+from . import _lift as lift
+from . import _refs as refs
+from . import _traced as traced
+from . import _trees as trees
 from ._statics import insert_statics, remove_statics
 
 __all__ = ["checkify", "cond", "eval_shape", "make_jaxpr", "switch"]

@@ -8,11 +8,14 @@ import typing as tp
 
 import jax
 
-from .._sharding import PARTITION_NAME
 from .. import graphlib
+from .._sharding import PARTITION_NAME
 from ..graphlib import Mode, without_metadata
 from ..variablelib import Variable
-from . import _checks as checks, _lift as lift, _traced as traced, _trees as trees
+from . import _checks as checks
+from . import _lift as lift
+from . import _traced as traced
+from . import _trees as trees
 from ._prefix import PrefixMapping
 from ._trees import is_node_leaf, is_variable
 
@@ -245,14 +248,16 @@ def vmap(
 
     def jax_map(fn: tp.Callable, *, in_axes: tp.Any, out_axes: tp.Any) -> tp.Callable:
         return jax.vmap(
-            fn, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
-            axis_size=axis_size, spmd_axis_name=spmd_axis_name,
+            fn,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            axis_name=axis_name,
+            axis_size=axis_size,
+            spmd_axis_name=spmd_axis_name,
         )
 
     return trees.decorator_or_call(
-        f, lambda fun: _mapped(
-            "vmap", fun, jax_map, in_axes, out_axes, transform_metadata, graph, graph_updates
-        )
+        f, lambda fun: _mapped("vmap", fun, jax_map, in_axes, out_axes, transform_metadata, graph, graph_updates)
     )
 
 
@@ -300,14 +305,17 @@ def pmap(
 
     def jax_map(fn: tp.Callable, *, in_axes: tp.Any, out_axes: tp.Any) -> tp.Callable:
         return jax.pmap(
-            fn, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
-            devices=devices, backend=backend, axis_size=axis_size,
+            fn,
+            axis_name=axis_name,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            devices=devices,
+            backend=backend,
+            axis_size=axis_size,
         )
 
     return trees.decorator_or_call(
-        f, lambda fun: _mapped(
-            "pmap", fun, jax_map, in_axes, out_axes, transform_metadata, graph, graph_updates
-        )
+        f, lambda fun: _mapped("pmap", fun, jax_map, in_axes, out_axes, transform_metadata, graph, graph_updates)
     )
 
 
@@ -351,8 +359,12 @@ def transform_metadata(
             axis_metadata(metadata, in_objects, add=False)
             out = fun(*copies)
             checks.check_outputs_are_new(
-                "transform_metadata", (copies, {}), out, shared_outputs=in_graph,
-                graph_paths=in_graph, input_graph_paths=in_graph,
+                "transform_metadata",
+                (copies, {}),
+                out,
+                shared_outputs=in_graph,
+                graph_paths=in_graph,
+                input_graph_paths=in_graph,
             )
             axis_metadata(metadata, in_objects, add=True, every_path=True)
             axis_metadata(metadata, out_objects(out, out_axes), add=True)
@@ -457,7 +469,10 @@ def _loop_body(
 
 
 def _check_same_graph(
-    name: str, lowering: str, graphdef: graphlib.GraphDef[tp.Any], metadata: dict[str, dict[str, tp.Any]] | None,
+    name: str,
+    lowering: str,
+    graphdef: graphlib.GraphDef[tp.Any],
+    metadata: dict[str, dict[str, tp.Any]] | None,
     new_value: tp.Any,
 ) -> None:
     """A body run without graph updates keeps the graph of its value: a change of its nodes,
@@ -470,7 +485,9 @@ def _check_same_graph(
     if metadata is None or without_metadata(new_graphdef.root) != without_metadata(graphdef.root):
         raise ValueError(_GRAPH_CHANGED.format(name=name))
     changed = next(path for path, entries in _metadata_by_path(new_value).items() if entries != metadata.get(path))
-    raise TypeError(f"{lowering} {_CARRY_CHANGED}: the body changed the metadata of the Variable at loop value{changed}")
+    raise TypeError(
+        f"{lowering} {_CARRY_CHANGED}: the body changed the metadata of the Variable at loop value{changed}"
+    )
 
 
 def _metadata_by_path(value: tp.Any) -> dict[str, dict[str, tp.Any]]:

@@ -18,9 +18,23 @@ import numpy as np
 from jax.tree_util import GetAttrKey
 
 from .. import reprlib
-from . import _checks as checks, _lift as lift, _output_places as output_places, _scan_carry as scan_carry, _trees as trees
-from .iteration import Carry, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
+from . import (
+    _checks as checks,
+)
+from . import (
+    _lift as lift,
+)
+from . import (
+    _output_places as output_places,
+)
+from . import (
+    _scan_carry as scan_carry,
+)
+from . import (
+    _trees as trees,
+)
 from ._traced import pure_function
+from .iteration import Carry, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
 
 __all__ = ["scan"]
 
@@ -366,9 +380,7 @@ def _reassemble(
     is_object = set(plan.objects)
     carry_iter = iter([carry_by_index[i] for i in plan.carried if i not in is_object])
     ys_iter = iter(user_ys)
-    out_leaves = [
-        next(carry_iter) if p is Carry else _move(next(ys_iter), 0, p) for p in traced.out_prefixes
-    ]
+    out_leaves = [next(carry_iter) if p is Carry else _move(next(ys_iter), 0, p) for p in traced.out_prefixes]
     return lift.Result(traced.static, in_part, jax.tree_util.tree_unflatten(traced.out_treedef, out_leaves))
 
 
@@ -425,8 +437,13 @@ def _scan_function(
             traced = _Traced()
             body = _scan_body(call, static, step_plan, carry_arg, out_axes, metadata, traced)
             final_carry, ys = jax.lax.scan(
-                body, step_plan.carry_init(), step_plan.xs(), length=options.length, reverse=options.reverse,
-                unroll=options.unroll, _split_transpose=options.split_transpose,
+                body,
+                step_plan.carry_init(),
+                step_plan.xs(),
+                length=options.length,
+                reverse=options.reverse,
+                unroll=options.unroll,
+                _split_transpose=options.split_transpose,
             )
             return _Scanned(final_carry, ys.outputs.values, ys.states, traced.info())
 
@@ -434,8 +451,19 @@ def _scan_function(
 
     items = [plan.values[i] for i in dynamic]
     out_leaves, out_treedef = jax.tree_util.tree_flatten(out_axes)
-    key = (static, tuple(plan.prefixes), plan.n_leaves, plan.objects, dynamic, tuple(skeleton), carry_arg,
-           tuple(out_leaves), out_treedef, tuple(metadata.items()), options)
+    key = (
+        static,
+        tuple(plan.prefixes),
+        plan.n_leaves,
+        plan.objects,
+        dynamic,
+        tuple(skeleton),
+        carry_arg,
+        tuple(out_leaves),
+        out_treedef,
+        tuple(metadata.items()),
+        options,
+    )
     try:
         hash(key)
     except TypeError:

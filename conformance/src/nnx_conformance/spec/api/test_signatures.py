@@ -24,6 +24,7 @@ SPEC: dict[str, Any] = json.loads(resources.files("nnx_conformance").joinpath("d
     "names"
 ]
 
+
 def _cases() -> list[Any]:
     return [
         pytest.param(name, id=name, marks=[pytest.mark.area(entry.get("area", "api")), pytest.mark.apis(name)])

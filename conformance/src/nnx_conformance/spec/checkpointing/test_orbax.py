@@ -103,11 +103,10 @@ def _sides(nnx: Any, flax_nnx: Any) -> dict[str, Side]:
 
 
 WRITER_READER = pytest.mark.parametrize(
-    ("writer", "reader"), [("flax", "impl"), ("impl", "flax"), ("impl", "impl")],
+    ("writer", "reader"),
+    [("flax", "impl"), ("impl", "flax"), ("impl", "impl")],
     ids=["flax-writes-impl-reads", "impl-writes-flax-reads", "impl-writes-impl-reads"],
 )
-
-
 
 
 def _on_disk(nnx: Any, build: Build, directory: Path) -> list[tuple[str, str, np.ndarray]]:
@@ -115,8 +114,11 @@ def _on_disk(nnx: Any, build: Build, directory: Path) -> list[tuple[str, str, np
     ocp.PyTreeCheckpointer().save(directory, nnx.state(build(nnx)))
     raw = ocp.PyTreeCheckpointer().restore(directory)
     return [
-        (jax.tree_util.keystr(path), str(leaf.dtype),
-         np.asarray(jax.random.key_data(leaf) if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key) else leaf))
+        (
+            jax.tree_util.keystr(path),
+            str(leaf.dtype),
+            np.asarray(jax.random.key_data(leaf) if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key) else leaf),
+        )
         for path, leaf in jax.tree_util.tree_flatten_with_path(raw)[0]
     ]
 
@@ -182,7 +184,9 @@ def _sharded(nnx: Any) -> Any:
     class Model(nnx.Module):
         def __init__(self, rngs: Any) -> None:
             self.linear = nnx.Linear(
-                4, 8, rngs=rngs,
+                4,
+                8,
+                rngs=rngs,
                 kernel_init=nnx.with_partitioning(nnx.initializers.lecun_normal(), (None, "model")),
                 bias_init=nnx.with_partitioning(nnx.initializers.normal(), ("model",)),
             )

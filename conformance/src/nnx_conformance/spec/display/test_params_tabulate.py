@@ -15,12 +15,15 @@ from nnx_conformance.testing.strategies.callables import IN_GRAPH_MODE, assert_r
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("display"), IN_GRAPH_MODE]
 
-column_options = st.fixed_dictionaries({}, optional={
-    "justify": st.sampled_from(["left", "center", "right"]),
-    "no_wrap": st.booleans(),
-    "max_width": st.integers(8, 30),
-    "overflow": st.sampled_from(["fold", "ellipsis"]),
-})
+column_options = st.fixed_dictionaries(
+    {},
+    optional={
+        "justify": st.sampled_from(["left", "center", "right"]),
+        "no_wrap": st.booleans(),
+        "max_width": st.integers(8, 30),
+        "overflow": st.sampled_from(["fold", "ellipsis"]),
+    },
+)
 
 
 @pytest.mark.apis("tabulate")

@@ -104,32 +104,43 @@ CASES: dict[str, tuple[Callable[[Any], Any], Tabulate]] = {
     "the documented model": (_documented_foo, lambda nnx, m: nnx.tabulate(m, jnp.ones((1, 32)))),
     "the documented model with FLOPs and VJP FLOPs on a wide console": (
         _documented_foo,
-        lambda nnx, m: nnx.tabulate(m, jnp.ones((1, 32)), compute_flops=True, compute_vjp_flops=True,
-                                    console_kwargs={"width": 250}),
+        lambda nnx, m: nnx.tabulate(
+            m, jnp.ones((1, 32)), compute_flops=True, compute_vjp_flops=True, console_kwargs={"width": 250}
+        ),
     ),
     "the documented model to depth 1 with FLOPs": (
-        _documented_foo, lambda nnx, m: nnx.tabulate(m, jnp.ones((2, 32)), depth=1, compute_flops=True),
+        _documented_foo,
+        lambda nnx, m: nnx.tabulate(m, jnp.ones((2, 32)), depth=1, compute_flops=True),
     ),
     "the documented model with every row and table options": (
         _documented_foo,
-        lambda nnx, m: nnx.tabulate(m, jnp.ones((1, 32)), row_filter=lambda row: True,
-                                    table_kwargs={"title": "Custom"}, console_kwargs={"width": 160}),
+        lambda nnx, m: nnx.tabulate(
+            m,
+            jnp.ones((1, 32)),
+            row_filter=lambda row: True,
+            table_kwargs={"title": "Custom"},
+            console_kwargs={"width": 160},
+        ),
     ),
     "two inputs and a keyword, a tuple and a dict out": (
         _two_inputs,
-        lambda nnx, m: nnx.tabulate(m, jnp.ones((2, 3)), jnp.ones((2, 2)), scale=2.0, compute_flops=True,
-                                    console_kwargs={"width": 200}),
+        lambda nnx, m: nnx.tabulate(
+            m, jnp.ones((2, 3)), jnp.ones((2, 2)), scale=2.0, compute_flops=True, console_kwargs={"width": 200}
+        ),
     ),
     "two inputs, VJP FLOPs": (
         _two_inputs,
-        lambda nnx, m: nnx.tabulate(m, jnp.ones((2, 3)), jnp.ones((2, 2)), compute_vjp_flops=True,
-                                    console_kwargs={"width": 200}),
+        lambda nnx, m: nnx.tabulate(
+            m, jnp.ones((2, 3)), jnp.ones((2, 2)), compute_vjp_flops=True, console_kwargs={"width": 200}
+        ),
     ),
     "public methods, sow, and Python values in and out": (
-        _methods_and_values, lambda nnx, m: nnx.tabulate(m, jnp.ones((1, 2)), console_kwargs={"width": 200}),
+        _methods_and_values,
+        lambda nnx, m: nnx.tabulate(m, jnp.ones((1, 2)), console_kwargs={"width": 200}),
     ),
     "another method than __call__": (
-        _two_inputs, lambda nnx, m: nnx.tabulate(m, jnp.ones((1, 3)), method="encode"),
+        _two_inputs,
+        lambda nnx, m: nnx.tabulate(m, jnp.ones((1, 3)), method="encode"),
     ),
 }
 

@@ -95,8 +95,11 @@ def test_tabulate_records_the_calls_flax_records(nnx: Any, flax_nnx: Any, progra
 
 @pytest.mark.graph_mode("graph")
 @pytest.mark.apis("tabulate")
-@given(flag=st.sampled_from([True, False, np.bool_(True)]), n=st.sampled_from([2, 2.5, np.float32(2.0), np.int32(3)]),
-       n_by_keyword=st.booleans())
+@given(
+    flag=st.sampled_from([True, False, np.bool_(True)]),
+    n=st.sampled_from([2, 2.5, np.float32(2.0), np.int32(3)]),
+    n_by_keyword=st.booleans(),
+)
 def test_tabulate_passes_scalar_inputs_as_given_in_graph_mode_as_flax(
     nnx: Any, flax_nnx: Any, flag: Any, n: Any, n_by_keyword: bool
 ) -> None:

@@ -32,7 +32,9 @@ def test_tabulate_renders_a_sequential_model_and_names_each_layer(nnx: Any) -> N
     assert "Sequential" in table, "the tabulate of an nnx.Sequential does not name the Sequential"
     for index in range(3):
         assert f"layers/{index}" in table, f"the tabulate of an nnx.Sequential does not show the row of layers/{index}"
-    assert table.count("Linear") >= 3, "the tabulate of an nnx.Sequential of three Linear layers shows fewer than three Linear rows"
+    assert table.count("Linear") >= 3, (
+        "the tabulate of an nnx.Sequential of three Linear layers shows fewer than three Linear rows"
+    )
 
 
 @pytest.mark.apis("tabulate", "List")
@@ -48,4 +50,6 @@ def test_tabulate_renders_a_model_holding_an_nnx_list_of_layers(nnx: Any) -> Non
 
     table = nnx.tabulate(Stack(), jnp.ones((1, 2)))
     for index in range(2):
-        assert f"blocks/{index}" in table, f"the tabulate of a model with an nnx.List does not show the row of blocks/{index}"
+        assert f"blocks/{index}" in table, (
+            f"the tabulate of a model with an nnx.List does not show the row of blocks/{index}"
+        )

@@ -141,7 +141,9 @@ def test_atomic_filters_match_as_the_filters_guide_says(nnx: Any, data: st.DataO
 @given(data=st.data())
 def test_a_type_filter_matches_subclasses(nnx: Any, data: st.DataObject) -> None:
     path = data.draw(paths, label="path")
-    subclass_variable = data.draw(strategies.variables(nnx, types=st.just(strategies.classes(nnx).custom_param)), label="variable")
+    subclass_variable = data.draw(
+        strategies.variables(nnx, types=st.just(strategies.classes(nnx).custom_param)), label="variable"
+    )
     for form in (nnx.Param, nnx.OfType(nnx.Param), nnx.Variable):
         assert matches(nnx, form, path, subclass_variable), (
             f"{form!r} did not match the Param subclass {subclass_variable!r}"

@@ -17,10 +17,14 @@ from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 
-FILTERS_GUIDE = "guide:filters_guide (filter literals, OfType, WithTag, PathContains, Any, All, Not, Everything, Nothing)"
+FILTERS_GUIDE = (
+    "guide:filters_guide (filter literals, OfType, WithTag, PathContains, Any, All, Not, Everything, Nothing)"
+)
 
 
-@pytest.mark.apis("filterlib.to_predicate", "OfType", "WithTag", "PathContains", "Any", "All", "Not", "Everything", "Nothing")
+@pytest.mark.apis(
+    "filterlib.to_predicate", "OfType", "WithTag", "PathContains", "Any", "All", "Not", "Everything", "Nothing"
+)
 @pytest.mark.documented(FILTERS_GUIDE)
 @given(recipe=gs.graph_recipes(), drawn=gs.filter_recipes, graph=st.booleans())
 def test_a_filter_selects_the_variables_flax_selects(
@@ -55,7 +59,9 @@ def test_split_by_drawn_filters_gives_flax_partitions(
 @pytest.mark.apis("PathContains", "OfType", "WithTag", "Any", "All", "Not", "filterlib.PathIn")
 @pytest.mark.documented(None)
 @given(first=gs.filter_recipes, second=gs.filter_recipes)
-def test_filters_compare_equal_as_flax_filters_do(nnx: Any, flax_nnx: Any, first: gs.FilterRecipe, second: gs.FilterRecipe) -> None:
+def test_filters_compare_equal_as_flax_filters_do(
+    nnx: Any, flax_nnx: Any, first: gs.FilterRecipe, second: gs.FilterRecipe
+) -> None:
     """Two filters built alike are equal, and hash alike, where flax's are; others differ as flax's do."""
 
     def scenario(nnx: Any) -> Any:
@@ -64,7 +70,11 @@ def test_filters_compare_equal_as_flax_filters_do(nnx: Any, flax_nnx: Any, first
         return {
             "built alike": (a == again, a != again, hash(a) == hash(again)),
             "drawn pair": (a == b, a != b),
-            "compositions": (nnx.Any(a, b) == nnx.Any(again, b), nnx.All(a, b) == nnx.All(again, b), nnx.Not(a) == nnx.Not(again)),
+            "compositions": (
+                nnx.Any(a, b) == nnx.Any(again, b),
+                nnx.All(a, b) == nnx.All(again, b),
+                nnx.Not(a) == nnx.Not(again),
+            ),
             "PathIn": (path_in == nnx.filterlib.PathIn(("a", 0), ("b",)), path_in == nnx.filterlib.PathIn(("a", 0))),
         }
 

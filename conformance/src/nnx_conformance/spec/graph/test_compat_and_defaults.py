@@ -43,9 +43,7 @@ CALLS = {
 @pytest.mark.apis("jit", "grad", "eval_shape", "split", "state", "clone", "iter_graph")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("call", CALLS)
-def test_compat_functions_run_in_graph_mode_under_global_tree_mode_as_flax(
-    nnx: Any, flax_nnx: Any, call: str
-) -> None:
+def test_compat_functions_run_in_graph_mode_under_global_tree_mode_as_flax(nnx: Any, flax_nnx: Any, call: str) -> None:
     def scenario(nnx: Any) -> Any:
         module = _tied(nnx)
         with nnx.set_graph_mode(False), nnx.set_graph_updates(False):
@@ -71,7 +69,6 @@ def test_the_defaults_var_defaults_returns_are_read_only_as_flax_s(nnx: Any, fla
         return after
 
     assert_same(flax_nnx, nnx, scenario)
-
 
 
 @pytest.mark.apis("var_defaults")

@@ -25,8 +25,9 @@ pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("graph/contexts
 
 @pytest.mark.graph_mode("graph")  # update contexts carry graph-mode identity; the function makes a cycle
 @pytest.mark.apis("split_context", "merge_context", "SplitContext", "MergeContext", "update_context")
-@given(tag=st.sampled_from(["example", "other"]), value=st.integers(-3, 3), cycle=st.booleans(),
-       new_param=st.booleans())
+@given(
+    tag=st.sampled_from(["example", "other"]), value=st.integers(-3, 3), cycle=st.booleans(), new_param=st.booleans()
+)
 def test_split_and_merge_contexts_carry_identity_through_a_jit_as_flax(
     nnx: Any, flax_nnx: Any, tag: str, value: int, cycle: bool, new_param: bool
 ) -> None:

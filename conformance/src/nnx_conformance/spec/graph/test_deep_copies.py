@@ -112,7 +112,9 @@ def test_deepcopy_copies_a_module_s_whole_graph_as_flax(nnx: Any, flax_nnx: Any,
     assert outcome.error is None, f"flax deep-copies the model: {outcome.error!r}"
 
 
-@pytest.mark.apis("Module", "Pytree", "List", "Dict", "Rngs", "Sequential", "Optimizer", "State", "Variable", "GraphDef")
+@pytest.mark.apis(
+    "Module", "Pytree", "List", "Dict", "Rngs", "Sequential", "Optimizer", "State", "Variable", "GraphDef"
+)
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("what", sorted(COPIED))
 def test_deepcopy_of_nnx_objects_gives_what_flax_s_gives(nnx: Any, flax_nnx: Any, what: str) -> None:

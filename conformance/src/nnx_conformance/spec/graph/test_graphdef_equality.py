@@ -121,7 +121,9 @@ def test_hashing_a_graphdef_that_holds_an_unhashable_value_is_as_flax_s(
 @pytest.mark.apis("graphdef", "GraphDef", "jit", "data")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
-def test_a_graphdef_of_a_module_holding_a_raw_ref_hashes_and_jits_as_flax_s(nnx: Any, flax_nnx: Any, graph: bool) -> None:
+def test_a_graphdef_of_a_module_holding_a_raw_ref_hashes_and_jits_as_flax_s(
+    nnx: Any, flax_nnx: Any, graph: bool
+) -> None:
     """A ``jax.Ref`` held as a data attribute (not in a Variable): the GraphDefs of two
     splits are equal with equal hashes, and ``nnx.jit`` runs the Module twice."""
 
@@ -144,7 +146,9 @@ COPIES = {"copy.deepcopy": copy.deepcopy, "a pickle round trip": lambda g: pickl
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
 @pytest.mark.parametrize("how", COPIES)
-def test_a_copied_graphdef_equals_and_hashes_as_the_original_as_flax_s(nnx: Any, flax_nnx: Any, how: str, graph: bool) -> None:
+def test_a_copied_graphdef_equals_and_hashes_as_the_original_as_flax_s(
+    nnx: Any, flax_nnx: Any, how: str, graph: bool
+) -> None:
     """A GraphDef of a Module with Variables, an array data attribute and a static one, copied:
     equal to the original, of the same hash, and it merges back."""
 

@@ -94,11 +94,16 @@ def test_a_decorator_sets_the_flag_only_while_the_function_runs(
             return current_flag(nnx, setter)
 
         assert (read.__name__, read.__doc__) == ("read", "Reads the flag."), (
-            f"a function decorated with {setter}({value}) lost its name and docstring: {read.__name__!r}, {read.__doc__!r}"
+            f"a function decorated with {setter}({value}) lost its name and docstring: {read.__name__!r}, "
+            f"{read.__doc__!r}"
         )
-        assert current_flag(nnx, setter) == start, f"defining a function decorated with {setter}({value}) changed the flag"
+        assert current_flag(nnx, setter) == start, (
+            f"defining a function decorated with {setter}({value}) changed the flag"
+        )
         assert read() == value, f"inside a function decorated with {setter}({value}) the flag is not {value}"
-        assert current_flag(nnx, setter) == start, f"calling a function decorated with {setter}({value}) changed the flag"
+        assert current_flag(nnx, setter) == start, (
+            f"calling a function decorated with {setter}({value}) changed the flag"
+        )
         assert read() == value, f"a second call of a function decorated with {setter}({value}) does not see {value}"
 
 
@@ -119,7 +124,9 @@ def test_a_plain_var_defaults_call_sets_only_the_given_fields_and_they_stay_set(
         nnx.var_defaults(hijax=start[0], ref=start[1])
         nnx.var_defaults(**kwargs)
         expected = updated(start, kwargs)
-        assert current_defaults(nnx) == expected, f"after var_defaults(**{kwargs}) from {start} the (hijax, ref) defaults are not {expected}"
+        assert current_defaults(nnx) == expected, (
+            f"after var_defaults(**{kwargs}) from {start} the (hijax, ref) defaults are not {expected}"
+        )
 
 
 @pytest.mark.apis("var_defaults")
@@ -131,8 +138,12 @@ def test_a_var_defaults_with_block_restores_the_previous_defaults_on_exit(
         nnx.var_defaults(hijax=start[0], ref=start[1])
         with nnx.var_defaults(**kwargs):
             expected = updated(start, kwargs)
-            assert current_defaults(nnx) == expected, f"inside `with var_defaults(**{kwargs})` the defaults are not {expected}"
-        assert current_defaults(nnx) == start, f"after `with var_defaults(**{kwargs})` the defaults are not back to {start}"
+            assert current_defaults(nnx) == expected, (
+                f"inside `with var_defaults(**{kwargs})` the defaults are not {expected}"
+            )
+        assert current_defaults(nnx) == start, (
+            f"after `with var_defaults(**{kwargs})` the defaults are not back to {start}"
+        )
 
 
 @pytest.mark.apis("var_defaults")
@@ -143,7 +154,13 @@ def test_a_var_defaults_decorator_sets_the_defaults_only_while_the_function_runs
     with defaults_restored(nnx):
         nnx.var_defaults(hijax=start[0], ref=start[1])
         read: Callable[[], tuple[bool, bool]] = nnx.var_defaults(**kwargs)(lambda: current_defaults(nnx))
-        assert current_defaults(nnx) == start, f"defining a function decorated with var_defaults(**{kwargs}) changed the defaults"
+        assert current_defaults(nnx) == start, (
+            f"defining a function decorated with var_defaults(**{kwargs}) changed the defaults"
+        )
         expected = updated(start, kwargs)
-        assert read() == expected, f"inside a function decorated with var_defaults(**{kwargs}) the defaults are not {expected}"
-        assert current_defaults(nnx) == start, f"calling a function decorated with var_defaults(**{kwargs}) changed the defaults"
+        assert read() == expected, (
+            f"inside a function decorated with var_defaults(**{kwargs}) the defaults are not {expected}"
+        )
+        assert current_defaults(nnx) == start, (
+            f"calling a function decorated with var_defaults(**{kwargs}) changed the defaults"
+        )

@@ -171,7 +171,9 @@ def test_a_given_argument_decides_and_a_left_out_one_takes_the_global_switch(
     )
 
 
-ACCEPTING = {name: Switches(True, True) for name in CALLS if name != "make_jaxpr"} | {"jit_partial": Switches(True, False)}
+ACCEPTING = {name: Switches(True, True) for name in CALLS if name != "make_jaxpr"} | {
+    "jit_partial": Switches(True, False)
+}
 """The arguments with which graph mode accepts the shared Param (flax 0.12.12: jit_partial rejects
 graph updates, make_jaxpr rejects graph updates and, without them, aliased Variables)."""
 
@@ -187,7 +189,9 @@ carry whose update the shared Param does not get), which the docs neither state 
 def test_graph_mode_accepts_the_shared_param_under_global_tree_mode(nnx: Any, name: str) -> None:
     setting = Setting(Switches(False, False), ACCEPTING[name])
     accepted = outcome(nnx, name, setting)
-    assert accepted[0] != "raises", f"nnx.{name}(**{setting.kwargs(name in TRANSFORMS)}) under global tree mode raises {accepted[1]}"
+    assert accepted[0] != "raises", (
+        f"nnx.{name}(**{setting.kwargs(name in TRANSFORMS)}) under global tree mode raises {accepted[1]}"
+    )
 
 
 @pytest.mark.apis(*CALLS, "set_graph_mode")

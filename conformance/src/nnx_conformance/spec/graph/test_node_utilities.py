@@ -31,19 +31,23 @@ pytestmark = pytest.mark.kind("property")
 
 @pytest.mark.apis("iter_module_children")
 @given(data=st.data())
-def test_iter_module_children_yields_each_direct_pytree_child_by_each_key_that_holds_it(nnx: Any, data: st.DataObject) -> None:
+def test_iter_module_children_yields_each_direct_pytree_child_by_each_key_that_holds_it(
+    nnx: Any, data: st.DataObject
+) -> None:
     graph = data.draw(strategies.modes(), label="graph mode")
     node = data.draw(strategies.graphs(nnx, shared=graph), label="graph")
     attributes = {name: value for name, value in vars(node).items() if not name.startswith("_")}
     expected = sorted((name, id(value)) for name, value in attributes.items() if isinstance(value, nnx.Pytree))
     got = [(key, id(child)) for key, child in nnx.iter_module_children(node, graph=graph)]
     assert sorted(got) == expected and len(got) == len(expected), (
-        f"iter_module_children(node, graph={graph}) keys: expected {[key for key, _ in expected]}, got {[key for key, _ in got]}"
+        f"iter_module_children(node, graph={graph}) keys: "
+        f"expected {[key for key, _ in expected]}, got {[key for key, _ in got]}"
     )
 
 
 def _without_modes(entries: dict[Any, Any]) -> dict[Any, Any]:
     """A snapshot with the ``ref`` and ``hijax`` metadata of its Variables left out."""
+
     def strip(entry: Any) -> Any:
         if not isinstance(entry, VariableEntry):
             return entry
@@ -78,8 +82,13 @@ def test_vars_as_gives_a_copy_whose_filtered_variables_have_the_asked_mode(
 
 
 @pytest.mark.apis("current_update_context")
-@given(tags=st.lists(st.sampled_from(["a", "b", ("c", 1)]), min_size=1, max_size=4), asked=st.sampled_from(["a", "b", ("c", 1), "d"]))
-def test_current_update_context_is_the_innermost_update_context_of_its_tag(nnx: Any, tags: list[Any], asked: Any) -> None:
+@given(
+    tags=st.lists(st.sampled_from(["a", "b", ("c", 1)]), min_size=1, max_size=4),
+    asked=st.sampled_from(["a", "b", ("c", 1), "d"]),
+)
+def test_current_update_context_is_the_innermost_update_context_of_its_tag(
+    nnx: Any, tags: list[Any], asked: Any
+) -> None:
     with contextlib.ExitStack() as stack:
         entered = [(tag, stack.enter_context(nnx.update_context(tag))) for tag in tags]
         innermost = [context for tag, context in entered if tag == asked]
@@ -107,13 +116,31 @@ def _kinds_of_value(nnx: Any) -> dict[str, Any]:
 
     rngs = nnx.Rngs(0)
     return {
-        "Variable": nnx.Variable(jnp.ones(2)), "Param": nnx.Param(jnp.ones(2)), "BatchStat": nnx.BatchStat(1.0),
-        "ref=True Param": nnx.Param(jnp.ones(2), ref=True), "RngKey": rngs.default.key,
-        "jax.Ref": jax.new_ref(jnp.ones(2)), "jax array": jnp.ones(2), "numpy array": np.ones(2),
-        "int": 3, "None": None, "str": "s", "list": [1], "tuple": (1,), "empty tuple": (), "dict": {"a": 1},
-        "Pytree": Plain(), "Object": Legacy(), "Module": Block(), "Linear": nnx.Linear(1, 1, rngs=rngs),
-        "List": nnx.List([1]), "Dict": nnx.Dict(a=1), "Rngs": rngs, "RngStream": rngs.default,
-        "State": nnx.state(Block()), "GraphDef": nnx.graphdef(Block()),
+        "Variable": nnx.Variable(jnp.ones(2)),
+        "Param": nnx.Param(jnp.ones(2)),
+        "BatchStat": nnx.BatchStat(1.0),
+        "ref=True Param": nnx.Param(jnp.ones(2), ref=True),
+        "RngKey": rngs.default.key,
+        "jax.Ref": jax.new_ref(jnp.ones(2)),
+        "jax array": jnp.ones(2),
+        "numpy array": np.ones(2),
+        "int": 3,
+        "None": None,
+        "str": "s",
+        "list": [1],
+        "tuple": (1,),
+        "empty tuple": (),
+        "dict": {"a": 1},
+        "Pytree": Plain(),
+        "Object": Legacy(),
+        "Module": Block(),
+        "Linear": nnx.Linear(1, 1, rngs=rngs),
+        "List": nnx.List([1]),
+        "Dict": nnx.Dict(a=1),
+        "Rngs": rngs,
+        "RngStream": rngs.default,
+        "State": nnx.state(Block()),
+        "GraphDef": nnx.graphdef(Block()),
     }
 
 
@@ -128,7 +155,8 @@ def test_is_graph_node_and_is_node_answer_as_flax_for_each_kind_of_value_in_both
             with nnx.set_graph_mode(graph):
                 for name, value in _kinds_of_value(nnx).items():
                     answers[f"{name} (graph={graph})"] = {
-                        "is_graph_node": nnx.graphlib.is_graph_node(value), "is_node": nnx.graphlib.is_node(value)
+                        "is_graph_node": nnx.graphlib.is_graph_node(value),
+                        "is_node": nnx.graphlib.is_node(value),
                     }
         return answers
 

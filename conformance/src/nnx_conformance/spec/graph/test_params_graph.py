@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,7 +44,11 @@ def _shares(original: Any, derived: Any) -> list[Shared]:
     """For the kernel and the bias of the first layer, what ``derived`` shares with ``original``."""
     pairs = ((original.layers[0].kernel, derived.layers[0].kernel), (original.layers[0].bias, derived.layers[0].bias))
     return [
-        Shared(a is b, a.get_raw_value() is b.get_raw_value(), a[...].unsafe_buffer_pointer() == b[...].unsafe_buffer_pointer())
+        Shared(
+            a is b,
+            a.get_raw_value() is b.get_raw_value(),
+            a[...].unsafe_buffer_pointer() == b[...].unsafe_buffer_pointer(),
+        )
         for a, b in pairs
     ]
 
@@ -74,7 +77,13 @@ def test_merge_and_unflatten_copy_and_recreate_variables_as_flax_does(
         merged = [nnx.merge(graphdef, state, copy=copy) for _ in range(2)]
         flat_graphdef, flat_state = nnx.flatten(model)
         unflattened = nnx.unflatten(flat_graphdef, flat_state, copy_variables=copy, recreate_variables=recreate)
-        return merged, _shares(model, merged[0]), _shares(merged[0], merged[1]), unflattened, _shares(model, unflattened)
+        return (
+            merged,
+            _shares(model, merged[0]),
+            _shares(merged[0], merged[1]),
+            unflattened,
+            _shares(model, unflattened),
+        )
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
 
@@ -154,8 +163,13 @@ def test_flatten_gives_what_ref_index_holds_as_references_and_unflatten_resolves
 
 @pytest.mark.apis("flatten", "unflatten")
 @settings(max_examples=8)
-@given(recorded=st.lists(st.sampled_from(PARTS), unique=True, max_size=3), given_back=st.sets(st.sampled_from(PARTS)),
-       with_paths=st.booleans(), copy=st.booleans(), seed=strategies.seeds)
+@given(
+    recorded=st.lists(st.sampled_from(PARTS), unique=True, max_size=3),
+    given_back=st.sets(st.sampled_from(PARTS)),
+    with_paths=st.booleans(),
+    copy=st.booleans(),
+    seed=strategies.seeds,
+)
 def test_unflatten_rebuilds_the_outer_objects_that_flatten_recorded_as_flax_does(
     nnx: Any, flax_nnx: Any, recorded: list[str], given_back: set[str], with_paths: bool, copy: bool, seed: int
 ) -> None:
@@ -167,13 +181,17 @@ def test_unflatten_rebuilds_the_outer_objects_that_flatten_recorded_as_flax_does
         graphdef, state = nnx.flatten(model, ref_outer_index=ref_outer_index, with_paths=with_paths)
         outer = _model(nnx, seed + 1)
         outer_parts = _parts(outer)
-        outer_index_outer_ref = {10 * (offset + 1): outer_parts[name] for offset, name in enumerate(recorded)
-                                 if name in given_back}
+        outer_index_outer_ref = {
+            10 * (offset + 1): outer_parts[name] for offset, name in enumerate(recorded) if name in given_back
+        }
         index_ref: dict[int, Any] = {}
-        rebuilt = nnx.unflatten(graphdef, state, index_ref=index_ref, outer_index_outer_ref=outer_index_outer_ref,
-                                copy_variables=copy)
-        shared = {name: (_parts(rebuilt)[name] is outer_parts[name], _parts(rebuilt)[name] is _parts(model)[name])
-                  for name in PARTS}
+        rebuilt = nnx.unflatten(
+            graphdef, state, index_ref=index_ref, outer_index_outer_ref=outer_index_outer_ref, copy_variables=copy
+        )
+        shared = {
+            name: (_parts(rebuilt)[name] is outer_parts[name], _parts(rebuilt)[name] is _parts(model)[name])
+            for name in PARTS
+        }
         made = sorted((index, type(obj).__name__) for index, obj in index_ref.items())
         return graphdef == nnx.flatten(model)[0], len(ref_outer_index), rebuilt, outer, shared, made
 
@@ -252,15 +270,22 @@ def test_reseed_of_stacked_streams_follows_its_policy_as_in_flax(
 
 @pytest.mark.apis("to_tree", "from_tree")
 @settings(max_examples=4)
-@given(prefix=st.sampled_from([0, None]), map_non_graph_nodes=st.booleans(), check_aliasing=st.booleans(),
-       is_inner=st.sampled_from([None, False]), seed=strategies.seeds)
+@given(
+    prefix=st.sampled_from([0, None]),
+    map_non_graph_nodes=st.booleans(),
+    check_aliasing=st.booleans(),
+    is_inner=st.sampled_from([None, False]),
+    seed=strategies.seeds,
+)
 def test_to_tree_and_from_tree_options_act_as_in_flax(
     nnx: Any, flax_nnx: Any, prefix: Any, map_non_graph_nodes: bool, check_aliasing: bool, is_inner: Any, seed: int
 ) -> None:
     def scenario(nnx: Any) -> Any:
         tree = (_model(nnx, seed), nnx.Linear(3, 2, rngs=nnx.Rngs(seed + 2)), jnp.ones(2))
         prefixes = (prefix, prefix, None)
-        flat = nnx.to_tree(tree, prefix=prefixes, map_non_graph_nodes=map_non_graph_nodes, check_aliasing=check_aliasing)
+        flat = nnx.to_tree(
+            tree, prefix=prefixes, map_non_graph_nodes=map_non_graph_nodes, check_aliasing=check_aliasing
+        )
         back = nnx.from_tree(flat, prefix=prefixes, map_non_graph_nodes=map_non_graph_nodes, is_inner=is_inner)
         return jax.tree.leaves(flat), back
 
@@ -292,8 +317,11 @@ def _abstract_param(nnx: Any, shape: tuple[int, ...], names: tuple[str | None, .
 
 @pytest.mark.apis("abstract_with_sharding")
 @settings(max_examples=4)
-@given(graph=st.sampled_from([True, False, None]), names=st.sampled_from([(None, "model"), ("model", None), (None, None)]),
-       rows=st.integers(1, 3))
+@given(
+    graph=st.sampled_from([True, False, None]),
+    names=st.sampled_from([(None, "model"), ("model", None), (None, None)]),
+    rows=st.integers(1, 3),
+)
 def test_abstract_with_sharding_gives_abstract_variables_the_shardings_flax_gives(
     nnx: Any, flax_nnx: Any, graph: Any, names: tuple[str | None, ...], rows: int
 ) -> None:
@@ -307,6 +335,8 @@ def test_abstract_with_sharding_gives_abstract_variables_the_shardings_flax_give
 
         module = nnx.abstract_with_sharding(Abstract(), graph=graph)
         tree = nnx.abstract_with_sharding({"kernel": _abstract_param(nnx, (rows, 3), names, mesh)})
-        return [(leaf.shape, str(leaf.dtype), str(leaf.sharding)) for leaf in jax.tree.leaves((nnx.state(module), tree))]
+        return [
+            (leaf.shape, str(leaf.dtype), str(leaf.sharding)) for leaf in jax.tree.leaves((nnx.state(module), tree))
+        ]
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)

@@ -82,12 +82,17 @@ def test_split_fn_and_merge_fn_get_each_leaf_with_its_path_and_prefix_as_in_flax
 ) -> None:
     def scenario(nnx: Any) -> Any:
         tree, calls = _tree(nnx, seed), Calls(nnx)
-        flat = nnx.to_tree(tree, split_fn=calls.split, map_non_graph_nodes=map_non_graph_nodes,
-                           check_aliasing=check_aliasing, **_prefix(prefix))
+        flat = nnx.to_tree(
+            tree,
+            split_fn=calls.split,
+            map_non_graph_nodes=map_non_graph_nodes,
+            check_aliasing=check_aliasing,
+            **_prefix(prefix),
+        )
         split_calls, leaves = list(calls.made), jax.tree.leaves(flat)
         back = nnx.from_tree(flat, merge_fn=calls.merge, map_non_graph_nodes=map_non_graph_nodes, **_prefix(prefix))
         shared = back["parts"][0] is back["model"].layers[0].kernel
-        return split_calls, leaves, calls.made[len(split_calls):], back, shared, tree
+        return split_calls, leaves, calls.made[len(split_calls) :], back, shared, tree
 
     assert_same(flax_nnx, nnx, scenario)
 
@@ -119,16 +124,25 @@ LEAF_TESTS = {
 
 @pytest.mark.apis("to_tree", "from_tree", "NodeStates")
 @settings(max_examples=8)
-@given(is_leaf=st.sampled_from(list(LEAF_TESTS)), is_node_leaf=st.sampled_from(list(LEAF_TESTS)),
-       map_non_graph_nodes=st.booleans(), seed=strategies.seeds)
+@given(
+    is_leaf=st.sampled_from(list(LEAF_TESTS)),
+    is_node_leaf=st.sampled_from(list(LEAF_TESTS)),
+    map_non_graph_nodes=st.booleans(),
+    seed=strategies.seeds,
+)
 def test_from_tree_merges_the_leaves_is_node_leaf_picks_among_those_is_leaf_stops_at_as_in_flax(
     nnx: Any, flax_nnx: Any, is_leaf: str, is_node_leaf: str, map_non_graph_nodes: bool, seed: int
 ) -> None:
     def scenario(nnx: Any) -> Any:
         flat = nnx.to_tree(_tree(nnx, seed))
         calls = Calls(nnx)
-        back = nnx.from_tree(flat, merge_fn=calls.merge, is_leaf=LEAF_TESTS[is_leaf](nnx),
-                             is_node_leaf=LEAF_TESTS[is_node_leaf](nnx), map_non_graph_nodes=map_non_graph_nodes)
+        back = nnx.from_tree(
+            flat,
+            merge_fn=calls.merge,
+            is_leaf=LEAF_TESTS[is_leaf](nnx),
+            is_node_leaf=LEAF_TESTS[is_node_leaf](nnx),
+            map_non_graph_nodes=map_non_graph_nodes,
+        )
         is_object = lambda x: isinstance(x, (nnx.Pytree, nnx.Variable))  # noqa: E731
         kinds = jax.tree.map(lambda x: type(x).__name__, back, is_leaf=is_object)
         return calls.made, kinds

@@ -69,7 +69,9 @@ def test_a_variable_split_on_its_own_is_its_own_state_as_in_flax(
 @pytest.mark.apis("update", "state", "clone")
 @pytest.mark.documented(GUIDE)
 @given(recipe=gs.graph_recipes(), graph=st.booleans())
-def test_update_writes_a_changed_state_back_as_flax_does(nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, graph: bool) -> None:
+def test_update_writes_a_changed_state_back_as_flax_does(
+    nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, graph: bool
+) -> None:
     def scenario(nnx: Any) -> Any:
         root = gs.build(nnx, recipe).root
         copy = nnx.clone(root, graph=graph)
@@ -119,7 +121,9 @@ def test_pop_removes_what_flax_removes(nnx: Any, flax_nnx: Any, recipe: gs.Graph
 @pytest.mark.apis("graph.flatten", "graph.unflatten")
 @pytest.mark.documented(None)
 @given(recipe=gs.graph_recipes(shared=True), graph=st.booleans())
-def test_flatten_and_unflatten_round_trip_as_in_flax(nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, graph: bool) -> None:
+def test_flatten_and_unflatten_round_trip_as_in_flax(
+    nnx: Any, flax_nnx: Any, recipe: gs.GraphRecipe, graph: bool
+) -> None:
     def scenario(nnx: Any) -> Any:
         root = gs.build(nnx, recipe).root
         graphdef, flat = nnx.graphlib.flatten(root, graph=graph)
@@ -253,11 +257,14 @@ def test_as_abstract_gives_flax_abstract_values(nnx: Any, flax_nnx: Any, recipe:
 @pytest.mark.apis("merge")
 @pytest.mark.documented(None)
 @given(
-    given_as=st.sampled_from(["a list of arrays", "a list of Variables", "a short list", "two lists",
-                              "a list then a State", "a tuple"]),
+    given_as=st.sampled_from(
+        ["a list of arrays", "a list of Variables", "a short list", "two lists", "a list then a State", "a tuple"]
+    ),
     graph=st.booleans(),
 )
-def test_merge_takes_a_list_as_the_leaves_in_path_order_as_flax(nnx: Any, flax_nnx: Any, given_as: str, graph: bool) -> None:
+def test_merge_takes_a_list_as_the_leaves_in_path_order_as_flax(
+    nnx: Any, flax_nnx: Any, given_as: str, graph: bool
+) -> None:
     """A list given to merge is the state's leaves in sorted path order (Variables or their
     values); of another length, or before other states, merge refuses it as flax does. (After
     a State, flax 0.12.12 takes it silently: see the error test below.)"""
@@ -292,7 +299,16 @@ def test_merge_refuses_a_list_of_leaves_after_a_state(nnx: Any, graph: bool) -> 
         nnx.merge(graphdef, params, [jnp.array(1.0)])
 
 
-STATIC_VALUES = ("5", "'x'", "None", "()", "(1, 2)", "the first tuple again", "data (1, None, array)", "Linear without bias")
+STATIC_VALUES = (
+    "5",
+    "'x'",
+    "None",
+    "()",
+    "(1, 2)",
+    "the first tuple again",
+    "data (1, None, array)",
+    "Linear without bias",
+)
 
 
 @pytest.mark.apis("iter_graph")
@@ -309,7 +325,12 @@ def test_iter_graph_walks_static_containers_and_visits_each_once_as_flax(
 
         def make(value: str) -> Any:
             return {
-                "5": 5, "'x'": "x", "None": None, "()": (), "(1, 2)": (1, 2), "the first tuple again": shared,
+                "5": 5,
+                "'x'": "x",
+                "None": None,
+                "()": (),
+                "(1, 2)": (1, 2),
+                "the first tuple again": shared,
                 "data (1, None, array)": nnx.data((1, None, jnp.ones(1))),
                 "Linear without bias": nnx.Linear(1, 1, use_bias=False, rngs=nnx.Rngs(0)),
             }[value]

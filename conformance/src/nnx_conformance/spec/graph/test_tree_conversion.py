@@ -30,30 +30,39 @@ pytestmark = pytest.mark.kind("property")
 def test_from_tree_of_to_tree_reproduces_the_graph_with_its_shared_references(nnx: Any, data: st.DataObject) -> None:
     node = data.draw(strategies.graphs(nnx, shared=True, cycles=True), label="graph")
     tree = nnx.to_tree(node)
-    assert isinstance(tree, nnx.NodeStates), f"to_tree of a {type(node).__name__}: expected a NodeStates, got {type(tree).__name__}"
+    assert isinstance(tree, nnx.NodeStates), (
+        f"to_tree of a {type(node).__name__}: expected a NodeStates, got {type(tree).__name__}"
+    )
     leaves = jax.tree.leaves(tree)
     variables = variables_by_path(nnx, node)
     assert len(leaves) == len(variables) and not any(isinstance(leaf, nnx.Variable) for leaf in leaves), (
         f"to_tree's leaves: expected the values of the {len(variables)} distinct Variables, got {leaves}"
     )
     back = nnx.from_tree(tree)
-    assert type(back) is type(node), f"from_tree(to_tree(node)): expected a {type(node).__name__}, got a {type(back).__name__}"
+    assert type(back) is type(node), (
+        f"from_tree(to_tree(node)): expected a {type(node).__name__}, got a {type(back).__name__}"
+    )
     problem = difference(snapshot(nnx, node), snapshot(nnx, back))
     assert problem is None, f"from_tree(to_tree(node)) differs from node {problem}"
 
 
 @pytest.mark.apis("to_tree", "from_tree")
 @given(data=st.data(), scale=st.integers(-3, 3))
-def test_a_graph_crosses_a_jax_tree_map_through_to_tree_and_from_tree(nnx: Any, data: st.DataObject, scale: int) -> None:
+def test_a_graph_crosses_a_jax_tree_map_through_to_tree_and_from_tree(
+    nnx: Any, data: st.DataObject, scale: int
+) -> None:
     node = data.draw(strategies.trees(nnx), label="graph")
     scaled = nnx.from_tree(jax.tree.map(lambda leaf: leaf * scale, nnx.to_tree(node)))
     expected = {
         path: entry._replace(values=(np.asarray(entry.values) * scale).tolist())
-        for path, entry in snapshot(nnx, node).items() if isinstance(entry, VariableEntry)
+        for path, entry in snapshot(nnx, node).items()
+        if isinstance(entry, VariableEntry)
     }
     got = {path: entry for path, entry in snapshot(nnx, scaled).items() if isinstance(entry, VariableEntry)}
     problem = difference(expected, got)
-    assert problem is None, f"from_tree(tree_map(x * {scale}, to_tree(node))) differs from node with its values scaled {problem}"
+    assert problem is None, (
+        f"from_tree(tree_map(x * {scale}, to_tree(node))) differs from node with its values scaled {problem}"
+    )
 
 
 @pytest.mark.graph_mode("graph")  # one Module referenced from two places of the pytree
@@ -81,7 +90,9 @@ def test_node_states_hold_the_graphdef_and_state_of_their_node(nnx: Any, data: s
     graphdef, state = nnx.split(node)
     node_states = nnx.NodeStates.from_split(graphdef, state)
     assert node_states.graphdef == graphdef, "NodeStates.from_split(graphdef, state).graphdef is graphdef"
-    assert len(node_states.states) == 1, f"NodeStates.from_split with one State: expected 1 State, got {len(node_states.states)}"
+    assert len(node_states.states) == 1, (
+        f"NodeStates.from_split with one State: expected 1 State, got {len(node_states.states)}"
+    )
     problem = difference(state_snapshot(nnx, state), state_snapshot(nnx, node_states.state))
     assert problem is None, f"NodeStates.from_split(graphdef, state).state differs from state {problem}"
     problem = difference(snapshot(nnx, node), snapshot(nnx, nnx.from_tree(node_states)))
@@ -124,7 +135,8 @@ def test_node_states_keep_their_metadata_through_a_tree_map_as_in_flax(nnx: Any,
             tree = nnx.to_tree((model,))
         else:
             tree = nnx.to_tree(
-                (model,), prefix=(prefix,),
+                (model,),
+                prefix=(prefix,),
                 split_fn=lambda ctx, path, p, leaf: nnx.NodeStates.from_split(*ctx.split(leaf), metadata=p),
             )
         mapped = jax.tree.map(lambda x: x, tree)

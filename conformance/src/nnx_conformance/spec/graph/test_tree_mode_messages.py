@@ -62,7 +62,9 @@ def _opaque(nnx: Any, nested: bool) -> Any:
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("call", sorted(CALLS))
 @pytest.mark.parametrize("nested", [False, True], ids=["at the root", "inside a Dict"])
-def test_tree_mode_refuses_a_pytree_false_object_in_flax_s_words(nnx: Any, flax_nnx: Any, call: str, nested: bool) -> None:
+def test_tree_mode_refuses_a_pytree_false_object_in_flax_s_words(
+    nnx: Any, flax_nnx: Any, call: str, nested: bool
+) -> None:
     """The message names where the object was found, when it is not the node itself."""
 
     def message(n: Any) -> Any:

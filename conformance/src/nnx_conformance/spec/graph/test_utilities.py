@@ -50,7 +50,9 @@ def test_graphdef_is_the_graphdef_split_gives(nnx: Any, flax_nnx: Any, seed: int
 @pytest.mark.apis("graphdef", "GraphDef")
 @pytest.mark.documented(None)
 @given(seed=strategies.seeds, graph=GRAPH_MODES)
-def test_graphdefs_hash_and_compare_by_structure_as_in_flax(nnx: Any, flax_nnx: Any, seed: int, graph: bool | None) -> None:
+def test_graphdefs_hash_and_compare_by_structure_as_in_flax(
+    nnx: Any, flax_nnx: Any, seed: int, graph: bool | None
+) -> None:
     """Graphdefs of two models of one structure are equal and hash alike (one finds the
     other as a dict key), those of another structure are not equal."""
 
@@ -60,14 +62,19 @@ def test_graphdefs_hash_and_compare_by_structure_as_in_flax(nnx: Any, flax_nnx: 
         return first == second, hash(first) == hash(second), {first: "found"}.get(second), first == other
 
     assert_same(
-        flax_nnx, nnx, call, same_warnings=True,
+        flax_nnx,
+        nnx,
+        call,
+        same_warnings=True,
         what=f"graphdefs of equal and other structures (graph={graph})",
     )
 
 
 @pytest.mark.kind("property")
 @pytest.mark.apis("graphdef", "GraphDef")
-@pytest.mark.documented("api transforms page: jit's static arguments (split's graphdef among them) hashable and immutable")
+@pytest.mark.documented(
+    "api transforms page: jit's static arguments (split's graphdef among them) hashable and immutable"
+)
 @pytest.mark.parametrize("attribute", ["nodes", "new_attribute"])
 def test_a_graphdef_is_immutable(nnx: Any, attribute: str) -> None:
     """Setting an attribute raises (flax 0.12.12: dataclasses.FrozenInstanceError, an
@@ -82,14 +89,18 @@ def test_a_graphdef_is_immutable(nnx: Any, attribute: str) -> None:
 def test_find_duplicates_lists_the_paths_of_shared_nodes(nnx: Any, flax_nnx: Any, seed: int, only: str) -> None:
     def call(nnx: Any) -> Any:
         model = _model(nnx, seed)
-        return nnx.find_duplicates(model) if only == "everything" else nnx.find_duplicates(model, only=getattr(nnx, only))
+        return (
+            nnx.find_duplicates(model) if only == "everything" else nnx.find_duplicates(model, only=getattr(nnx, only))
+        )
 
     assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"find_duplicates(model, only={only})")
 
 
 @pytest.mark.apis("iter_module_children")
 @given(seed=strategies.seeds, graph=GRAPH_MODES)
-def test_iter_module_children_yields_the_direct_submodules(nnx: Any, flax_nnx: Any, seed: int, graph: bool | None) -> None:
+def test_iter_module_children_yields_the_direct_submodules(
+    nnx: Any, flax_nnx: Any, seed: int, graph: bool | None
+) -> None:
     def call(nnx: Any) -> Any:
         return [(key, type(child).__name__) for key, child in nnx.iter_module_children(_model(nnx, seed), graph=graph)]
 
@@ -109,7 +120,10 @@ def test_map_applies_a_function_to_every_variable_value(
         return _state_of(nnx, nnx.map(scaled, _model(nnx, seed), graph=graph, recreate_variables=recreate))
 
     assert_same(
-        flax_nnx, nnx, call, same_warnings=True,
+        flax_nnx,
+        nnx,
+        call,
+        same_warnings=True,
         what=f"map(scale by {scale}, graph={graph}, recreate_variables={recreate})",
     )
 
@@ -125,13 +139,19 @@ def test_tree_mode_map_and_merge_wrap_plain_values_back_into_their_variables(
         graphdef, state = nnx.split(model, graph=False)
         merged = nnx.merge(graphdef, nnx.to_pure_dict(state), recreate_variables=recreate)
         leaf_types = [
-            [type(leaf).__name__ for leaf in jax.tree_util.tree_leaves(node, is_leaf=lambda x: isinstance(x, nnx.Variable))]
+            [
+                type(leaf).__name__
+                for leaf in jax.tree_util.tree_leaves(node, is_leaf=lambda x: isinstance(x, nnx.Variable))
+            ]
             for node in (mapped, merged)
         ]
         return leaf_types, _state_of(nnx, mapped), _state_of(nnx, merged)
 
     assert_same(
-        flax_nnx, nnx, call, same_warnings=True,
+        flax_nnx,
+        nnx,
+        call,
+        same_warnings=True,
         what=f"tree-mode map (scale by {scale}) and merge, recreate_variables={recreate}",
     )
 
@@ -140,8 +160,12 @@ def test_tree_mode_map_and_merge_wrap_plain_values_back_into_their_variables(
 @pytest.mark.parametrize("value", ["array", "int", "list of arrays", "Param"])
 def test_has_data_lists_the_array_data_of_a_value(nnx: Any, flax_nnx: Any, value: str) -> None:
     def call(nnx: Any) -> Any:
-        made = {"array": jnp.arange(3.0), "int": 3, "list of arrays": [jnp.ones(2), 1],
-                "Param": nnx.Param(jnp.zeros(2))}[value]
+        made = {
+            "array": jnp.arange(3.0),
+            "int": 3,
+            "list of arrays": [jnp.ones(2), 1],
+            "Param": nnx.Param(jnp.zeros(2)),
+        }[value]
         return list(nnx.has_data(made))
 
     assert_same(flax_nnx, nnx, call, same_warnings=True, what=f"has_data({value})")
@@ -150,7 +174,9 @@ def test_has_data_lists_the_array_data_of_a_value(nnx: Any, flax_nnx: Any, value
 @pytest.mark.apis("unpack")
 @pytest.mark.parametrize("filters", [(), ("Param",), ("Param", "..."), ("Param", "BatchStat", "...")], ids=str)
 @given(seed=strategies.seeds)
-def test_unpack_splits_the_state_by_filters_into_graph_states_indexed_as_states(nnx: Any, flax_nnx: Any, seed: int, filters: tuple[str, ...]) -> None:
+def test_unpack_splits_the_state_by_filters_into_graph_states_indexed_as_states(
+    nnx: Any, flax_nnx: Any, seed: int, filters: tuple[str, ...]
+) -> None:
     def call(nnx: Any) -> Any:
         chosen = [... if name == "..." else getattr(nnx, name) for name in filters]
         found = nnx.unpack(_model(nnx, seed), *chosen)
@@ -163,7 +189,9 @@ def test_unpack_splits_the_state_by_filters_into_graph_states_indexed_as_states(
 
 @pytest.mark.apis("set_metadata")
 @given(seed=strategies.seeds, only=st.sampled_from(["Param", "BatchStat", "Variable"]), tag=st.text("ab", max_size=3))
-def test_set_metadata_sets_it_on_the_filtered_variables(nnx: Any, flax_nnx: Any, seed: int, only: str, tag: str) -> None:
+def test_set_metadata_sets_it_on_the_filtered_variables(
+    nnx: Any, flax_nnx: Any, seed: int, only: str, tag: str
+) -> None:
     def call(nnx: Any) -> Any:
         model = _model(nnx, seed)
         nnx.set_metadata(model, only=getattr(nnx, only), tag=tag)
@@ -184,12 +212,14 @@ def test_with_vars_gives_variables_of_the_asked_mode(
 ) -> None:
     # Not drawn: ``mutable``, on which flax 0.12.12 raises an AttributeError of its own on this model.
     def call(nnx: Any) -> Any:
-        model = getattr(nnx, function)(_model(nnx, seed), ref=ref, hijax=hijax, only=nnx.Param,
-                                       allow_duplicates=True)
+        model = getattr(nnx, function)(_model(nnx, seed), ref=ref, hijax=hijax, only=nnx.Param, allow_duplicates=True)
         return _state_of(nnx, model)
 
     assert_same(
-        flax_nnx, nnx, call, same_warnings=True,
+        flax_nnx,
+        nnx,
+        call,
+        same_warnings=True,
         what=f"{function}(model, ref={ref}, hijax={hijax}, only=Param)",
     )
 
@@ -203,7 +233,10 @@ def test_variable_names_and_types_map_to_each_other(nnx: Any, flax_nnx: Any, nam
         return found.__name__, nnx.variable_name_from_type(found, allow_register=allow_register)
 
     assert_same(
-        flax_nnx, nnx, call, same_warnings=True,
+        flax_nnx,
+        nnx,
+        call,
+        same_warnings=True,
         what=f"variable_type_from_name({name!r}, allow_register={allow_register})",
     )
 
@@ -244,7 +277,10 @@ def test_pure_strips_the_variables_of_a_state(nnx: Any, flax_nnx: Any, seed: int
 @pytest.mark.apis("using_eager_sharding")
 def test_using_eager_sharding_is_off_by_default(nnx: Any, flax_nnx: Any) -> None:
     assert_same(
-        flax_nnx, nnx, lambda nnx: nnx.using_eager_sharding(), same_warnings=True,
+        flax_nnx,
+        nnx,
+        lambda nnx: nnx.using_eager_sharding(),
+        same_warnings=True,
         what="using_eager_sharding()",
     )
 
@@ -263,7 +299,10 @@ def test_jit_partial_calls_with_the_model_bound(
         return forward(x), _state_of(nnx, model)
 
     assert_same(
-        flax_nnx, nnx, call, same_warnings=True,
+        flax_nnx,
+        nnx,
+        call,
+        same_warnings=True,
         what=f"jit_partial(forward, model, graph_updates={graph_updates})(x)",
     )
 
@@ -293,7 +332,11 @@ def test_jit_partial_lowers_traces_and_evaluates_shapes_with_the_model_bound(
 
 
 @pytest.mark.apis("fork_rngs", "with_rngs")
-@given(seed=strategies.seeds, function=st.sampled_from(["fork_rngs", "with_rngs"]), split=st.sampled_from([None, 2, (2, 3)]))
+@given(
+    seed=strategies.seeds,
+    function=st.sampled_from(["fork_rngs", "with_rngs"]),
+    split=st.sampled_from([None, 2, (2, 3)]),
+)
 def test_rng_streams_of_a_model_fork_and_split_as_flax_does(
     nnx: Any, flax_nnx: Any, seed: int, function: str, split: int | tuple[int, ...] | None
 ) -> None:

@@ -34,16 +34,18 @@ class Conversion(NamedTuple):
         return any(want is not None and want != had for want, had in zip(self.asked[:2], self.made))
 
 
-conversions = st.builds(Conversion, made=st.tuples(st.booleans(), st.booleans()), asked=st.tuples(FLAGS, FLAGS, FLAGS)).filter(
-    lambda c: c.asked[2] is None or c.changes_mode()
-)
+conversions = st.builds(
+    Conversion, made=st.tuples(st.booleans(), st.booleans()), asked=st.tuples(FLAGS, FLAGS, FLAGS)
+).filter(lambda c: c.asked[2] is None or c.changes_mode())
 
 
 @pytest.mark.apis("with_vars", "vars_as")
 @pytest.mark.documented("guide:hijax (with_vars's hijax, ref and mutable)")
 @pytest.mark.filterwarnings("ignore:This function is deprecated:DeprecationWarning")  # vars_as, in favour of with_vars
 @given(conversion=conversions, function=st.sampled_from(["with_vars", "vars_as"]))
-def test_with_vars_gives_the_asked_modes_as_flax(nnx: Any, flax_nnx: Any, conversion: Conversion, function: str) -> None:
+def test_with_vars_gives_the_asked_modes_as_flax(
+    nnx: Any, flax_nnx: Any, conversion: Conversion, function: str
+) -> None:
     hijax, ref = conversion.made
     asked = {k: v for k, v in zip(("hijax", "ref", "mutable"), conversion.asked) if v is not None}
 
@@ -64,10 +66,20 @@ def test_with_vars_gives_the_asked_modes_as_flax(nnx: Any, flax_nnx: Any, conver
 
 @pytest.mark.apis("with_vars")
 @pytest.mark.documented(None)
-@given(made=st.tuples(st.booleans(), st.booleans()), hijax=FLAGS, ref=FLAGS, allow_duplicates=st.booleans(),
-       only=st.sampled_from(["everything", "Param"]))
+@given(
+    made=st.tuples(st.booleans(), st.booleans()),
+    hijax=FLAGS,
+    ref=FLAGS,
+    allow_duplicates=st.booleans(),
+    only=st.sampled_from(["everything", "Param"]),
+)
 def test_with_vars_on_a_module_replaces_only_the_variables_whose_mode_differs_as_flax(
-    nnx: Any, flax_nnx: Any, made: tuple[bool, bool], hijax: bool | None, ref: bool | None, allow_duplicates: bool,
+    nnx: Any,
+    flax_nnx: Any,
+    made: tuple[bool, bool],
+    hijax: bool | None,
+    ref: bool | None,
+    allow_duplicates: bool,
     only: str,
 ) -> None:
     """A Param held at two attributes beside a BatchStat: each Variable that ``only`` selects
@@ -79,8 +91,9 @@ def test_with_vars_on_a_module_replaces_only_the_variables_whose_mode_differs_as
         module = nnx.Module()
         module.a = module.b = nnx.Param(jnp.arange(3.0), hijax=made[0], ref=made[1], tag="shared")
         module.c = nnx.BatchStat(jnp.zeros(2))
-        out = nnx.with_vars(module, allow_duplicates=allow_duplicates, only=nnx.Param if only == "Param" else ...,
-                            **asked)
+        out = nnx.with_vars(
+            module, allow_duplicates=allow_duplicates, only=nnx.Param if only == "Param" else ..., **asked
+        )
         kept = [getattr(out, name) is getattr(module, name) for name in "abc"]
         metadata = [list(getattr(out, name).get_metadata().items()) for name in "ac"]
         raws = [type(getattr(out, name).get_raw_value()).__name__ for name in "ac"]

@@ -27,9 +27,24 @@ OBJECTS: dict[str, Callable[[Any], Any]] = {
 """Annotations given as objects, by the source that makes them."""
 
 STRINGS = [
-    "nnx.Data[int]", "Data[int]", "Data", "nnx.Data", "Data [int]", "nnx.Static[int]", "Static[int]", "Static",
-    "nnx.Static", "Static[jax.Array]", "flax.nnx.Data[int]", "n.Data[int]", "Optional[nnx.Data[int]]",
-    "list[Data[int]]", "MyData[int]", "int", " Data[int]", "nnx.Data[]",
+    "nnx.Data[int]",
+    "Data[int]",
+    "Data",
+    "nnx.Data",
+    "Data [int]",
+    "nnx.Static[int]",
+    "Static[int]",
+    "Static",
+    "nnx.Static",
+    "Static[jax.Array]",
+    "flax.nnx.Data[int]",
+    "n.Data[int]",
+    "Optional[nnx.Data[int]]",
+    "list[Data[int]]",
+    "MyData[int]",
+    "int",
+    " Data[int]",
+    "nnx.Data[]",
 ]
 """Annotations given as strings: the marker names flax resolves (``Data``, ``nnx.Data``,
 subscripted or not), names it does not (another module path, a marker inside another

@@ -27,7 +27,9 @@ def _block(nnx: Any) -> Any:
 
 @pytest.mark.apis("Module.set_attributes")
 def test_set_attributes_raises_when_no_module_has_the_attribute(nnx: Any) -> None:
-    with pytest.raises(ValueError, match=r"Could not find at least one instance of the following attributes: \['missing'\]"):
+    with pytest.raises(
+        ValueError, match=r"Could not find at least one instance of the following attributes: \['missing'\]"
+    ):
         _block(nnx).set_attributes(missing=True)
 
 
@@ -40,7 +42,9 @@ def test_set_attributes_ignores_missing_attributes_when_told_not_to_raise(nnx: A
 
 @pytest.mark.apis("with_attributes")
 def test_with_attributes_raises_when_no_module_has_the_attribute(nnx: Any) -> None:
-    with pytest.raises(ValueError, match=r"Could not find at least one instance of the following attributes: \['missing'\]"):
+    with pytest.raises(
+        ValueError, match=r"Could not find at least one instance of the following attributes: \['missing'\]"
+    ):
         nnx.with_attributes(_block(nnx), missing=True)
 
 

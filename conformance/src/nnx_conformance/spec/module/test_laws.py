@@ -88,7 +88,9 @@ def test_with_attributes_leaves_the_original_untouched_and_shares_its_arrays(nnx
     value = data.draw(st.booleans(), label="value")
     before, shot = flags(nnx, node), snapshot(nnx, node)
     if not any("deterministic" in module_flags for module_flags in before.values()):
-        with pytest.raises(ValueError, match=r"Could not find at least one instance of the following attributes: \['deterministic'\]"):
+        with pytest.raises(
+            ValueError, match=r"Could not find at least one instance of the following attributes: \['deterministic'\]"
+        ):
             nnx.with_attributes(node, deterministic=value)
         return
     new = nnx.with_attributes(node, deterministic=value)

@@ -18,13 +18,15 @@ from nnx_conformance.testing.strategies.callables import IN_GRAPH_MODE
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("module"), IN_GRAPH_MODE]
 
-options = st.fixed_dictionaries({
-    "eq": st.booleans(),
-    "order": st.booleans(),
-    "unsafe_hash": st.booleans(),
-    "match_args": st.booleans(),
-    "kw_only": st.booleans(),
-})
+options = st.fixed_dictionaries(
+    {
+        "eq": st.booleans(),
+        "order": st.booleans(),
+        "unsafe_hash": st.booleans(),
+        "match_args": st.booleans(),
+        "kw_only": st.booleans(),
+    }
+)
 
 
 def _outcome(attempt: Any) -> Any:
@@ -56,8 +58,12 @@ def test_a_pytree_dataclass_with_each_option_behaves_as_flax_s(
         if isinstance(first, str) or isinstance(second, str):
             return first, second
         return (
-            _outcome(lambda: first == build(size)), _outcome(lambda: first < second), _outcome(lambda: hash(first) == hash(build(size))),
-            getattr(Point, "__match_args__", None), "__slots__" in vars(Point), _outcome(lambda: repr(first)),
+            _outcome(lambda: first == build(size)),
+            _outcome(lambda: first < second),
+            _outcome(lambda: hash(first) == hash(build(size))),
+            getattr(Point, "__match_args__", None),
+            "__slots__" in vars(Point),
+            _outcome(lambda: repr(first)),
             _outcome(lambda: nnx.state(first)),
         )
 
@@ -101,9 +107,11 @@ def test_a_pytree_dataclass_without_init_takes_arguments_as_flax_s_does(
 
 
 @pytest.mark.apis("dataclass")
-@pytest.mark.parametrize(("options", "named"), [({"slots": True}, "__slots__"),
-                                               ({"slots": True, "weakref_slot": True}, "__weakref__")],
-                         ids=["slots", "slots and a weakref slot"])
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"slots": True}, "__slots__"), ({"slots": True, "weakref_slot": True}, "__weakref__")],
+    ids=["slots", "slots and a weakref slot"],
+)
 def test_a_pytree_dataclass_with_slots_is_refused_as_flax_refuses_it(
     nnx: Any, flax_nnx: Any, options: dict[str, bool], named: str
 ) -> None:

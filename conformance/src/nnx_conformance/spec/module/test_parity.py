@@ -71,7 +71,9 @@ def test_capture_collects_what_flax_collects(
 
 @pytest.mark.apis("capture", "Intermediate")
 @pytest.mark.documented(INTERMEDIATES_GUIDE)
-@pytest.mark.parametrize("base_among_modules", [True, False], ids=["base class among the modules", "base class not among them"])
+@pytest.mark.parametrize(
+    "base_among_modules", [True, False], ids=["base class among the modules", "base class not among them"]
+)
 def test_capture_of_method_outputs_records_the_methods_flax_records_and_leaves_them_as_they_were(
     nnx: Any, flax_nnx: Any, base_among_modules: bool
 ) -> None:
@@ -158,7 +160,9 @@ def test_capture_with_init_perturbations_gives_flax_gradients(nnx: Any, flax_nnx
 @pytest.mark.apis("capture", "Module.perturb")
 @pytest.mark.documented(INTERMEDIATES_GUIDE)
 @given(shift=st.floats(-2.0, 2.0, width=32))
-def test_capture_seeds_the_perturbations_of_a_nested_module_from_init_as_flax(nnx: Any, flax_nnx: Any, shift: float) -> None:
+def test_capture_seeds_the_perturbations_of_a_nested_module_from_init_as_flax(
+    nnx: Any, flax_nnx: Any, shift: float
+) -> None:
     def scenario(nnx: Any) -> Any:
         class Outer(nnx.Module):
             def __init__(self) -> None:
@@ -231,14 +235,18 @@ def test_a_perturbation_made_outside_capture_is_added_to_the_value_and_takes_its
 
 
 def _switches(nnx: Any, m: Any) -> list[Any]:
-    return [(getattr(sub, "deterministic", None), getattr(sub, "use_running_average", None)) for sub in (m.dropout, m.bn)]
+    return [
+        (getattr(sub, "deterministic", None), getattr(sub, "use_running_average", None)) for sub in (m.dropout, m.bn)
+    ]
 
 
 @pytest.mark.apis("Module.train", "Module.eval", "Module.set_attributes")
 @pytest.mark.documented(MODULE_PAGE)
 @given(
     calls=st.lists(
-        st.sampled_from(["train", "eval", "dropout_only", "by_name", "missing", "missing_ignored"]), min_size=1, max_size=3
+        st.sampled_from(["train", "eval", "dropout_only", "by_name", "missing", "missing_ignored"]),
+        min_size=1,
+        max_size=3,
     ),
     graph=st.booleans(),
 )

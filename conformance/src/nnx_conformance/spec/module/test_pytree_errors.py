@@ -42,7 +42,9 @@ def test_wrapping_with_data_turns_a_static_attribute_into_data(nnx: Any) -> None
 def test_a_new_attribute_holding_a_list_of_arrays_raises(nnx: Any) -> None:
     # A plain list is not data, so it would be static, and static values must not hold arrays.
     foo = _foo(nnx)
-    with pytest.raises(ValueError, match=r"Found data on value of type '<class 'list'>' assigned to static attribute 'items'"):
+    with pytest.raises(
+        ValueError, match=r"Found data on value of type '<class 'list'>' assigned to static attribute 'items'"
+    ):
         foo.items = [jnp.ones(1)]
 
 

@@ -20,7 +20,9 @@ KEYS = st.lists(st.sampled_from("abcde"), min_size=1, max_size=4, unique=True)
 
 
 @pytest.mark.apis("Object")
-@given(size=st.integers(1, 4), static=st.integers(-2, 2), graph=st.sampled_from([None, True, False]), nested=st.booleans())
+@given(
+    size=st.integers(1, 4), static=st.integers(-2, 2), graph=st.sampled_from([None, True, False]), nested=st.booleans()
+)
 def test_an_object_is_a_graph_node_but_a_single_pytree_leaf_as_in_flax(
     nnx: Any, flax_nnx: Any, size: int, static: int, graph: bool | None, nested: bool
 ) -> None:
@@ -85,7 +87,9 @@ def test_a_dict_module_keeps_its_items_in_its_state_as_flax(
 
 @pytest.mark.apis("register_data_type")
 @given(size=st.integers(1, 3), as_decorator=st.booleans())
-def test_a_registered_data_type_is_state_of_a_module_as_in_flax(nnx: Any, flax_nnx: Any, size: int, as_decorator: bool) -> None:
+def test_a_registered_data_type_is_state_of_a_module_as_in_flax(
+    nnx: Any, flax_nnx: Any, size: int, as_decorator: bool
+) -> None:
     def scenario(nnx: Any) -> Any:
         class Box:
             def __init__(self, value: Any) -> None:
@@ -102,8 +106,11 @@ def test_a_registered_data_type_is_state_of_a_module_as_in_flax(nnx: Any, flax_n
 
         model = Model()
         state = nnx.state(model)
-        return registered is Box, sorted(str(path) for path, _ in nnx.to_flat_state(state)), [
-            type(leaf).__name__ for _, leaf in nnx.to_flat_state(state)]
+        return (
+            registered is Box,
+            sorted(str(path) for path, _ in nnx.to_flat_state(state)),
+            [type(leaf).__name__ for _, leaf in nnx.to_flat_state(state)],
+        )
 
     assert_same(flax_nnx, nnx, scenario)
 
@@ -113,7 +120,9 @@ KINDS = st.sampled_from(["int", "Param", "data"])
 
 
 def _item(nnx: Any, kind: str, value: int) -> Any:
-    return {"int": lambda: value, "Param": lambda: nnx.Param(jnp.full(1, value)), "data": lambda: nnx.data(value)}[kind]()
+    return {"int": lambda: value, "Param": lambda: nnx.Param(jnp.full(1, value)), "data": lambda: nnx.data(value)}[
+        kind
+    ]()
 
 
 def _list_step(nnx: Any, made: Any, step: tuple[str, int, int, str]) -> None:
@@ -142,8 +151,22 @@ def _list_step(nnx: Any, made: Any, step: tuple[str, int, int, str]) -> None:
 
 LIST_STEPS = st.lists(
     st.tuples(
-        st.sampled_from(["append", "insert", "extend", "set", "set a slice", "delete", "delete a slice",
-                         "pop", "pop the last", "remove", "reverse", "clear"]),
+        st.sampled_from(
+            [
+                "append",
+                "insert",
+                "extend",
+                "set",
+                "set a slice",
+                "delete",
+                "delete a slice",
+                "pop",
+                "pop the last",
+                "remove",
+                "reverse",
+                "clear",
+            ]
+        ),
         st.integers(-4, 5),
         st.integers(-4, 6),
         KINDS,
@@ -175,7 +198,9 @@ def test_list_operations_leave_flax_s_items_places_and_state(
         seen = []
         for step in steps:
             _list_step(nnx, made, step)
-            places = [(path, node) for path, node in nnx.iter_graph(made) if len(path) == 1 and isinstance(path[0], int)]
+            places = [
+                (path, node) for path, node in nnx.iter_graph(made) if len(path) == 1 and isinstance(path[0], int)
+            ]
             seen.append((list(made), len(made), places, nnx.state(made)))
         return seen
 
@@ -185,8 +210,12 @@ def test_list_operations_leave_flax_s_items_places_and_state(
 @pytest.mark.kind("property")
 @pytest.mark.apis("List")
 @pytest.mark.documented("api helpers page: List, a Module that implements a mutable sequence")
-@given(kinds=st.lists(KINDS, min_size=1, max_size=6), start=st.integers(-7, 7), stop=st.integers(-7, 7),
-       step=st.sampled_from([-1, -2, -3]))
+@given(
+    kinds=st.lists(KINDS, min_size=1, max_size=6),
+    start=st.integers(-7, 7),
+    stop=st.integers(-7, 7),
+    step=st.sampled_from([-1, -2, -3]),
+)
 def test_deleting_a_slice_of_negative_step_removes_the_items_a_python_list_would(
     nnx: Any, kinds: list[str], start: int, stop: int, step: int
 ) -> None:
@@ -202,8 +231,7 @@ def test_deleting_a_slice_of_negative_step_removes_the_items_a_python_list_would
     except ValueError:  # data moved into a static place, as in flax: the sequence rule is then moot
         return
     assert [_identity(item) for item in made] == [_identity(before[i]) for i in kept], (
-        f"del [{start}:{stop}:{step}] of a List of {kinds} leaves {list(made)!r}, "
-        f"a Python list the items at {kept}"
+        f"del [{start}:{stop}:{step}] of a List of {kinds} leaves {list(made)!r}, a Python list the items at {kept}"
     )
 
 

@@ -102,7 +102,11 @@ def _pytree(nnx: Any) -> Any:
     return gs.classes(nnx).record(x=jnp.ones(1))
 
 
-PYTREES = {"Module": lambda nnx: nnx.Linear(1, 1, rngs=nnx.Rngs(0)), "List": lambda nnx: nnx.List([1]), "Pytree": _pytree}
+PYTREES = {
+    "Module": lambda nnx: nnx.Linear(1, 1, rngs=nnx.Rngs(0)),
+    "List": lambda nnx: nnx.List([1]),
+    "Pytree": _pytree,
+}
 NOT_PYTREES = {
     "dict": lambda nnx: {"a": 1},
     "Variable": lambda nnx: nnx.Param(jnp.ones(1)),
@@ -151,7 +155,9 @@ def test_check_pytree_checks_its_argument_s_own_static_attributes_as_flax(
         }[held_by]()
         return nnx.check_pytree(holder)
 
-    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("'scale'", "class Linear(Module):") if held_by == "nothing" else ())
+    outcome = assert_same(
+        flax_nnx, nnx, scenario, mentions=("'scale'", "class Linear(Module):") if held_by == "nothing" else ()
+    )
     assert (outcome.error is None) == (held_by != "nothing"), f"flax's check_pytree with the Module held by {held_by}"
 
 
@@ -189,9 +195,14 @@ def _put(put: str, container: Any, value: Any) -> None:
 
 @pytest.mark.apis("Pytree", "Module", "Object", "static", "data", "List", "Dict", "check_pytree")
 @pytest.mark.documented(OBJECT_PAGE)
-@given(container=st.sampled_from(sorted(CONTAINERS)), put=st.sampled_from(sorted(PUTS)),
-       value=st.sampled_from(sorted(VALUES)), base=st.sampled_from(sorted(BASES)), bypass=st.booleans(),
-       after_init=st.booleans())
+@given(
+    container=st.sampled_from(sorted(CONTAINERS)),
+    put=st.sampled_from(sorted(PUTS)),
+    value=st.sampled_from(sorted(VALUES)),
+    base=st.sampled_from(sorted(BASES)),
+    bypass=st.booleans(),
+    after_init=st.booleans(),
+)
 def test_data_put_into_a_static_attribute_s_container_is_refused_after_init_as_flax(
     nnx: Any, flax_nnx: Any, container: str, put: str, value: str, base: str, bypass: bool, after_init: bool
 ) -> None:

@@ -5,7 +5,6 @@ out, an entry not indented by two spaces, ``name (type):`` entries)."""
 
 from __future__ import annotations
 
-import typing
 from typing import Any, NamedTuple
 
 import pytest
@@ -79,8 +78,14 @@ docstrings = st.builds(
 def test_view_info_prints_a_set_view_docstring_as_flax(nnx: Any, flax_nnx: Any, docstring: Docstring | None) -> None:
     def scenario(nnx: Any) -> Any:
         class Viewed(nnx.Module):
-            def set_view(self, flag: bool | None = None, size: typing.Optional[int] = None, mode: "str" = "x", *,  # noqa: UP037, UP045 - view_info prints these spellings
-                         extra=0) -> None:
+            def set_view(
+                self,
+                flag: bool | None = None,
+                size: int | None = None,
+                mode: str = "x",
+                *,
+                extra=0,
+            ) -> None:
                 pass
 
         Viewed.set_view.__doc__ = None if docstring is None else docstring.text()

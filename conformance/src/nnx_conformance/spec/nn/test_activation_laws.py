@@ -85,7 +85,9 @@ SHAPES = st.sampled_from([(5,), (2, 4), (2, 3, 2)])
 @pytest.mark.apis(*ELEMENTWISE)
 @pytest.mark.parametrize("name", sorted(ELEMENTWISE))
 @given(shape=SHAPES, seed=strategies.seeds)
-def test_each_elementwise_activation_equals_its_documented_formula(nnx: Any, name: str, shape: tuple[int, ...], seed: int) -> None:
+def test_each_elementwise_activation_equals_its_documented_formula(
+    nnx: Any, name: str, shape: tuple[int, ...], seed: int
+) -> None:
     x = _drawn(seed, shape)
     assert_close(f"{name}(x)", getattr(nnx, name)(x), ELEMENTWISE[name](x.astype(np.float64)), **TOLERANCES)
 
@@ -95,7 +97,12 @@ def test_each_elementwise_activation_equals_its_documented_formula(nnx: Any, nam
 @given(scalar=st.sampled_from([0.2, 0.5, 2.0]), seed=strategies.seeds)
 def test_activations_with_a_scalar_follow_it_in_their_formula(nnx: Any, name: str, scalar: float, seed: int) -> None:
     x = _drawn(seed, (6,))
-    assert_close(f"{name}(x, {scalar})", getattr(nnx, name)(x, scalar), WITH_SLOPE[name](x.astype(np.float64), scalar), **TOLERANCES)
+    assert_close(
+        f"{name}(x, {scalar})",
+        getattr(nnx, name)(x, scalar),
+        WITH_SLOPE[name](x.astype(np.float64), scalar),
+        **TOLERANCES,
+    )
 
 
 @pytest.mark.apis("glu")
@@ -116,11 +123,17 @@ AXES = st.sampled_from([-1, 0, (0, 1), None])
 @pytest.mark.apis("softmax", "log_softmax")
 @pytest.mark.parametrize("function", ["softmax", "log_softmax"])
 @given(axis=AXES, seed=strategies.seeds)
-def test_softmax_and_log_softmax_follow_their_formulas_along_the_axis(nnx: Any, function: str, axis: Any, seed: int) -> None:
+def test_softmax_and_log_softmax_follow_their_formulas_along_the_axis(
+    nnx: Any, function: str, axis: Any, seed: int
+) -> None:
     x = _drawn(seed, (3, 4))
     expected = _log_softmax(x.astype(np.float64), axis)
-    assert_close(f"{function}(x, axis={axis})", getattr(nnx, function)(x, axis=axis),
-                 np.exp(expected) if function == "softmax" else expected, **TOLERANCES)
+    assert_close(
+        f"{function}(x, axis={axis})",
+        getattr(nnx, function)(x, axis=axis),
+        np.exp(expected) if function == "softmax" else expected,
+        **TOLERANCES,
+    )
 
 
 @pytest.mark.apis("logsumexp")
@@ -134,12 +147,18 @@ def test_logsumexp_is_the_log_of_the_sum_of_exponentials(nnx: Any, axis: Any, ke
 
 @pytest.mark.apis("standardize")
 @given(axis=AXES, epsilon=st.sampled_from([1e-5, 0.5]), seed=strategies.seeds)
-def test_standardize_centres_and_scales_by_the_variance_plus_epsilon(nnx: Any, axis: Any, epsilon: float, seed: int) -> None:
+def test_standardize_centres_and_scales_by_the_variance_plus_epsilon(
+    nnx: Any, axis: Any, epsilon: float, seed: int
+) -> None:
     x = _drawn(seed, (3, 4)).astype(np.float64)
     centred = x - x.mean(axis=axis, keepdims=True)
     expected = centred / np.sqrt((centred**2).mean(axis=axis, keepdims=True) + epsilon)
-    assert_close(f"standardize(x, axis={axis}, epsilon={epsilon})",
-                 nnx.standardize(x.astype(np.float32), axis=axis, epsilon=epsilon), expected, **TOLERANCES)
+    assert_close(
+        f"standardize(x, axis={axis}, epsilon={epsilon})",
+        nnx.standardize(x.astype(np.float32), axis=axis, epsilon=epsilon),
+        expected,
+        **TOLERANCES,
+    )
 
 
 @pytest.mark.apis("one_hot")
@@ -156,7 +175,9 @@ def test_one_hot_sets_the_index_entry_and_zeros_out_of_range(nnx: Any, num_class
 
 @pytest.mark.apis("PReLU")
 @given(slope=st.sampled_from([0.01, 0.1, 0.25]), learned=st.sampled_from([-0.5, 0.3, 2.0]), seed=strategies.seeds)
-def test_prelu_is_leaky_relu_with_its_negative_slope_parameter(nnx: Any, slope: float, learned: float, seed: int) -> None:
+def test_prelu_is_leaky_relu_with_its_negative_slope_parameter(
+    nnx: Any, slope: float, learned: float, seed: int
+) -> None:
     layer = nnx.PReLU(negative_slope_init=slope)
     parameters = nnx.state(layer, nnx.Param)
     values = [np.asarray(leaf) for leaf in jax.tree.leaves(parameters)]

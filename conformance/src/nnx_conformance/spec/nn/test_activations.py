@@ -18,8 +18,25 @@ from nnx_conformance.testing.assertions import assert_same
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/activations")]
 
 ELEMENTWISE = (
-    "celu", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "identity", "leaky_relu",
-    "log_sigmoid", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softplus", "swish", "tanh",
+    "celu",
+    "elu",
+    "gelu",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "hard_tanh",
+    "identity",
+    "leaky_relu",
+    "log_sigmoid",
+    "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "soft_sign",
+    "softplus",
+    "swish",
+    "tanh",
 )
 """Activations of one array, applied entry by entry."""
 
@@ -31,8 +48,12 @@ KEYWORDS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "glu": st.fixed_dictionaries({}, optional={"axis": st.sampled_from([-1, 0])}),
     "softmax": st.fixed_dictionaries({}, optional={"axis": st.sampled_from([-1, 0, (0, 1)])}),
     "log_softmax": st.fixed_dictionaries({}, optional={"axis": st.sampled_from([-1, 0, (0, 1)])}),
-    "logsumexp": st.fixed_dictionaries({}, optional={"axis": st.sampled_from([None, -1, 0]), "keepdims": st.booleans()}),
-    "standardize": st.fixed_dictionaries({}, optional={"axis": st.sampled_from([-1, 0]), "epsilon": st.sampled_from([1e-5, 1e-2])}),
+    "logsumexp": st.fixed_dictionaries(
+        {}, optional={"axis": st.sampled_from([None, -1, 0]), "keepdims": st.booleans()}
+    ),
+    "standardize": st.fixed_dictionaries(
+        {}, optional={"axis": st.sampled_from([-1, 0]), "epsilon": st.sampled_from([1e-5, 1e-2])}
+    ),
 }
 """The keywords each activation documents, drawn (an activation not named takes none)."""
 
@@ -61,7 +82,12 @@ def test_activation_values_and_gradients_equal_flax(
 
 
 @pytest.mark.apis("one_hot")
-@given(num_classes=st.integers(1, 4), axis=st.sampled_from([-1, 0]), dtype=st.sampled_from([jnp.float32, jnp.int32]), seed=strategies.seeds)
+@given(
+    num_classes=st.integers(1, 4),
+    axis=st.sampled_from([-1, 0]),
+    dtype=st.sampled_from([jnp.float32, jnp.int32]),
+    seed=strategies.seeds,
+)
 def test_one_hot_equals_flax(nnx: Any, flax_nnx: Any, num_classes: int, axis: int, dtype: Any, seed: int) -> None:
     labels = np.random.default_rng(seed).integers(-1, num_classes + 1, (2, 3))
     assert_same(flax_nnx, nnx, lambda nnx: nnx.one_hot(labels, num_classes, axis=axis, dtype=dtype))

@@ -39,7 +39,9 @@ def test_a_view_sets_the_modes_of_multi_head_attention_as_flax(
 ) -> None:
     def scenario(nnx: Any) -> Any:
         layer = nnx.MultiHeadAttention(2, 4, dropout_rate=0.5, rngs=nnx.Rngs(0))
-        modes = {name: value for name, value in (("deterministic", deterministic), ("decode", decode)) if value is not None}
+        modes = {
+            name: value for name, value in (("deterministic", deterministic), ("decode", decode)) if value is not None
+        }
         viewed = nnx.view(layer, **modes)
         return viewed.deterministic, viewed.decode, layer.deterministic, layer.decode
 
@@ -65,8 +67,12 @@ def test_attention_over_inputs_of_drawn_ranks_runs_or_refuses_them_as_flax(
 
 
 @pytest.mark.apis("dot_product_attention")
-@given(kv_heads=st.sampled_from([1, 2, 4]), batch=st.lists(st.just(2), max_size=2).map(tuple),
-       dropout_rate=st.sampled_from([0.0, 0.5]), seed=strategies.seeds)
+@given(
+    kv_heads=st.sampled_from([1, 2, 4]),
+    batch=st.lists(st.just(2), max_size=2).map(tuple),
+    dropout_rate=st.sampled_from([0.0, 0.5]),
+    seed=strategies.seeds,
+)
 def test_grouped_query_attention_shares_each_key_head_among_its_query_heads_as_flax(
     nnx: Any, flax_nnx: Any, kv_heads: int, batch: tuple[int, ...], dropout_rate: float, seed: int
 ) -> None:
@@ -100,7 +106,9 @@ def test_attention_without_dropout_needs_no_dropout_rng_even_when_not_determinis
 
 
 @pytest.mark.apis("dot_product_attention", "nn.attention.dot_product_attention_weights")
-@pytest.mark.parametrize("lengths", [(2, 3), (3, 2), (3, 3)], ids=lambda lengths: f"{lengths[0]} queries, {lengths[1]} keys")
+@pytest.mark.parametrize(
+    "lengths", [(2, 3), (3, 2), (3, 3)], ids=lambda lengths: f"{lengths[0]} queries, {lengths[1]} keys"
+)
 @pytest.mark.parametrize("function", ["dot_product_attention", "dot_product_attention_weights"])
 def test_causal_attention_over_as_many_or_other_numbers_of_keys_as_queries_acts_as_flax(
     nnx: Any, flax_nnx: Any, function: str, lengths: tuple[int, int]
@@ -111,7 +119,11 @@ def test_causal_attention_over_as_many_or_other_numbers_of_keys_as_queries_acts_
     def scenario(n: Any) -> Any:
         q = jnp.linspace(-1.0, 1.0, queries * 4).reshape(1, queries, 1, 4)
         k = jnp.linspace(-1.0, 2.0, keys * 4).reshape(1, keys, 1, 4)
-        attend = n.dot_product_attention if function == "dot_product_attention" else n.nn.attention.dot_product_attention_weights
+        attend = (
+            n.dot_product_attention
+            if function == "dot_product_attention"
+            else n.nn.attention.dot_product_attention_weights
+        )
         return attend(q, k, k, is_causal=True) if function == "dot_product_attention" else attend(q, k, is_causal=True)
 
     assert_same(flax_nnx, nnx, scenario)

@@ -23,7 +23,11 @@ from nnx_conformance.testing.assertions import assert_close
 
 pytestmark = pytest.mark.kind("property")
 
-PAIRWISE: dict[str, Callable[..., Any]] = {"multiply": jnp.multiply, "greater_equal": jnp.greater_equal, "equal": jnp.equal}
+PAIRWISE: dict[str, Callable[..., Any]] = {
+    "multiply": jnp.multiply,
+    "greater_equal": jnp.greater_equal,
+    "equal": jnp.equal,
+}
 """Broadcasting comparisons drawn as ``pairwise_fn``."""
 
 MASK_DTYPES = (jnp.float32, jnp.int32, jnp.bool_)
@@ -49,15 +53,28 @@ def _assert_mask(what: str, got: Any, expected: np.ndarray, dtype: Any) -> None:
     seed=strategies.seeds,
 )
 def test_make_attention_mask_compares_every_query_entry_with_every_key_entry(
-    nnx: Any, batch: tuple[int, ...], lengths: tuple[int, int], pairwise: str, extra_batch_dims: int, dtype: Any, seed: int
+    nnx: Any,
+    batch: tuple[int, ...],
+    lengths: tuple[int, int],
+    pairwise: str,
+    extra_batch_dims: int,
+    dtype: Any,
+    seed: int,
 ) -> None:
     rng = np.random.default_rng(seed)
     query, key = (rng.integers(0, 3, (*batch, length)) for length in lengths)
     pairs = np.asarray(PAIRWISE[pairwise](query[..., :, None], key[..., None, :]))
     expected = pairs.reshape((1,) * extra_batch_dims + (*batch, 1, *lengths))
-    got = nnx.make_attention_mask(query, key, pairwise_fn=PAIRWISE[pairwise], extra_batch_dims=extra_batch_dims, dtype=dtype)
-    _assert_mask(f"make_attention_mask({query.tolist()}, {key.tolist()}, pairwise_fn={pairwise}, "
-                 f"extra_batch_dims={extra_batch_dims})", got, expected, dtype)
+    got = nnx.make_attention_mask(
+        query, key, pairwise_fn=PAIRWISE[pairwise], extra_batch_dims=extra_batch_dims, dtype=dtype
+    )
+    _assert_mask(
+        f"make_attention_mask({query.tolist()}, {key.tolist()}, pairwise_fn={pairwise}, "
+        f"extra_batch_dims={extra_batch_dims})",
+        got,
+        expected,
+        dtype,
+    )
 
 
 @pytest.mark.apis("make_causal_mask")
@@ -66,9 +83,13 @@ def test_make_causal_mask_lets_each_position_see_itself_and_those_before(
     nnx: Any, batch: tuple[int, ...], length: int, extra_batch_dims: int, dtype: Any
 ) -> None:
     causal = np.tril(np.ones((length, length)))
-    expected = np.broadcast_to(causal, (*batch, 1, length, length)).reshape((1,) * extra_batch_dims + (*batch, 1, length, length))
+    expected = np.broadcast_to(causal, (*batch, 1, length, length)).reshape(
+        (1,) * extra_batch_dims + (*batch, 1, length, length)
+    )
     got = nnx.make_causal_mask(np.zeros((*batch, length)), extra_batch_dims=extra_batch_dims, dtype=dtype)
-    _assert_mask(f"make_causal_mask(x of {(*batch, length)}, extra_batch_dims={extra_batch_dims})", got, expected, dtype)
+    _assert_mask(
+        f"make_causal_mask(x of {(*batch, length)}, extra_batch_dims={extra_batch_dims})", got, expected, dtype
+    )
 
 
 def rotated(x: np.ndarray, theta: float) -> np.ndarray:
@@ -77,7 +98,9 @@ def rotated(x: np.ndarray, theta: float) -> np.ndarray:
     positions = np.arange(x.shape[-3], dtype=np.float64)
     angles = (positions[:, None] * theta ** (-2 * np.arange(half) / x.shape[-1]))[:, None, :]
     first, second = x[..., :half], x[..., half:]
-    return np.concatenate([first * np.cos(angles) - second * np.sin(angles), second * np.cos(angles) + first * np.sin(angles)], -1)
+    return np.concatenate(
+        [first * np.cos(angles) - second * np.sin(angles), second * np.cos(angles) + first * np.sin(angles)], -1
+    )
 
 
 def attention(query: np.ndarray, key: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -88,7 +111,9 @@ def attention(query: np.ndarray, key: np.ndarray, value: np.ndarray) -> np.ndarr
 
 
 @pytest.mark.apis("dot_product_attention_with_rope")
-@pytest.mark.filterwarnings("ignore:'.value' access is now deprecated")  # flax's RoPE reads its cached tables through .value
+@pytest.mark.filterwarnings(
+    "ignore:'.value' access is now deprecated"
+)  # flax's RoPE reads its cached tables through .value
 @given(
     batch=st.sampled_from([(2,), (1, 2)]),
     length=st.sampled_from([1, 4]),
@@ -106,5 +131,11 @@ def test_dot_product_attention_with_rope_attends_with_rotated_queries_and_keys(
     rope = nnx.RoPE(theta=theta, **sizes)
     got = nnx.dot_product_attention_with_rope(query, key, value, rope=rope)
     expected = attention(rotated(query.astype(np.float64), theta), rotated(key.astype(np.float64), theta), value)
-    assert_close(f"dot_product_attention_with_rope(q, k, v, rope=RoPE(theta={theta}, {sizes})), the attention of the rotated q and k",
-                 got, expected, rtol=1e-5, atol=1e-5)
+    assert_close(
+        f"dot_product_attention_with_rope(q, k, v, rope=RoPE(theta={theta}, {sizes})), the attention of the rotated "
+        f"q and k",
+        got,
+        expected,
+        rtol=1e-5,
+        atol=1e-5,
+    )

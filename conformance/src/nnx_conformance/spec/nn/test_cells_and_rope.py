@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 import jax.numpy as jnp
@@ -70,8 +69,15 @@ def test_a_cell_written_on_rnn_cell_base_runs_in_rnn_as_in_flax(
     cached=st.booleans(),
 )
 def test_dot_product_attention_with_rope_rotates_queries_and_keys_as_flax_does(
-    nnx: Any, flax_nnx: Any, input_seed: int, batch: tuple[int, ...], length: int, heads: int, head_dim: int,
-    theta: float, cached: bool,
+    nnx: Any,
+    flax_nnx: Any,
+    input_seed: int,
+    batch: tuple[int, ...],
+    length: int,
+    heads: int,
+    head_dim: int,
+    theta: float,
+    cached: bool,
 ) -> None:
     # Not drawn: ``input_positions``, which flax 0.12.12 maps over the heads axis (a
     # vmap size error unless there are as many heads as positions).

@@ -45,5 +45,7 @@ def test_canonicalize_dtype_gives_flax_dtype(
 @pytest.mark.apis("nn.dtypes.promote_dtype")
 @pytest.mark.documented(DOC)
 @given(dtypes=arguments, dtype=overrides, inexact=inexact_flags)
-def test_promote_dtype_casts_as_flax(nnx: Any, flax_nnx: Any, dtypes: list[Any], dtype: Any, inexact: bool | None) -> None:
+def test_promote_dtype_casts_as_flax(
+    nnx: Any, flax_nnx: Any, dtypes: list[Any], dtype: Any, inexact: bool | None
+) -> None:
     assert_same(flax_nnx, nnx, lambda nnx: nnx.nn.dtypes.promote_dtype(_args(dtypes), dtype=dtype, **_inexact(inexact)))

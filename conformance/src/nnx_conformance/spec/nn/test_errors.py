@@ -121,7 +121,9 @@ def test_einsum_checks_an_equation_given_at_call_time(nnx: Any) -> None:
 @pytest.mark.apis("GroupNorm")
 @pytest.mark.parametrize("num_groups", [4, 0])
 def test_group_norm_groups_must_divide_the_features(nnx: Any, num_groups: int) -> None:
-    with pytest.raises(ValueError, match=rf"Number of groups \({num_groups}\) does not divide the number of channels \(6\)"):
+    with pytest.raises(
+        ValueError, match=rf"Number of groups \({num_groups}\) does not divide the number of channels \(6\)"
+    ):
         nnx.GroupNorm(6, num_groups=num_groups, rngs=nnx.Rngs(0))
 
 
@@ -212,7 +214,9 @@ RATE_CALLS = {
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("rate", OUT_OF_RANGE_RATES)
 @pytest.mark.parametrize("call", RATE_CALLS)
-def test_attention_refuses_a_dropout_rate_outside_zero_to_one_as_flax(nnx: Any, flax_nnx: Any, call: str, rate: str) -> None:
+def test_attention_refuses_a_dropout_rate_outside_zero_to_one_as_flax(
+    nnx: Any, flax_nnx: Any, call: str, rate: str
+) -> None:
     """flax's ValueError naming the rate, with or without dropout (never a NaN output)."""
     given = OUT_OF_RANGE_RATES[rate]
     assert_same(flax_nnx, nnx, lambda nnx: RATE_CALLS[call](nnx, given), mentions=("dropout_rate", repr(given)))
@@ -223,12 +227,19 @@ def test_attention_refuses_a_dropout_rate_outside_zero_to_one_as_flax(nnx: Any, 
 @pytest.mark.apis("MultiHeadAttention")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("rate", OUT_OF_RANGE_RATES)
-def test_attention_built_with_an_out_of_range_dropout_rate_holds_flax_s_state(nnx: Any, flax_nnx: Any, rate: str) -> None:
+def test_attention_built_with_an_out_of_range_dropout_rate_holds_flax_s_state(
+    nnx: Any, flax_nnx: Any, rate: str
+) -> None:
     """The rate is checked when the layer is called, not built: the layer built is flax's,
     a kept dropout stream included or not."""
     given = OUT_OF_RANGE_RATES[rate]
-    assert_same(flax_nnx, nnx, lambda nnx: nnx.MultiHeadAttention(
-        2, 4, dropout_rate=given, keep_rngs=True, decode=False, rngs=nnx.Rngs(0, dropout=1)))
+    assert_same(
+        flax_nnx,
+        nnx,
+        lambda nnx: nnx.MultiHeadAttention(
+            2, 4, dropout_rate=given, keep_rngs=True, decode=False, rngs=nnx.Rngs(0, dropout=1)
+        ),
+    )
 
 
 @attention
@@ -404,9 +415,9 @@ def test_canonicalize_dtype_refuses_an_integer_dtype_when_inexact(nnx: Any) -> N
 
 
 MISSING_STREAM = {
-    "MultiHeadAttention's dropout": lambda n, rngs: n.MultiHeadAttention(2, 4, dropout_rate=0.5, decode=False, rngs=n.Rngs(0))(
-        jnp.ones((1, 3, 4)), deterministic=False, rngs=rngs
-    ),
+    "MultiHeadAttention's dropout": lambda n, rngs: n.MultiHeadAttention(
+        2, 4, dropout_rate=0.5, decode=False, rngs=n.Rngs(0)
+    )(jnp.ones((1, 3, 4)), deterministic=False, rngs=rngs),
     "a cell's initial carry": lambda n, rngs: n.SimpleCell(3, 4, rngs=n.Rngs(0)).initialize_carry((2, 3), rngs=rngs),
 }
 
@@ -415,7 +426,9 @@ MISSING_STREAM = {
 @pytest.mark.apis("MultiHeadAttention", "SimpleCell", "Rngs")
 @pytest.mark.parametrize("streams", ["default only", "params only"])
 @pytest.mark.parametrize("draw", sorted(MISSING_STREAM))
-def test_a_layer_drawing_from_rngs_without_its_stream_acts_as_flax(nnx: Any, flax_nnx: Any, draw: str, streams: str) -> None:
+def test_a_layer_drawing_from_rngs_without_its_stream_acts_as_flax(
+    nnx: Any, flax_nnx: Any, draw: str, streams: str
+) -> None:
     """The default stream stands in for a missing one; without it, flax's AttributeError."""
 
     def scenario(n: Any) -> Any:

@@ -24,7 +24,21 @@ FACTORIES: dict[str, tuple[Any, ...]] = {
     "orthogonal": (),
     "delta_orthogonal": (),
     "variance_scaling": (2.0, "fan_avg", "uniform"),
-    **dict.fromkeys(("glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "xavier_normal", "xavier_uniform"), ()),
+    **dict.fromkeys(
+        (
+            "glorot_normal",
+            "glorot_uniform",
+            "he_normal",
+            "he_uniform",
+            "kaiming_normal",
+            "kaiming_uniform",
+            "lecun_normal",
+            "lecun_uniform",
+            "xavier_normal",
+            "xavier_uniform",
+        ),
+        (),
+    ),
 }
 """Initializer factories and the arguments that make one initializer of each."""
 
@@ -39,7 +53,9 @@ INITIALIZERS = ("ones", "zeros")
     dtype=st.sampled_from(strategies.LAYER_DTYPES),
     seed=strategies.seeds,
 )
-def test_initializers_draw_the_values_of_flax(nnx: Any, flax_nnx: Any, name: str, shape: tuple[int, ...], dtype: Any, seed: int) -> None:
+def test_initializers_draw_the_values_of_flax(
+    nnx: Any, flax_nnx: Any, name: str, shape: tuple[int, ...], dtype: Any, seed: int
+) -> None:
     def scenario(nnx: Any) -> Any:
         found = getattr(nnx.initializers, name)
         initializer = found(*FACTORIES[name]) if name in FACTORIES else found
@@ -50,5 +66,11 @@ def test_initializers_draw_the_values_of_flax(nnx: Any, flax_nnx: Any, name: str
 
 @pytest.mark.apis("initializers")
 def test_ones_and_zeros_init_make_the_initializers_of_flax(nnx: Any, flax_nnx: Any) -> None:
-    assert_same(flax_nnx, nnx, lambda nnx: [init()(jax.random.key(0), (2,), jnp.bfloat16)
-                                            for init in (nnx.initializers.ones_init, nnx.initializers.zeros_init)])
+    assert_same(
+        flax_nnx,
+        nnx,
+        lambda nnx: [
+            init()(jax.random.key(0), (2,), jnp.bfloat16)
+            for init in (nnx.initializers.ones_init, nnx.initializers.zeros_init)
+        ],
+    )

@@ -20,7 +20,9 @@ pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear")]
 
 @pytest.mark.apis("Linear")
 @given(drawn=strategies.linear_args(), seed=strategies.seeds, input_seed=strategies.seeds)
-def test_linear_parameters_and_outputs_equal_flax(nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, seed: int, input_seed: int) -> None:
+def test_linear_parameters_and_outputs_equal_flax(
+    nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, seed: int, input_seed: int
+) -> None:
     x = strategies.layer_input(drawn.input_shape, input_seed)
     assert_agrees(flax_nnx, nnx, layer_case("Linear", drawn, seed, x))
 
@@ -36,14 +38,18 @@ def test_linear_general_parameters_and_outputs_equal_flax(
 
 @pytest.mark.apis("Einsum")
 @given(drawn=strategies.einsum_args(), seed=strategies.seeds, input_seed=strategies.seeds)
-def test_einsum_parameters_and_outputs_equal_flax(nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, seed: int, input_seed: int) -> None:
+def test_einsum_parameters_and_outputs_equal_flax(
+    nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, seed: int, input_seed: int
+) -> None:
     x = strategies.layer_input(drawn.input_shape, input_seed)
     assert_agrees(flax_nnx, nnx, layer_case("Einsum", drawn, seed, x))
 
 
 @pytest.mark.apis("Conv")
 @given(drawn=strategies.conv_args(), seed=strategies.seeds, input_seed=strategies.seeds)
-def test_conv_parameters_and_outputs_equal_flax(nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, seed: int, input_seed: int) -> None:
+def test_conv_parameters_and_outputs_equal_flax(
+    nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, seed: int, input_seed: int
+) -> None:
     x = strategies.layer_input(drawn.input_shape, input_seed)
     assert_agrees(flax_nnx, nnx, layer_case("Conv", drawn, seed, x))
 
@@ -59,13 +65,20 @@ def test_conv_transpose_parameters_and_outputs_equal_flax(
 
 @pytest.mark.apis("Embed")
 @given(drawn=strategies.embed_args(), seed=strategies.seeds, input_seed=strategies.seeds)
-def test_embed_parameters_and_lookups_equal_flax(nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, seed: int, input_seed: int) -> None:
+def test_embed_parameters_and_lookups_equal_flax(
+    nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, seed: int, input_seed: int
+) -> None:
     num_embeddings = drawn.args[0]
     ids = np.random.default_rng(input_seed).integers(0, num_embeddings, drawn.input_shape)
     case = layer_case("Embed", drawn, seed, ids)
     assert_agrees(flax_nnx, nnx, case)
-    attend = layer_case("Embed", drawn, seed, strategies.layer_input((2, drawn.args[1]), input_seed),
-                        call=lambda nnx, layer, query: layer.attend(query))
+    attend = layer_case(
+        "Embed",
+        drawn,
+        seed,
+        strategies.layer_input((2, drawn.args[1]), input_seed),
+        call=lambda nnx, layer, query: layer.attend(query),
+    )
     assert_agrees(flax_nnx, nnx, attend)
 
 

@@ -43,7 +43,9 @@ def test_lora_linear_parameters_and_outputs_equal_flax(
     in_features, rank, out_features = drawn.args
 
     def build(nnx: Any, rngs: Any) -> Any:
-        return nnx.LoRALinear(in_features, out_features, lora_rank=rank, b_initializer=NORMAL, **drawn.kwargs, rngs=rngs)
+        return nnx.LoRALinear(
+            in_features, out_features, lora_rank=rank, b_initializer=NORMAL, **drawn.kwargs, rngs=rngs
+        )
 
     case = layer_case("LoRALinear", drawn, seed, strategies.layer_input(drawn.input_shape, input_seed), build=build)
     assert_agrees(flax_nnx, nnx, case)

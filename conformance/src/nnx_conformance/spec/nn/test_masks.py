@@ -28,7 +28,13 @@ pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/attention")
     seed=strategies.seeds,
 )
 def test_masks_are_those_of_flax(
-    nnx: Any, flax_nnx: Any, batch: tuple[int, ...], lengths: tuple[int, int], extra_batch_dims: int, dtype: Any, seed: int
+    nnx: Any,
+    flax_nnx: Any,
+    batch: tuple[int, ...],
+    lengths: tuple[int, int],
+    extra_batch_dims: int,
+    dtype: Any,
+    seed: int,
 ) -> None:
     rng = np.random.default_rng(seed)
     query, key = (rng.integers(0, 3, batch + (n,)) for n in lengths)
@@ -52,7 +58,11 @@ def attention_inputs(draw: st.DrawFn) -> dict[str, Any]:
     q_len, kv_len = draw(st.sampled_from([(3, 3), (2, 3)]), label="query and key lengths")
     seed = draw(strategies.seeds, label="input seed")
     rng = np.random.default_rng(seed)
-    shapes = {"query": batch + (q_len, heads, 4), "key": batch + (kv_len, kv_heads, 4), "value": batch + (kv_len, kv_heads, 4)}
+    shapes = {
+        "query": batch + (q_len, heads, 4),
+        "key": batch + (kv_len, kv_heads, 4),
+        "value": batch + (kv_len, kv_heads, 4),
+    }
     drawn: dict[str, Any] = {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in shapes.items()}
     logits_shape = batch + (heads, q_len, kv_len)
     if draw(st.booleans(), label="mask"):
@@ -69,7 +79,9 @@ def attention_inputs(draw: st.DrawFn) -> dict[str, Any]:
 
 @pytest.mark.apis("dot_product_attention")
 @given(inputs=attention_inputs(), seed=strategies.seeds)
-def test_dot_product_attention_values_and_gradients_equal_flax(nnx: Any, flax_nnx: Any, inputs: dict[str, Any], seed: int) -> None:
+def test_dot_product_attention_values_and_gradients_equal_flax(
+    nnx: Any, flax_nnx: Any, inputs: dict[str, Any], seed: int
+) -> None:
     arrays = {name: inputs[name] for name in ("query", "key", "value")}
     keywords = {name: value for name, value in inputs.items() if name not in arrays}
 

@@ -52,7 +52,9 @@ def test_group_norm_takes_any_mask_broadcastable_to_the_input(
 
 @pytest.mark.apis("BatchNorm")
 @given(seed=strategies.seeds, momentum=st.sampled_from([0.0, 0.9]), dtype=st.sampled_from(strategies.NORM_DTYPES))
-def test_batch_norm_running_statistics_carry_no_gradient(nnx: Any, flax_nnx: Any, seed: int, momentum: float, dtype: Any) -> None:
+def test_batch_norm_running_statistics_carry_no_gradient(
+    nnx: Any, flax_nnx: Any, seed: int, momentum: float, dtype: Any
+) -> None:
     x = strategies.layer_input((3, 4), seed)
 
     def scenario(nnx: Any) -> Any:
@@ -77,13 +79,24 @@ def test_batch_norm_running_statistics_carry_no_gradient(nnx: Any, flax_nnx: Any
     seed=strategies.seeds,
 )
 def test_weight_and_spectral_norm_rescale_in_flax_precision(
-    nnx: Any, flax_nnx: Any, wrapper: str, inner: str, layer_dtypes: dict[str, Any], wrapper_dtypes: dict[str, Any], calls: int, seed: int
+    nnx: Any,
+    flax_nnx: Any,
+    wrapper: str,
+    inner: str,
+    layer_dtypes: dict[str, Any],
+    wrapper_dtypes: dict[str, Any],
+    calls: int,
+    seed: int,
 ) -> None:
     x = strategies.layer_input((2, 5, 3), seed)
 
     def scenario(nnx: Any) -> Any:
         rngs = nnx.Rngs(seed)
-        layer = nnx.Linear(3, 4, rngs=rngs, **layer_dtypes) if inner == "Linear" else nnx.Conv(3, 4, 3, rngs=rngs, **layer_dtypes)
+        layer = (
+            nnx.Linear(3, 4, rngs=rngs, **layer_dtypes)
+            if inner == "Linear"
+            else nnx.Conv(3, 4, 3, rngs=rngs, **layer_dtypes)
+        )
         wrapped = getattr(nnx, wrapper)(layer, rngs=rngs, **wrapper_dtypes)
         outputs = [wrapped(x) for _ in range(calls)]
         return outputs, nnx.state(wrapped)

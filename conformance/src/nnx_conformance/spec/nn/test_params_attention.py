@@ -35,18 +35,49 @@ def _cross(nnx: Any, layer: Any, x: Any) -> Any:
 
 
 CASES = (
-    OptionCase("MultiHeadAttention over keys of another size, initialized, with metadata", "MultiHeadAttention",
-               (2, 8, 8, 8, None, 6),
-               lambda nnx: {"decode": False, "precision": HIGHEST, "out_kernel_init": NORMAL, "bias_init": NORMAL,
-                            "normalize_qk": True, "out_kernel_metadata": {"o": 1}, "bias_metadata": {"b": 2},
-                            "key_ln_scale_metadata": {"k": 3}}, (2, 5, 8), call=_cross),
-    OptionCase("MultiHeadAttention with its own promotions and dot_generals", "MultiHeadAttention", (2, 8),
-               lambda nnx: {"decode": False, "normalize_qk": True, "qkv_promote_dtype": Promotion(jnp.float32),
-                            "out_promote_dtype": Promotion(jnp.bfloat16), "ln_promote_dtype": Promotion(jnp.float32),
-                            "qkv_dot_general": scaled_dot_general(), "out_dot_general": scaled_dot_general()}, (2, 5, 8)),
-    OptionCase("MultiHeadAttention with dot_general classes", "MultiHeadAttention", (2, 8),
-               lambda nnx: {"decode": False, "qkv_dot_general_cls": dot_general_class(),
-                            "out_dot_general_cls": dot_general_class()}, (2, 5, 8)),
+    OptionCase(
+        "MultiHeadAttention over keys of another size, initialized, with metadata",
+        "MultiHeadAttention",
+        (2, 8, 8, 8, None, 6),
+        lambda nnx: {
+            "decode": False,
+            "precision": HIGHEST,
+            "out_kernel_init": NORMAL,
+            "bias_init": NORMAL,
+            "normalize_qk": True,
+            "out_kernel_metadata": {"o": 1},
+            "bias_metadata": {"b": 2},
+            "key_ln_scale_metadata": {"k": 3},
+        },
+        (2, 5, 8),
+        call=_cross,
+    ),
+    OptionCase(
+        "MultiHeadAttention with its own promotions and dot_generals",
+        "MultiHeadAttention",
+        (2, 8),
+        lambda nnx: {
+            "decode": False,
+            "normalize_qk": True,
+            "qkv_promote_dtype": Promotion(jnp.float32),
+            "out_promote_dtype": Promotion(jnp.bfloat16),
+            "ln_promote_dtype": Promotion(jnp.float32),
+            "qkv_dot_general": scaled_dot_general(),
+            "out_dot_general": scaled_dot_general(),
+        },
+        (2, 5, 8),
+    ),
+    OptionCase(
+        "MultiHeadAttention with dot_general classes",
+        "MultiHeadAttention",
+        (2, 8),
+        lambda nnx: {
+            "decode": False,
+            "qkv_dot_general_cls": dot_general_class(),
+            "out_dot_general_cls": dot_general_class(),
+        },
+        (2, 5, 8),
+    ),
 )
 
 
@@ -54,7 +85,9 @@ CASES = (
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 @settings(max_examples=3)
 @given(seed=strategies.seeds, input_seed=strategies.seeds)
-def test_an_attention_keyword_acts_as_in_flax(nnx: Any, flax_nnx: Any, case: OptionCase, seed: int, input_seed: int) -> None:
+def test_an_attention_keyword_acts_as_in_flax(
+    nnx: Any, flax_nnx: Any, case: OptionCase, seed: int, input_seed: int
+) -> None:
     x = strategies.layer_input(case.input_shape, input_seed)
     assert_runs_as_in_flax(flax_nnx, nnx, case.scenario(seed, x))
 
@@ -66,7 +99,11 @@ def _qkv(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @pytest.mark.apis("dot_product_attention")
 @settings(max_examples=4)
-@given(precision=st.sampled_from([HIGHEST, "float32"]), to=st.sampled_from([jnp.bfloat16, jnp.float16]), seed=strategies.seeds)
+@given(
+    precision=st.sampled_from([HIGHEST, "float32"]),
+    to=st.sampled_from([jnp.bfloat16, jnp.float16]),
+    seed=strategies.seeds,
+)
 def test_dot_product_attention_precision_and_promotion_act_as_in_flax(
     nnx: Any, flax_nnx: Any, precision: Any, to: Any, seed: int
 ) -> None:
@@ -86,7 +123,9 @@ def test_rope_attention_passes_its_keywords_on_as_flax_does(nnx: Any, flax_nnx: 
     query, key, value = _qkv(seed)
 
     def scenario(nnx: Any) -> Any:
-        return nnx.dot_product_attention_with_rope(query, key, value, rope=nnx.RoPE(), is_causal=causal, precision=HIGHEST)
+        return nnx.dot_product_attention_with_rope(
+            query, key, value, rope=nnx.RoPE(), is_causal=causal, precision=HIGHEST
+        )
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
 
@@ -94,7 +133,9 @@ def test_rope_attention_passes_its_keywords_on_as_flax_does(nnx: Any, flax_nnx: 
 @pytest.mark.apis("make_attention_mask")
 @settings(max_examples=4)
 @given(extra=st.integers(1, 2), dtype=st.sampled_from([jnp.bool_, jnp.int32, jnp.bfloat16]), seed=strategies.seeds)
-def test_attention_masks_with_extra_batch_axes_and_dtype_are_flax_s(nnx: Any, flax_nnx: Any, extra: int, dtype: Any, seed: int) -> None:
+def test_attention_masks_with_extra_batch_axes_and_dtype_are_flax_s(
+    nnx: Any, flax_nnx: Any, extra: int, dtype: Any, seed: int
+) -> None:
     rows = np.random.default_rng(seed).integers(0, 2, (2, 3))
 
     def scenario(nnx: Any) -> Any:

@@ -41,8 +41,10 @@ def _heads_first(a: Any) -> Any:
 @pytest.mark.apis("dot_product_attention_with_rope", "RoPE", "dot_product_attention")
 @pytest.mark.documented("docstring of flax.nnx.dot_product_attention_with_rope, input_positions")
 @settings(max_examples=3)
-@given(input_seed=strategies.seeds, positions=st.lists(st.lists(st.integers(0, 9), min_size=3, max_size=3),
-                                                       min_size=2, max_size=2))
+@given(
+    input_seed=strategies.seeds,
+    positions=st.lists(st.lists(st.integers(0, 9), min_size=3, max_size=3), min_size=2, max_size=2),
+)
 def test_rope_attention_rotates_queries_and_keys_at_the_given_positions(
     nnx: Any, input_seed: int, positions: list[list[int]]
 ) -> None:
@@ -56,7 +58,8 @@ def test_rope_attention_rotates_queries_and_keys_at_the_given_positions(
 
     want = nnx.dot_product_attention(rotated(query), rotated(key), value)
     assert np.array_equal(got, want), expected_got(
-        f"attention with RoPE at positions {positions}", "attention of the queries and keys RoPE rotates there",
+        f"attention with RoPE at positions {positions}",
+        "attention of the queries and keys RoPE rotates there",
         f"a difference of {float(jnp.max(jnp.abs(got - want))):.3g}",
     )
 

@@ -32,42 +32,137 @@ pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("nn/linear")]
 
 
 CASES = (
-    OptionCase("Linear with its own dot_general and promote_dtype", "Linear", (3, 4),
-               lambda nnx: {"dot_general": scaled_dot_general(), "promote_dtype": Promotion()}, (2, 3)),
-    OptionCase("Linear bfloat16 accumulating in float32", "Linear", (3, 4),
-               lambda nnx: {"dtype": jnp.bfloat16, "preferred_element_type": jnp.float32}, (2, 3)),
-    OptionCase("LinearGeneral with its own dot_general", "LinearGeneral", ((5, 3), 4),
-               lambda nnx: {"axis": (-2, -1), "dot_general": scaled_dot_general(), "promote_dtype": Promotion()}, (2, 5, 3)),
-    OptionCase("LinearGeneral with a dot_general class", "LinearGeneral", (3, (2, 4)),
-               lambda nnx: {"dot_general_cls": dot_general_class(), "preferred_element_type": jnp.float32,
-                            "dtype": jnp.bfloat16}, (2, 3)),
-    OptionCase("Einsum with its own einsum_op, initializers, metadata", "Einsum", ("nta,hab->nthb", (2, 3, 4), (2, 4)),
-               lambda nnx: {"einsum_op": scaled_einsum(), "promote_dtype": Promotion(), "kernel_init": NORMAL,
-                            "bias_init": NORMAL, "precision": HIGHEST, "kernel_metadata": {"k": 1},
-                            "bias_metadata": {"b": 2}}, (2, 5, 3)),
-    OptionCase("Einsum bfloat16 accumulating in float32", "Einsum", ("nta,ab->ntb", (3, 4), (4,)),
-               lambda nnx: {"dtype": jnp.bfloat16, "preferred_element_type": jnp.float32}, (2, 5, 3)),
-    OptionCase("Conv with its own convolution and promote_dtype", "Conv", (3, 4, 3),
-               lambda nnx: {"conv_general_dilated": scaled_conv(), "promote_dtype": Promotion(),
-                            "bias_metadata": {"b": 2}, "bias_init": NORMAL}, (2, 5, 3)),
-    OptionCase("Conv bfloat16 accumulating in float32", "Conv", (3, 4, 3),
-               lambda nnx: {"dtype": jnp.bfloat16, "preferred_element_type": jnp.float32}, (2, 5, 3)),
-    OptionCase("ConvTranspose dilated, with promote_dtype and metadata", "ConvTranspose", (3, 4, 3),
-               lambda nnx: {"kernel_dilation": 2, "promote_dtype": Promotion(), "bias_metadata": {"b": 2},
-                            "bias_init": NORMAL}, (2, 5, 3)),
-    OptionCase("ConvTranspose bfloat16 accumulating in float32", "ConvTranspose", (3, 4, (3,)),
-               lambda nnx: {"dtype": jnp.bfloat16, "preferred_element_type": jnp.float32, "kernel_dilation": (2,)}, (2, 5, 3)),
-    OptionCase("Embed with its own initializer, promote_dtype, metadata", "Embed", (5, 3),
-               lambda nnx: {"embedding_init": NORMAL, "promote_dtype": Promotion(), "embedding_metadata": {"e": 1}},
-               (2, 3), call=lambda nnx, layer, x: (layer(jnp.array([0, 4, 2])), layer.attend(x))),
-    OptionCase("LoRA with a_initializer, Param type, promote_dtype, metadata", "LoRA", (3, 2, 4),
-               lambda nnx: {"a_initializer": NORMAL, "b_initializer": NORMAL, "lora_param_type": nnx.Param,
-                            "promote_dtype": Promotion(), "a_metadata": {"a": 1}, "b_metadata": {"b": 2}}, (2, 3)),
-    OptionCase("LoRALinear with its LoRA keywords", "LoRALinear", (3, 4),
-               lambda nnx: {"lora_rank": 2, "lora_dtype": jnp.bfloat16, "lora_param_dtype": jnp.bfloat16,
-                            "a_initializer": NORMAL, "b_initializer": NORMAL, "lora_param_type": nnx.Param,
-                            "lora_promote_dtype": Promotion(jnp.float32), "a_metadata": {"a": 1},
-                            "b_metadata": {"b": 2}}, (2, 3)),
+    OptionCase(
+        "Linear with its own dot_general and promote_dtype",
+        "Linear",
+        (3, 4),
+        lambda nnx: {"dot_general": scaled_dot_general(), "promote_dtype": Promotion()},
+        (2, 3),
+    ),
+    OptionCase(
+        "Linear bfloat16 accumulating in float32",
+        "Linear",
+        (3, 4),
+        lambda nnx: {"dtype": jnp.bfloat16, "preferred_element_type": jnp.float32},
+        (2, 3),
+    ),
+    OptionCase(
+        "LinearGeneral with its own dot_general",
+        "LinearGeneral",
+        ((5, 3), 4),
+        lambda nnx: {"axis": (-2, -1), "dot_general": scaled_dot_general(), "promote_dtype": Promotion()},
+        (2, 5, 3),
+    ),
+    OptionCase(
+        "LinearGeneral with a dot_general class",
+        "LinearGeneral",
+        (3, (2, 4)),
+        lambda nnx: {
+            "dot_general_cls": dot_general_class(),
+            "preferred_element_type": jnp.float32,
+            "dtype": jnp.bfloat16,
+        },
+        (2, 3),
+    ),
+    OptionCase(
+        "Einsum with its own einsum_op, initializers, metadata",
+        "Einsum",
+        ("nta,hab->nthb", (2, 3, 4), (2, 4)),
+        lambda nnx: {
+            "einsum_op": scaled_einsum(),
+            "promote_dtype": Promotion(),
+            "kernel_init": NORMAL,
+            "bias_init": NORMAL,
+            "precision": HIGHEST,
+            "kernel_metadata": {"k": 1},
+            "bias_metadata": {"b": 2},
+        },
+        (2, 5, 3),
+    ),
+    OptionCase(
+        "Einsum bfloat16 accumulating in float32",
+        "Einsum",
+        ("nta,ab->ntb", (3, 4), (4,)),
+        lambda nnx: {"dtype": jnp.bfloat16, "preferred_element_type": jnp.float32},
+        (2, 5, 3),
+    ),
+    OptionCase(
+        "Conv with its own convolution and promote_dtype",
+        "Conv",
+        (3, 4, 3),
+        lambda nnx: {
+            "conv_general_dilated": scaled_conv(),
+            "promote_dtype": Promotion(),
+            "bias_metadata": {"b": 2},
+            "bias_init": NORMAL,
+        },
+        (2, 5, 3),
+    ),
+    OptionCase(
+        "Conv bfloat16 accumulating in float32",
+        "Conv",
+        (3, 4, 3),
+        lambda nnx: {"dtype": jnp.bfloat16, "preferred_element_type": jnp.float32},
+        (2, 5, 3),
+    ),
+    OptionCase(
+        "ConvTranspose dilated, with promote_dtype and metadata",
+        "ConvTranspose",
+        (3, 4, 3),
+        lambda nnx: {
+            "kernel_dilation": 2,
+            "promote_dtype": Promotion(),
+            "bias_metadata": {"b": 2},
+            "bias_init": NORMAL,
+        },
+        (2, 5, 3),
+    ),
+    OptionCase(
+        "ConvTranspose bfloat16 accumulating in float32",
+        "ConvTranspose",
+        (3, 4, (3,)),
+        lambda nnx: {"dtype": jnp.bfloat16, "preferred_element_type": jnp.float32, "kernel_dilation": (2,)},
+        (2, 5, 3),
+    ),
+    OptionCase(
+        "Embed with its own initializer, promote_dtype, metadata",
+        "Embed",
+        (5, 3),
+        lambda nnx: {"embedding_init": NORMAL, "promote_dtype": Promotion(), "embedding_metadata": {"e": 1}},
+        (2, 3),
+        call=lambda nnx, layer, x: (layer(jnp.array([0, 4, 2])), layer.attend(x)),
+    ),
+    OptionCase(
+        "LoRA with a_initializer, Param type, promote_dtype, metadata",
+        "LoRA",
+        (3, 2, 4),
+        lambda nnx: {
+            "a_initializer": NORMAL,
+            "b_initializer": NORMAL,
+            "lora_param_type": nnx.Param,
+            "promote_dtype": Promotion(),
+            "a_metadata": {"a": 1},
+            "b_metadata": {"b": 2},
+        },
+        (2, 3),
+    ),
+    OptionCase(
+        "LoRALinear with its LoRA keywords",
+        "LoRALinear",
+        (3, 4),
+        lambda nnx: {
+            "lora_rank": 2,
+            "lora_dtype": jnp.bfloat16,
+            "lora_param_dtype": jnp.bfloat16,
+            "a_initializer": NORMAL,
+            "b_initializer": NORMAL,
+            "lora_param_type": nnx.Param,
+            "lora_promote_dtype": Promotion(jnp.float32),
+            "a_metadata": {"a": 1},
+            "b_metadata": {"b": 2},
+        },
+        (2, 3),
+    ),
 )
 
 
@@ -75,7 +170,9 @@ CASES = (
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 @settings(max_examples=3)
 @given(seed=strategies.seeds, input_seed=strategies.seeds)
-def test_a_linear_layer_keyword_acts_as_in_flax(nnx: Any, flax_nnx: Any, case: OptionCase, seed: int, input_seed: int) -> None:
+def test_a_linear_layer_keyword_acts_as_in_flax(
+    nnx: Any, flax_nnx: Any, case: OptionCase, seed: int, input_seed: int
+) -> None:
     x = strategies.layer_input(case.input_shape, input_seed)
     assert_runs_as_in_flax(flax_nnx, nnx, case.scenario(seed, x))
 

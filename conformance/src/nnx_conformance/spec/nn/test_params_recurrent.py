@@ -38,9 +38,17 @@ def _cell_options(cell: str) -> dict[str, Any]:
     """Every keyword of ``cell`` away from its default: functions, initializers, bfloat16
     parameters, metadata, kept Rngs."""
     options: dict[str, Any] = {
-        "activation_fn": jax.nn.relu, "kernel_init": NORMAL, "recurrent_kernel_init": NORMAL, "bias_init": NORMAL,
-        "carry_init": NORMAL, "param_dtype": jnp.bfloat16, "promote_dtype": Promotion(jnp.float32),
-        "keep_rngs": True, "kernel_metadata": {"k": 1}, "recurrent_kernel_metadata": {"r": 2}, "bias_metadata": {"b": 3},
+        "activation_fn": jax.nn.relu,
+        "kernel_init": NORMAL,
+        "recurrent_kernel_init": NORMAL,
+        "bias_init": NORMAL,
+        "carry_init": NORMAL,
+        "param_dtype": jnp.bfloat16,
+        "promote_dtype": Promotion(jnp.float32),
+        "keep_rngs": True,
+        "kernel_metadata": {"k": 1},
+        "recurrent_kernel_metadata": {"r": 2},
+        "bias_metadata": {"b": 3},
     }
     if cell == "SimpleCell":
         options["residual"] = True
@@ -58,17 +66,50 @@ def _time_major(nnx: Any, layer: Any, x: Any) -> Any:
 
 
 CASES = (
-    *(OptionCase(f"{cell} with every keyword set", cell, (3, 4), lambda nnx, cell=cell: _cell_options(cell), (2, 3),
-                 call=_step) for cell in RECURRENT_CELLS),
-    OptionCase("RNN time major, unrolled twice", "RNN", (),
-               lambda nnx: {"cell": _simple_cell(nnx), "time_major": True, "unroll": 2}, (2, 5, 3), call=_time_major),
-    OptionCase("RNN with state axes and broadcast Rngs", "RNN", (),
-               lambda nnx: {"cell": _simple_cell(nnx), "state_axes": {...: nnx.Carry}, "broadcast_rngs": "carry",
-                            "return_carry": True}, (2, 5, 3)),
-    OptionCase("Bidirectional time major, merged by difference", "Bidirectional", (),
-               lambda nnx: {"forward_rnn": nnx.RNN(nnx.GRUCell(3, 4, rngs=nnx.Rngs(1))),
-                            "backward_rnn": nnx.RNN(nnx.LSTMCell(3, 4, rngs=nnx.Rngs(2))),
-                            "merge_fn": jnp.subtract, "time_major": True}, (2, 5, 3), call=_time_major),
+    *(
+        OptionCase(
+            f"{cell} with every keyword set",
+            cell,
+            (3, 4),
+            lambda nnx, cell=cell: _cell_options(cell),
+            (2, 3),
+            call=_step,
+        )
+        for cell in RECURRENT_CELLS
+    ),
+    OptionCase(
+        "RNN time major, unrolled twice",
+        "RNN",
+        (),
+        lambda nnx: {"cell": _simple_cell(nnx), "time_major": True, "unroll": 2},
+        (2, 5, 3),
+        call=_time_major,
+    ),
+    OptionCase(
+        "RNN with state axes and broadcast Rngs",
+        "RNN",
+        (),
+        lambda nnx: {
+            "cell": _simple_cell(nnx),
+            "state_axes": {...: nnx.Carry},
+            "broadcast_rngs": "carry",
+            "return_carry": True,
+        },
+        (2, 5, 3),
+    ),
+    OptionCase(
+        "Bidirectional time major, merged by difference",
+        "Bidirectional",
+        (),
+        lambda nnx: {
+            "forward_rnn": nnx.RNN(nnx.GRUCell(3, 4, rngs=nnx.Rngs(1))),
+            "backward_rnn": nnx.RNN(nnx.LSTMCell(3, 4, rngs=nnx.Rngs(2))),
+            "merge_fn": jnp.subtract,
+            "time_major": True,
+        },
+        (2, 5, 3),
+        call=_time_major,
+    ),
 )
 
 
@@ -76,6 +117,8 @@ CASES = (
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 @settings(max_examples=3)
 @given(seed=strategies.seeds, input_seed=strategies.seeds)
-def test_a_recurrent_keyword_acts_as_in_flax(nnx: Any, flax_nnx: Any, case: OptionCase, seed: int, input_seed: int) -> None:
+def test_a_recurrent_keyword_acts_as_in_flax(
+    nnx: Any, flax_nnx: Any, case: OptionCase, seed: int, input_seed: int
+) -> None:
     x = strategies.layer_input(case.input_shape, input_seed)
     assert_runs_as_in_flax(flax_nnx, nnx, case.scenario(seed, x))

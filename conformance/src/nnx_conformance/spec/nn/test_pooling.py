@@ -35,10 +35,21 @@ def pooling_args(draw: st.DrawFn) -> tuple[tuple[int, ...], dict[str, Any]]:
 
 
 @pytest.mark.apis(*POOLS)
-@given(pooling=st.sampled_from(POOLS), drawn=pooling_args(), count_include_pad=st.booleans(),
-       dtype=st.sampled_from(strategies.LAYER_DTYPES), seed=strategies.seeds)
+@given(
+    pooling=st.sampled_from(POOLS),
+    drawn=pooling_args(),
+    count_include_pad=st.booleans(),
+    dtype=st.sampled_from(strategies.LAYER_DTYPES),
+    seed=strategies.seeds,
+)
 def test_pooling_values_and_gradients_equal_flax(
-    nnx: Any, flax_nnx: Any, pooling: str, drawn: tuple[tuple[int, ...], dict[str, Any]], count_include_pad: bool, dtype: Any, seed: int
+    nnx: Any,
+    flax_nnx: Any,
+    pooling: str,
+    drawn: tuple[tuple[int, ...], dict[str, Any]],
+    count_include_pad: bool,
+    dtype: Any,
+    seed: int,
 ) -> None:
     shape, keywords = drawn
     if pooling == "avg_pool":
@@ -47,11 +58,14 @@ def test_pooling_values_and_gradients_equal_flax(
 
     def scenario(nnx: Any) -> Any:
         if pooling == "pool":
+
             def fn(x: Any) -> Any:
                 return nnx.pool(x, jnp.asarray(0, x.dtype), jax.lax.add, **keywords)
         else:
+
             def fn(x: Any) -> Any:
                 return getattr(nnx, pooling)(x, **keywords)
+
         return fn(x), jax.grad(lambda x: jnp.sum(fn(x).astype(jnp.float32) ** 2))(x)
 
     assert_same(flax_nnx, nnx, scenario)

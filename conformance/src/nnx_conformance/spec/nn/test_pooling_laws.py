@@ -80,19 +80,30 @@ def test_max_and_min_pool_take_the_extreme_of_each_window(nnx: Any, function: st
     x = strategies.layer_input(case.input_shape, seed)
     fill, reduce = EXTREMES[function]
     got = getattr(nnx, function)(x, case.window_shape, strides=case.strides, padding=case.padding)
-    assert_close(f"{function}(x of {case.input_shape}, {case.window_shape}, {case.strides}, {case.padding!r})",
-             got, window_reduce(x, case, fill, reduce))
+    assert_close(
+        f"{function}(x of {case.input_shape}, {case.window_shape}, {case.strides}, {case.padding!r})",
+        got,
+        window_reduce(x, case, fill, reduce),
+    )
 
 
 @pytest.mark.apis("avg_pool")
 @given(case=windows(), count_include_pad=st.booleans(), seed=strategies.seeds)
-def test_avg_pool_averages_each_window_counting_padding_as_asked(nnx: Any, case: Window, count_include_pad: bool, seed: int) -> None:
+def test_avg_pool_averages_each_window_counting_padding_as_asked(
+    nnx: Any, case: Window, count_include_pad: bool, seed: int
+) -> None:
     x = strategies.layer_input(case.input_shape, seed)
     sums = window_reduce(x.astype(np.float64), case, 0.0, np.sum)
     counts = window_reduce(np.ones_like(x), case, 1.0 if count_include_pad else 0.0, np.sum)
-    got = nnx.avg_pool(x, case.window_shape, strides=case.strides, padding=case.padding, count_include_pad=count_include_pad)
-    assert_close(f"avg_pool(x of {case.input_shape}, {case.window_shape}, {case.strides}, {case.padding!r}, "
-                 f"count_include_pad={count_include_pad})", got, sums / counts)
+    got = nnx.avg_pool(
+        x, case.window_shape, strides=case.strides, padding=case.padding, count_include_pad=count_include_pad
+    )
+    assert_close(
+        f"avg_pool(x of {case.input_shape}, {case.window_shape}, {case.strides}, {case.padding!r}, "
+        f"count_include_pad={count_include_pad})",
+        got,
+        sums / counts,
+    )
 
 
 @pytest.mark.apis("avg_pool")
@@ -101,8 +112,11 @@ def test_avg_pool_strides_default_to_one(nnx: Any, case: Window, seed: int) -> N
     x = strategies.layer_input(case.input_shape, seed)
     unit = case._replace(strides=(1,) * len(case.window_shape))
     expected = window_reduce(x.astype(np.float64), unit, 0.0, np.mean)
-    assert_close(f"avg_pool(x of {case.input_shape}, {case.window_shape}, padding={case.padding!r})",
-                 nnx.avg_pool(x, case.window_shape, padding=case.padding), expected)
+    assert_close(
+        f"avg_pool(x of {case.input_shape}, {case.window_shape}, padding={case.padding!r})",
+        nnx.avg_pool(x, case.window_shape, padding=case.padding),
+        expected,
+    )
 
 
 @pytest.mark.apis("pool")
@@ -110,5 +124,8 @@ def test_avg_pool_strides_default_to_one(nnx: Any, case: Window, seed: int) -> N
 def test_pool_folds_each_window_with_its_reduce_function_from_init(nnx: Any, case: Window, seed: int) -> None:
     x = strategies.layer_input(case.input_shape, seed)
     got = nnx.pool(x, 0.0, jax.lax.add, case.window_shape, case.strides, case.padding)
-    assert_close(f"pool(x of {case.input_shape}, 0., lax.add, {case.window_shape}, {case.strides}, {case.padding!r})",
-                 got, window_reduce(x.astype(np.float64), case, 0.0, np.sum))
+    assert_close(
+        f"pool(x of {case.input_shape}, 0., lax.add, {case.window_shape}, {case.strides}, {case.padding!r})",
+        got,
+        window_reduce(x.astype(np.float64), case, 0.0, np.sum),
+    )

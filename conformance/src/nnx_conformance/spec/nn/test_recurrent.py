@@ -147,8 +147,15 @@ def _noisy_rnn(nnx: Any, cell: Any, *, state_axes: str, broadcast_rngs: str, cal
     input_seed=strategies.seeds,
 )
 def test_an_rnn_broadcasts_the_streams_and_state_its_axes_name_as_flax_does(
-    nnx: Any, flax_nnx: Any, cell: str, drawn: strategies.LayerArgs, state_axes: str,
-    broadcast_rngs: str, call_rngs: str, seed: int, input_seed: int,
+    nnx: Any,
+    flax_nnx: Any,
+    cell: str,
+    drawn: strategies.LayerArgs,
+    state_axes: str,
+    broadcast_rngs: str,
+    call_rngs: str,
+    seed: int,
+    input_seed: int,
 ) -> None:
     """Broadcast streams draw one key per call, the same mask and noise at every step; the
     rest of the cell's state is carried; rngs given to a call are forked for the carry."""
@@ -160,13 +167,20 @@ def test_an_rnn_broadcasts_the_streams_and_state_its_axes_name_as_flax_does(
         return _noisy_rnn(nnx, drawn.build(nnx, cell, rngs), **options)
 
     case = layer_case(cell, drawn, seed, x, build=build, calls=2, grad=False)
-    case.name = f"RNN(state_axes={state_axes}, broadcast_rngs={broadcast_rngs}) over {case.name}, called with rngs={call_rngs}"
+    case.name = (
+        f"RNN(state_axes={state_axes}, broadcast_rngs={broadcast_rngs}) over {case.name}, called with rngs={call_rngs}"
+    )
     assert_agrees(flax_nnx, nnx, case)
 
 
 @pytest.mark.apis("GRUCell", "LSTMCell", "OptimizedLSTMCell", "SimpleCell")
-@given(cell=st.sampled_from(["GRUCell", "LSTMCell", "OptimizedLSTMCell", "SimpleCell"]), batch=st.sampled_from([(2,), (2, 3)]))
-def test_a_cell_steps_over_any_number_of_batch_axes_as_flax(nnx: Any, flax_nnx: Any, cell: str, batch: tuple[int, ...]) -> None:
+@given(
+    cell=st.sampled_from(["GRUCell", "LSTMCell", "OptimizedLSTMCell", "SimpleCell"]),
+    batch=st.sampled_from([(2,), (2, 3)]),
+)
+def test_a_cell_steps_over_any_number_of_batch_axes_as_flax(
+    nnx: Any, flax_nnx: Any, cell: str, batch: tuple[int, ...]
+) -> None:
     def scenario(nnx: Any) -> Any:
         layer = getattr(nnx, cell)(4, 5, rngs=nnx.Rngs(0))
         x = jnp.linspace(-1.0, 1.0, 4 * math.prod(batch)).reshape(*batch, 4)
@@ -177,7 +191,9 @@ def test_a_cell_steps_over_any_number_of_batch_axes_as_flax(nnx: Any, flax_nnx: 
 
 @pytest.mark.apis("RNN", "StateAxes", "SimpleCell")
 @pytest.mark.parametrize("state_axes", [label for label in STATE_AXES if label != "all carried"])
-def test_an_rnn_with_state_axes_and_no_broadcast_streams_runs_as_flax_s(nnx: Any, flax_nnx: Any, state_axes: str) -> None:
+def test_an_rnn_with_state_axes_and_no_broadcast_streams_runs_as_flax_s(
+    nnx: Any, flax_nnx: Any, state_axes: str
+) -> None:
     """``state_axes`` other than the default, without ``broadcast_rngs``: the outputs and the
     cell's state after the call are flax's."""
 

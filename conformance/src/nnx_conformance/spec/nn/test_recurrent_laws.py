@@ -90,8 +90,12 @@ def test_bidirectional_merges_the_forward_outputs_with_the_backward_ones_in_time
     x = strategies.layer_input(sizes, seed)
     forward, backward = scanned(x.astype(np.float64), decays[0]), scanned(x.astype(np.float64), decays[1], reverse=True)
     options = {} if merge == "default" else {"merge_fn": MERGES[merge]}
-    layer = nnx.Bidirectional(nnx.RNN(leaky_cell(nnx, decays[0])), nnx.RNN(leaky_cell(nnx, decays[1])), return_carry=True, **options)
+    layer = nnx.Bidirectional(
+        nnx.RNN(leaky_cell(nnx, decays[0])), nnx.RNN(leaky_cell(nnx, decays[1])), return_carry=True, **options
+    )
     (forward_carry, backward_carry), outputs = layer(x)
-    assert_close(f"Bidirectional outputs merged by {merge}", outputs, MERGES[merge](forward.outputs, backward.outputs), rtol=1e-5)
+    assert_close(
+        f"Bidirectional outputs merged by {merge}", outputs, MERGES[merge](forward.outputs, backward.outputs), rtol=1e-5
+    )
     assert_close("Bidirectional's forward carry", forward_carry, forward.carry, rtol=1e-5)
     assert_close("Bidirectional's backward carry, after the first time step", backward_carry, backward.carry, rtol=1e-5)

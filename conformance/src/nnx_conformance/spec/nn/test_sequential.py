@@ -18,7 +18,9 @@ pytestmark = pytest.mark.kind("differential")
 
 @pytest.mark.apis("Sequential")
 @given(depth=st.integers(0, 3), seed=strategies.seeds, deterministic=st.booleans())
-def test_sequential_calls_and_iterates_its_layers_as_flax(nnx: Any, flax_nnx: Any, depth: int, seed: int, deterministic: bool) -> None:
+def test_sequential_calls_and_iterates_its_layers_as_flax(
+    nnx: Any, flax_nnx: Any, depth: int, seed: int, deterministic: bool
+) -> None:
     x = strategies.layer_input((2, 3), seed)
 
     def scenario(nnx: Any) -> Any:
@@ -32,7 +34,9 @@ def test_sequential_calls_and_iterates_its_layers_as_flax(nnx: Any, flax_nnx: An
 
 @pytest.mark.apis("Sequential")
 @given(arguments=st.integers(1, 3), seed=strategies.seeds)
-def test_a_sequential_without_layers_returns_its_input_as_flax(nnx: Any, flax_nnx: Any, arguments: int, seed: int) -> None:
+def test_a_sequential_without_layers_returns_its_input_as_flax(
+    nnx: Any, flax_nnx: Any, arguments: int, seed: int
+) -> None:
     inputs = [strategies.layer_input((2,), seed + i) for i in range(arguments)]
     assert_same(flax_nnx, nnx, lambda nnx: nnx.Sequential()(*inputs))
 

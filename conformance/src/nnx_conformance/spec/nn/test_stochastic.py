@@ -33,7 +33,9 @@ def test_dropout_masks_and_rng_counts_equal_flax(
 
 @pytest.mark.apis("Dropout", "Rngs")
 @given(at_call=st.booleans(), rate=st.sampled_from([0.5, 1.0, 1.5, -0.5]), input_seed=strategies.seeds)
-def test_dropout_without_a_dropout_stream_raises_as_flax(nnx: Any, flax_nnx: Any, at_call: bool, rate: float, input_seed: int) -> None:
+def test_dropout_without_a_dropout_stream_raises_as_flax(
+    nnx: Any, flax_nnx: Any, at_call: bool, rate: float, input_seed: int
+) -> None:
     x = strategies.layer_input((2, 3), input_seed)
 
     def scenario(nnx: Any) -> Any:

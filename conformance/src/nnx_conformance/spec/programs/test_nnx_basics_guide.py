@@ -20,8 +20,13 @@ import pytest
 
 pytestmark = [pytest.mark.kind("property"), pytest.mark.documented("guide:nnx_basics (newer than the pin)")]
 
-W = np.array([[0.8423141, 0.18237865, 0.2271781, 0.12072563, 0.19181347],
-              [0.722015, 0.7654456, 0.15254045, 0.9517063, 0.02931046]], dtype=np.float32)
+W = np.array(
+    [
+        [0.8423141, 0.18237865, 0.2271781, 0.12072563, 0.19181347],
+        [0.722015, 0.7654456, 0.15254045, 0.9517063, 0.02931046],
+    ],
+    dtype=np.float32,
+)
 """The guide's ``Linear(2, 5, rngs=nnx.Rngs(0)).w``."""
 
 RNGS_REPR = """Rngs( # RngState: 2 (12 B)
@@ -84,8 +89,10 @@ def guide(nnx: Any) -> Iterator[Guide]:
 
 
 @pytest.mark.apis("graphlib", "set_graph_mode", "set_graph_updates")
-@pytest.mark.newer_flax("the guide shows the setter's repr as `<flax.nnx.graphlib.set_graph_updates at 0x...>`; "
-                        "flax 0.12.12 prints `... object at 0x...>`, an address either way")
+@pytest.mark.newer_flax(
+    "the guide shows the setter's repr as `<flax.nnx.graphlib.set_graph_updates at 0x...>`; "
+    "flax 0.12.12 prints `... object at 0x...>`, an address either way"
+)
 def test_the_first_cell_puts_the_guide_in_tree_mode(nnx: Any, guide: Guide) -> None:
     modes = nnx.set_graph_mode.current_value(), nnx.set_graph_updates.current_value()
     assert modes == (False, False), f"after the first cell graph mode and graph updates are off, not {modes}"
@@ -136,7 +143,9 @@ def test_raw_jax_jit_keeps_updates_inside_until_state_and_update_bring_them_out(
 
     _, updates = forward(model, x)
     nnx.update(model, updates)
-    assert int(model.count[...]) == 1, f"nnx.update with the returned Count state sets count to 1, not {model.count[...]}"
+    assert int(model.count[...]) == 1, (
+        f"nnx.update with the returned Count state sets count to 1, not {model.count[...]}"
+    )
 
 
 def _raw_train_step(nnx: Any, guide: Guide) -> Any:
@@ -160,7 +169,9 @@ def _nnx_train_step(nnx: Any, guide: Guide) -> Any:
     @nnx.jit
     def train_step(model: Any, optimizer: Any, x: jax.Array, y: jax.Array) -> None:
         graphdef, params, nondiff = nnx.split(model, nnx.Param, ...)
-        grads = nnx.grad(lambda params, nondiff: jnp.mean((nnx.merge(graphdef, params, nondiff)(x) - y) ** 2))(params, nondiff)
+        grads = nnx.grad(lambda params, nondiff: jnp.mean((nnx.merge(graphdef, params, nondiff)(x) - y) ** 2))(
+            params, nondiff
+        )
         optimizer.update(model, grads)
 
     return train_step
@@ -186,10 +197,12 @@ def _forward(m: Any, x: jax.Array) -> Any:
 
 
 @pytest.mark.apis("dataclass", "Module", "jit")
-@pytest.mark.newer_flax("the guide's error reads 'Variable at [0][0].b was already seen at [0][0].a. tree-mode jit does not "
-                        "support shared Variable references' and its graph-mode call shows y = 6.0 and a = b = 3.0 (the "
-                        "cell run twice); flax 0.12.12 raises 'Duplicate Param ... found at paths .args[0].a, .args[0].b' "
-                        "and gives y = 4.0, a = b = 2.0")
+@pytest.mark.newer_flax(
+    "the guide's error reads 'Variable at [0][0].b was already seen at [0][0].a. tree-mode jit does not "
+    "support shared Variable references' and its graph-mode call shows y = 6.0 and a = b = 3.0 (the "
+    "cell run twice); flax 0.12.12 raises 'Duplicate Param ... found at paths .args[0].a, .args[0].b' "
+    "and gives y = 4.0, a = b = 2.0"
+)
 def test_tree_mode_jit_refuses_a_shared_param_and_graph_true_accepts_it(nnx: Any, guide: Guide) -> None:
     @nnx.dataclass
     class Foo(nnx.Module):  # type: ignore[misc]
@@ -207,9 +220,11 @@ def test_tree_mode_jit_refuses_a_shared_param_and_graph_true_accepts_it(nnx: Any
 
 
 @pytest.mark.apis("var_defaults", "Variable")
-@pytest.mark.newer_flax("the guide's hijax cells run a raw jax.jit train step that updates the hijax Count and print "
-                        "count 1 and step 1; flax 0.12.12 raises ImmutableVariableError there, as on the guide's "
-                        "last cell (which shows only its first print)")
+@pytest.mark.newer_flax(
+    "the guide's hijax cells run a raw jax.jit train step that updates the hijax Count and print "
+    "count 1 and step 1; flax 0.12.12 raises ImmutableVariableError there, as on the guide's "
+    "last cell (which shows only its first print)"
+)
 def test_hijax_variables_print_as_hijax_and_a_raw_jit_may_not_update_them(nnx: Any, guide: Guide) -> None:
     with nnx.var_defaults(hijax=True):
         model = guide.Linear(2, 5, rngs=nnx.Rngs(0))
@@ -223,5 +238,7 @@ def test_hijax_variables_print_as_hijax_and_a_raw_jit_may_not_update_them(nnx: A
 
     with pytest.raises(Exception) as refused:
         inc(v)
-    assert type(refused.value).__name__ == "ImmutableVariableError", f"flax 0.12.12 raises ImmutableVariableError, not {refused.value!r}"
+    assert type(refused.value).__name__ == "ImmutableVariableError", (
+        f"flax 0.12.12 raises ImmutableVariableError, not {refused.value!r}"
+    )
     assert int(v[...]) == 1, f"the refused update leaves v at 1, not {v[...]}"

@@ -232,8 +232,10 @@ def run_cells(impl_name: str) -> list[ExampleRun]:
 def modes_kept(nnx: Any, flax_nnx: Any) -> Iterator[None]:
     """The page sets graph mode and graph updates off, for good: each side gets its own back."""
     with flax_nnx.active() as flax:
-        kept = [(module, module.set_graph_mode.current_value(), module.set_graph_updates.current_value())
-                for module in (nnx, flax)]
+        kept = [
+            (module, module.set_graph_mode.current_value(), module.set_graph_updates.current_value())
+            for module in (nnx, flax)
+        ]
     yield
     with flax_nnx.active():
         for module, graph, updates in kept:
@@ -241,8 +243,9 @@ def modes_kept(nnx: Any, flax_nnx: Any) -> Iterator[None]:
             module.graphlib.set_graph_updates(updates)
 
 
-
-@pytest.mark.apis("set_graph_mode", "set_graph_updates", "Pytree", "Rngs", "Optimizer", "jit", "var_defaults", "vars_as")
+@pytest.mark.apis(
+    "set_graph_mode", "set_graph_updates", "Pytree", "Rngs", "Optimizer", "jit", "var_defaults", "vars_as"
+)
 def test_every_cell_of_the_newest_nnx_basics_guide_prints_and_raises_as_flax(
     nnx: Any, flax_nnx: Any, modes_kept: None
 ) -> None:
@@ -254,4 +257,6 @@ def test_every_cell_of_the_newest_nnx_basics_guide_prints_and_raises_as_flax(
         for want, got in zip(expected, actual)
         if want != got
     ]
-    assert not differences, f"{len(differences)} of the {len(CELLS)} cells differ from flax's:\n" + "\n".join(differences)
+    assert not differences, f"{len(differences)} of the {len(CELLS)} cells differ from flax's:\n" + "\n".join(
+        differences
+    )

@@ -20,15 +20,48 @@ STEPS = 12
 """Steps per program under the ``ci`` profile; ``thorough`` draws more programs, not longer ones."""
 
 APIS = (
-    "jit", "grad", "value_and_grad", "vmap", "scan", "remat", "eval_shape", "cond", "switch", "fori_loop", "while_loop",
-    "checkify", "StateAxes", "DiffState", "split", "merge", "update", "clone", "state", "pop", "graphdef", "iter_graph", "variables",
-    "recursive_map", "to_tree", "from_tree", "view", "Sequential", "List", "Dict", "Optimizer", "MultiMetric", "RNN",
-    "set_graph_mode", "set_graph_updates",
+    "jit",
+    "grad",
+    "value_and_grad",
+    "vmap",
+    "scan",
+    "remat",
+    "eval_shape",
+    "cond",
+    "switch",
+    "fori_loop",
+    "while_loop",
+    "checkify",
+    "StateAxes",
+    "DiffState",
+    "split",
+    "merge",
+    "update",
+    "clone",
+    "state",
+    "pop",
+    "graphdef",
+    "iter_graph",
+    "variables",
+    "recursive_map",
+    "to_tree",
+    "from_tree",
+    "view",
+    "Sequential",
+    "List",
+    "Dict",
+    "Optimizer",
+    "MultiMetric",
+    "RNN",
+    "set_graph_mode",
+    "set_graph_updates",
 )
 
 
 @pytest.mark.apis(*APIS)
-@pytest.mark.documented("guide:nnx_basics, guide:transforms and the API reference of each name (the whole API, composed)")
+@pytest.mark.documented(
+    "guide:nnx_basics, guide:transforms and the API reference of each name (the whole API, composed)"
+)
 def test_a_random_program_of_the_whole_api_agrees_with_flax_after_every_step(nnx: Any, flax_nnx: Any) -> None:
     machine = program_machine.machine_for(flax_nnx, nnx)
     run_state_machine_as_test(machine, settings=settings(settings.default, stateful_step_count=STEPS))
@@ -42,7 +75,11 @@ def test_an_optimizer_over_a_param_whose_sharding_names_is_not_a_tuple_fails_as_
 ) -> None:
     """Found by the state machine: a Param given ``sharding_names=1`` by set_metadata, then an Optimizer step."""
     mode = graph_strategies.Mode(graph, graph, False)
-    steps = (programs.Create("linear", 0), program_steps.SetMetadata(0, 1, "sharding_names", 1), programs.OptimizerStep(0, mode))
+    steps = (
+        programs.Create("linear", 0),
+        program_steps.SetMetadata(0, 1, "sharding_names", 1),
+        programs.OptimizerStep(0, mode),
+    )
 
     def scenario(nnx: Any) -> Any:
         world = program_steps.MachineWorld()

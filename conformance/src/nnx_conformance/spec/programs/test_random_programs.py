@@ -14,7 +14,20 @@ from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 
-APIS = ("jit", "grad", "vmap", "scan", "split", "merge", "update", "clone", "state", "Optimizer", "set_graph_mode", "set_graph_updates")
+APIS = (
+    "jit",
+    "grad",
+    "vmap",
+    "scan",
+    "split",
+    "merge",
+    "update",
+    "clone",
+    "state",
+    "Optimizer",
+    "set_graph_mode",
+    "set_graph_updates",
+)
 GUIDES = "guide:nnx_basics and guide:transforms (stateful Modules under transforms, split/merge/update)"
 
 
@@ -30,5 +43,7 @@ def test_a_program_in_either_mode_agrees_with_flax_after_every_step(
 @pytest.mark.apis(*APIS)
 @pytest.mark.documented(GUIDES)
 @given(program=programs.programs(tree_only=True))
-def test_a_tree_mode_program_agrees_with_flax_after_every_step(nnx: Any, flax_nnx: Any, program: programs.Program) -> None:
+def test_a_tree_mode_program_agrees_with_flax_after_every_step(
+    nnx: Any, flax_nnx: Any, program: programs.Program
+) -> None:
     assert_same(flax_nnx, nnx, lambda nnx: programs.run(nnx, program))

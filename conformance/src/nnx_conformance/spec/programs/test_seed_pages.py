@@ -23,7 +23,6 @@ pytestmark = [pytest.mark.kind("differential"), pytest.mark.documented("the seed
 SEED_PAGES = ("object", "variables", "transforms", "module", "guide:nnx_basics")
 
 
-
 @pytest.mark.apis("Module", "Variable", "jit")
 @pytest.mark.timeout(600)  # a page runs twice, flax's side included: the transforms page takes a minute
 @pytest.mark.parametrize("page_id", SEED_PAGES)

@@ -42,7 +42,9 @@ def transformer(nnx: Any) -> tuple[Any, Any, Any]:
     class Transformer(nnx.Module):
         def __init__(self, rngs: Any) -> None:
             self.embed = nnx.Embed(7, 8, rngs=rngs)
-            self.attention = nnx.MultiHeadAttention(2, 8, decode=False, dropout_rate=0.1, deterministic=False, rngs=rngs)
+            self.attention = nnx.MultiHeadAttention(
+                2, 8, decode=False, dropout_rate=0.1, deterministic=False, rngs=rngs
+            )
             self.norm = nnx.LayerNorm(8, rngs=rngs)
             self.mlp = nnx.Sequential(nnx.Linear(8, 16, rngs=rngs), nnx.gelu, nnx.Linear(16, 8, rngs=rngs))
             self.head = nnx.Linear(8, 7, rngs=rngs)

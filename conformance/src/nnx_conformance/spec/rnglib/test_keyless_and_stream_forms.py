@@ -90,7 +90,9 @@ def _receiver(nnx: Any, seed: int, where: str) -> tuple[Any, Any]:
 @pytest.mark.documented("guide:randomness (Rngs offers the jax.random functions without a key)")
 @pytest.mark.parametrize("where", RECEIVERS)
 @pytest.mark.parametrize("method", sorted(RANDOM_METHODS))
-def test_a_keyless_random_method_draws_from_the_stream_what_flax_draws(nnx: Any, flax_nnx: Any, method: str, where: str) -> None:
+def test_a_keyless_random_method_draws_from_the_stream_what_flax_draws(
+    nnx: Any, flax_nnx: Any, method: str, where: str
+) -> None:
     def scenario(nnx: Any) -> Any:
         rngs, receiver = _receiver(nnx, 3, where)
         first, second = RANDOM_METHODS[method](receiver), RANDOM_METHODS[method](receiver)
@@ -122,15 +124,21 @@ shapes_or_ints = st.one_of(st.integers(1, 3), st.lists(st.integers(1, 3), min_si
 stream_forms = st.one_of(
     shapes_or_ints,
     st.none(),
-    st.dictionaries(st.sampled_from(["params", "dropout", "noise", ...]), st.one_of(st.none(), shapes_or_ints),
-                    min_size=1, max_size=3),
+    st.dictionaries(
+        st.sampled_from(["params", "dropout", "noise", ...]),
+        st.one_of(st.none(), shapes_or_ints),
+        min_size=1,
+        max_size=3,
+    ),
 )
 """A split or broadcast of Rngs: an int, a shape, None, or a mapping of filters (names, ...) to those
 (an empty mapping has a test of its own)."""
 
 
 @pytest.mark.apis("Rngs")
-@pytest.mark.documented("Rngs.split and Rngs.broadcast docstrings (an int, a shape or a mapping of filters to those or None)")
+@pytest.mark.documented(
+    "Rngs.split and Rngs.broadcast docstrings (an int, a shape or a mapping of filters to those or None)"
+)
 @given(operation=st.sampled_from(["split", "broadcast", "fork"]), form=stream_forms, seed=st.integers(0, 9))
 def test_rngs_split_broadcast_and_fork_take_every_form_as_flax_does(
     nnx: Any, flax_nnx: Any, operation: str, form: Any, seed: int
@@ -156,8 +164,12 @@ def test_an_empty_mapping_of_filters_is_taken_as_flax_takes_it(nnx: Any, flax_nn
 
 @pytest.mark.apis("RngStream")
 @pytest.mark.documented("RngStream.broadcast docstring; Rngs streams (guide:randomness)")
-@given(operation=st.sampled_from(["split", "broadcast", "fork", "fork_split"]), size=shapes_or_ints, seed=st.integers(0, 9))
-def test_a_stream_splits_broadcasts_and_forks_as_flax_s(nnx: Any, flax_nnx: Any, operation: str, size: Any, seed: int) -> None:
+@given(
+    operation=st.sampled_from(["split", "broadcast", "fork", "fork_split"]), size=shapes_or_ints, seed=st.integers(0, 9)
+)
+def test_a_stream_splits_broadcasts_and_forks_as_flax_s(
+    nnx: Any, flax_nnx: Any, operation: str, size: Any, seed: int
+) -> None:
     def scenario(nnx: Any) -> Any:
         stream = nnx.Rngs(seed).default
         if operation == "fork":
@@ -192,12 +204,19 @@ def test_a_stream_is_made_from_an_int_a_key_or_raw_key_data_and_refuses_anything
     assert_same(flax_nnx, nnx, scenario)
 
 
-with_rngs_forms = st.fixed_dictionaries({}, optional={
-    "split": st.one_of(shapes_or_ints, st.dictionaries(st.sampled_from(["params", ...]), shapes_or_ints, max_size=1)),
-    "broadcast": st.one_of(shapes_or_ints, st.dictionaries(st.sampled_from(["dropout", ...]), shapes_or_ints, max_size=1)),
-    "fork": st.sampled_from(["noise", ("noise", "dropout")]),
-    "only": st.sampled_from(["params", "dropout", True]),
-})
+with_rngs_forms = st.fixed_dictionaries(
+    {},
+    optional={
+        "split": st.one_of(
+            shapes_or_ints, st.dictionaries(st.sampled_from(["params", ...]), shapes_or_ints, max_size=1)
+        ),
+        "broadcast": st.one_of(
+            shapes_or_ints, st.dictionaries(st.sampled_from(["dropout", ...]), shapes_or_ints, max_size=1)
+        ),
+        "fork": st.sampled_from(["noise", ("noise", "dropout")]),
+        "only": st.sampled_from(["params", "dropout", True]),
+    },
+)
 """Keyword arguments of ``with_rngs``: split, broadcast and fork forms and an ``only`` filter."""
 
 
@@ -229,8 +248,12 @@ POLICIES: dict[str, Any] = {
 
 @pytest.mark.apis("reseed", "split_rngs")
 @pytest.mark.documented("reseed docstring (policy: 'scalars_only', 'match_shape' or a callable)")
-@given(policy=st.sampled_from(sorted(POLICIES)), splits=st.sampled_from([None, 2, (2, 3)]), graph=st.booleans(),
-       seed=st.integers(0, 9))
+@given(
+    policy=st.sampled_from(sorted(POLICIES)),
+    splits=st.sampled_from([None, 2, (2, 3)]),
+    graph=st.booleans(),
+    seed=st.integers(0, 9),
+)
 def test_reseed_applies_its_policy_to_scalar_and_split_keys_as_flax_does(
     nnx: Any, flax_nnx: Any, policy: str, splits: Any, graph: bool, seed: int
 ) -> None:
@@ -246,8 +269,13 @@ def test_reseed_applies_its_policy_to_scalar_and_split_keys_as_flax_does(
 
 @pytest.mark.apis("split_rngs", "restore_rngs")
 @pytest.mark.documented("split_rngs docstring (splits an int or a shape; squeeze drops the split axis)")
-@given(splits=st.sampled_from([1, 2, (2, 3)]), squeeze=st.booleans(), graph=st.booleans(), updates=st.booleans(),
-       only=st.sampled_from([..., "params", "dropout"]))
+@given(
+    splits=st.sampled_from([1, 2, (2, 3)]),
+    squeeze=st.booleans(),
+    graph=st.booleans(),
+    updates=st.booleans(),
+    only=st.sampled_from([..., "params", "dropout"]),
+)
 def test_split_rngs_splits_squeezes_and_restores_as_flax_does(
     nnx: Any, flax_nnx: Any, splits: Any, squeeze: bool, graph: bool, updates: bool, only: Any
 ) -> None:
@@ -264,13 +292,19 @@ def test_split_rngs_splits_squeezes_and_restores_as_flax_does(
 
 
 @pytest.mark.apis("with_rngs")
-@pytest.mark.documented("with_rngs docstring (a stream takes the first rule that matches it; two specific rules conflict)")
-@pytest.mark.parametrize("rules", [
-    {"split": {"params": 2}, "fork": "params"},
-    {"split": {"params": 2}, "broadcast": {"params": 3}},
-    {"split": {...: 2}, "fork": "params"},
-    {"broadcast": {"dropout": 2}, "fork": ("params", "dropout")},
-], ids=["split-and-fork", "split-and-broadcast", "catch-all-split-and-fork", "broadcast-and-fork"])
+@pytest.mark.documented(
+    "with_rngs docstring (a stream takes the first rule that matches it; two specific rules conflict)"
+)
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {"split": {"params": 2}, "fork": "params"},
+        {"split": {"params": 2}, "broadcast": {"params": 3}},
+        {"split": {...: 2}, "fork": "params"},
+        {"broadcast": {"dropout": 2}, "fork": ("params", "dropout")},
+    ],
+    ids=["split-and-fork", "split-and-broadcast", "catch-all-split-and-fork", "broadcast-and-fork"],
+)
 def test_with_rngs_refuses_a_stream_two_specific_rules_match_naming_its_path(
     nnx: Any, flax_nnx: Any, rules: dict[str, Any]
 ) -> None:

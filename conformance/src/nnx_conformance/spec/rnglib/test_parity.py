@@ -34,7 +34,9 @@ def test_scan_broadcasting_rngs_draws_what_flax_draws(nnx: Any, flax_nnx: Any) -
 @pytest.mark.apis("Rngs", "RngStream", "split_rngs", "restore_rngs", "reseed")
 @pytest.mark.documented("guide:randomness (Rngs streams, split_rngs, fork, reseed)")
 @given(seed=st.integers(0, 2**31 - 1), splits=st.integers(1, 3), draws=st.integers(0, 2))
-def test_rngs_split_restore_and_reseed_give_flax_keys(nnx: Any, flax_nnx: Any, seed: int, splits: int, draws: int) -> None:
+def test_rngs_split_restore_and_reseed_give_flax_keys(
+    nnx: Any, flax_nnx: Any, seed: int, splits: int, draws: int
+) -> None:
     def scenario(nnx: Any) -> Any:
         rngs = nnx.Rngs(seed, dropout=seed + 1)
         drawn = [rngs.params() for _ in range(draws)] + [rngs.dropout.key[...], rngs()]
@@ -50,7 +52,9 @@ def test_rngs_split_restore_and_reseed_give_flax_keys(nnx: Any, flax_nnx: Any, s
 @pytest.mark.apis("Rngs")
 @pytest.mark.documented("api rnglib page (Rngs takes a mapping of stream names to seeds)")
 @given(
-    streams=st.dictionaries(st.sampled_from(["params", "dropout", "noise"]), st.integers(0, 2**16), min_size=1, max_size=3),
+    streams=st.dictionaries(
+        st.sampled_from(["params", "dropout", "noise"]), st.integers(0, 2**16), min_size=1, max_size=3
+    ),
     keywords=st.dictionaries(st.sampled_from(["dropout", "extra"]), st.integers(0, 2**16), max_size=2),
 )
 def test_rngs_given_a_mapping_makes_its_streams_beside_the_keyword_ones_as_flax(
@@ -103,8 +107,10 @@ def test_an_rngs_has_the_length_and_names_flax_gives_it(nnx: Any, flax_nnx: Any,
 def test_split_rngs_over_a_node_without_rngs_acts_as_in_flax(nnx: Any, flax_nnx: Any, node: str) -> None:
     def scenario(nnx: Any) -> Any:
         value = {
-            "an array": lambda: jnp.ones(2), "a NumPy array": lambda: np.ones(2),
-            "a dict of arrays": lambda: {"a": jnp.ones(2)}, "None": lambda: None,
+            "an array": lambda: jnp.ones(2),
+            "a NumPy array": lambda: np.ones(2),
+            "a dict of arrays": lambda: {"a": jnp.ones(2)},
+            "None": lambda: None,
         }[node]()
         with nnx.split_rngs(value, splits=2):
             return value
@@ -119,10 +125,15 @@ DECORATORS = {
 
 
 @pytest.mark.apis("split_rngs", "fork_rngs", "Rngs")
-@pytest.mark.parametrize("mode", [(True, True), (True, False), (False, True), (False, False)],
-                         ids=lambda mode: f"graph={mode[0]}-graph_updates={mode[1]}")
+@pytest.mark.parametrize(
+    "mode",
+    [(True, True), (True, False), (False, True), (False, False)],
+    ids=lambda mode: f"graph={mode[0]}-graph_updates={mode[1]}",
+)
 @pytest.mark.parametrize("decorator", sorted(DECORATORS))
-def test_split_and_fork_rngs_as_decorators_act_as_flax_in_every_mode(nnx: Any, flax_nnx: Any, decorator: str, mode: tuple[bool, bool]) -> None:
+def test_split_and_fork_rngs_as_decorators_act_as_flax_in_every_mode(
+    nnx: Any, flax_nnx: Any, decorator: str, mode: tuple[bool, bool]
+) -> None:
     """The keys and counts the decorated function sees, what it returns, and the Rngs after
     (its streams put back where the decorator works in place, left as they were otherwise)."""
 

@@ -48,10 +48,14 @@ def test_rng_state_selects_the_key_and_count_of_every_stream_and_nothing_else(
     expected |= {("seed",)}
     got = _leaf_paths(nnx, nnx.state(model, nnx.RngState))
     assert got == expected, (
-        f"the paths nnx.state(model, nnx.RngState) holds: expected {sorted(expected, key=str)}, got {sorted(got, key=str)}"
+        f"the paths nnx.state(model, nnx.RngState) holds: "
+        f"expected {sorted(expected, key=str)}, got {sorted(got, key=str)}"
     )
     keys, counts = _leaf_paths(nnx, nnx.state(model, nnx.RngKey)), _leaf_paths(nnx, nnx.state(model, nnx.RngCount))
     assert keys | counts == expected - {("seed",)} and not keys & counts, (
-        f"RngKey and RngCount split the Rngs' random state: keys {sorted(keys, key=str)}, counts {sorted(counts, key=str)}"
+        f"RngKey and RngCount split the Rngs' random state: "
+        f"keys {sorted(keys, key=str)}, counts {sorted(counts, key=str)}"
     )
-    assert issubclass(nnx.RngKey, nnx.RngState) and issubclass(nnx.RngCount, nnx.RngState), "RngKey and RngCount are RngStates"
+    assert issubclass(nnx.RngKey, nnx.RngState) and issubclass(nnx.RngCount, nnx.RngState), (
+        "RngKey and RngCount are RngStates"
+    )

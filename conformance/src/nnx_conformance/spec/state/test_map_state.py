@@ -54,6 +54,8 @@ def test_map_state_puts_f_of_each_path_and_variable_at_that_path(nnx: Any, data:
         got = _at(mapped, path)
         assert got == expected, f"map_state(f, state) at {path}: expected f(path, variable) = {expected}, got {got}"
     count = len(jax.tree.leaves(mapped))
-    assert count == len(variables), f"map_state(f, state) holds {count} results, expected one per Variable ({len(variables)})"
+    assert count == len(variables), (
+        f"map_state(f, state) holds {count} results, expected one per Variable ({len(variables)})"
+    )
     problem = difference(before, state_snapshot(nnx, state))
     assert problem is None, f"map_state changed the State it was given {problem}"

@@ -59,8 +59,16 @@ def test_filter_split_and_merge_of_a_flat_state_give_flax_flat_states(
         return list(flat.filter(f)), [list(p) for p in flat.filter(f, g)], [list(p) for p in parts], list(merged)
 
     assert_same(flax_nnx, nnx, scenario)
-    assert_same(flax_nnx, nnx, lambda nnx: [list(p) for p in nnx.state(gs.build(nnx, recipe).root, graph=graph)
-                                             .flat_state().split(gs.build_filter(nnx, first), gs.build_filter(nnx, second))])
+    assert_same(
+        flax_nnx,
+        nnx,
+        lambda nnx: [
+            list(p)
+            for p in nnx.state(gs.build(nnx, recipe).root, graph=graph)
+            .flat_state()
+            .split(gs.build_filter(nnx, first), gs.build_filter(nnx, second))
+        ],
+    )
 
 
 @pytest.mark.apis("State", "map_state")

@@ -35,7 +35,12 @@ def test_flattening_and_unflattening_a_nested_mapping_give_flax_paths_and_trees(
         flat = traversals.flatten_mapping(tree, keep_empty_nodes=keep_empty_nodes, is_leaf=is_leaf, sep=sep)
         pairs = traversals.flatten_to_sequence(tree, is_leaf=is_leaf)
         again = traversals.unflatten_mapping(flat, sep=sep)
-        return (sorted(flat.items(), key=repr), sorted(pairs, key=repr), again,
-                traversals.unflatten_mapping(pairs), [v is traversals.empty_node for v in flat.values()])
+        return (
+            sorted(flat.items(), key=repr),
+            sorted(pairs, key=repr),
+            again,
+            traversals.unflatten_mapping(pairs),
+            [v is traversals.empty_node for v in flat.values()],
+        )
 
     assert_same(flax_nnx, nnx, scenario)

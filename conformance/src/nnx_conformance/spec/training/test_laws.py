@@ -87,18 +87,14 @@ def test_an_optimizer_step_equals_the_optax_update_applied_by_hand(
 @pytest.mark.area("training/metrics")
 @pytest.mark.apis("metrics")
 @given(batches=st.lists(vectors, min_size=1, max_size=4))
-def test_average_and_welford_equal_the_numpy_statistics_of_all_batches(
-    nnx: Any, batches: list[np.ndarray]
-) -> None:
+def test_average_and_welford_equal_the_numpy_statistics_of_all_batches(nnx: Any, batches: list[np.ndarray]) -> None:
     average, welford = nnx.metrics.Average(), nnx.metrics.Welford()
     for batch in batches:
         average.update(values=jnp.asarray(batch))
         welford.update(values=jnp.asarray(batch))
     values = np.concatenate(batches)
     stats = welford.compute()
-    assert _close(average.compute(), values.mean()), (
-        f"Average: expected {values.mean()}, got {average.compute()}"
-    )
+    assert _close(average.compute(), values.mean()), f"Average: expected {values.mean()}, got {average.compute()}"
     assert _close(stats.mean, values.mean()), f"Welford mean: expected {values.mean()}, got {stats.mean}"
     assert _close(stats.standard_deviation, values.std()), (
         f"Welford standard_deviation: expected {values.std()}, got {stats.standard_deviation}"
@@ -112,9 +108,7 @@ def test_average_and_welford_equal_the_numpy_statistics_of_all_batches(
 @pytest.mark.area("training/metrics")
 @pytest.mark.apis("metrics")
 @given(data=st.data(), batch=vectors)
-def test_a_masked_average_counts_only_the_masked_in_values(
-    nnx: Any, data: st.DataObject, batch: np.ndarray
-) -> None:
+def test_a_masked_average_counts_only_the_masked_in_values(nnx: Any, data: st.DataObject, batch: np.ndarray) -> None:
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=batch.size, max_size=batch.size), label="mask"))
     average = nnx.metrics.Average()
     average.update(values=jnp.asarray(batch), mask=jnp.asarray(mask))

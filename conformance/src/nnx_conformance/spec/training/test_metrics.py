@@ -59,7 +59,13 @@ def test_average_with_masks_and_scalar_values_computes_what_flax_computes(
     label_dtype=st.sampled_from(["int32", "int8", "int16", "uint8", "uint32", "bool"]),
 )
 def test_accuracy_over_labels_of_any_rank_computes_and_refuses_what_flax_does(
-    nnx: Any, flax_nnx: Any, batch: list[int], classes: int, extra: int, threshold: float | None, seed: int,
+    nnx: Any,
+    flax_nnx: Any,
+    batch: list[int],
+    classes: int,
+    extra: int,
+    threshold: float | None,
+    seed: int,
     label_dtype: str,
 ) -> None:
     """Labels of any rank with logits of one more dimension (or as many, with a threshold),
@@ -168,4 +174,6 @@ def test_average_weighs_the_values_by_the_mask_as_documented(nnx: Any, values: A
         f"Average's total after values {values} under mask {mask} is {average.total[...]}, the documented "
         f"values * mask rule gives {expected}"
     )
-    assert int(average.count[...]) == int(mask.sum()), f"the count is {average.count[...]}, the mask sums to {mask.sum()}"
+    assert int(average.count[...]) == int(mask.sum()), (
+        f"the count is {average.count[...]}, the mask sums to {mask.sum()}"
+    )

@@ -85,7 +85,9 @@ def test_a_train_state_built_field_by_field_acts_as_in_flax(nnx: Any, flax_nnx: 
     def scenario(nnx: Any) -> Any:
         graphdef, params, rest = nnx.split(_model(nnx, seed), nnx.Param, ...)
         tx = optax.sgd(0.1, momentum=0.9)
-        state = nnx.TrainState(graphdef=graphdef, params=params, opt_state=tx.init(params), step=jnp.asarray(step), tx=tx)
+        state = nnx.TrainState(
+            graphdef=graphdef, params=params, opt_state=tx.init(params), step=jnp.asarray(step), tx=tx
+        )
 
         def loss(params: Any) -> Any:
             return _loss(nnx.merge(graphdef, params, rest), x)

@@ -34,8 +34,12 @@ def _mse(model: Any, x: Any, y: Any) -> Any:
 
 @pytest.mark.area("training/optimizer")
 @pytest.mark.apis("Optimizer")
-@given(transform=st.sampled_from(sorted(strategies.OPTAX_TRANSFORMS)), seed=st.integers(0, 2**20), steps=st.integers(1, 3))
-def test_optimizer_steps_leave_the_parameters_and_state_of_flax(nnx: Any, flax_nnx: Any, transform: str, seed: int, steps: int) -> None:
+@given(
+    transform=st.sampled_from(sorted(strategies.OPTAX_TRANSFORMS)), seed=st.integers(0, 2**20), steps=st.integers(1, 3)
+)
+def test_optimizer_steps_leave_the_parameters_and_state_of_flax(
+    nnx: Any, flax_nnx: Any, transform: str, seed: int, steps: int
+) -> None:
     def scenario(nnx: Any) -> Any:
         model, x, y = _regression(nnx, seed)
         optimizer = nnx.Optimizer(model, strategies.OPTAX_TRANSFORMS[transform](), wrt=nnx.Param)
@@ -48,7 +52,9 @@ def test_optimizer_steps_leave_the_parameters_and_state_of_flax(nnx: Any, flax_n
 @pytest.mark.area("training/optimizer")
 @pytest.mark.apis("Optimizer")
 @given(seed=st.integers(0, 2**20), steps=st.integers(1, 2))  # eager lbfgs compiles its line search per step
-def test_optimizer_update_passes_grad_value_and_value_fn_to_a_line_search(nnx: Any, flax_nnx: Any, seed: int, steps: int) -> None:
+def test_optimizer_update_passes_grad_value_and_value_fn_to_a_line_search(
+    nnx: Any, flax_nnx: Any, seed: int, steps: int
+) -> None:
     def scenario(nnx: Any) -> Any:
         model, x, y = _regression(nnx, seed)
         optimizer = nnx.Optimizer(model, optax.lbfgs(), wrt=nnx.Param)
@@ -102,7 +108,9 @@ def test_model_and_optimizer_updates_its_model_as_flax(nnx: Any, flax_nnx: Any, 
     masked=st.booleans(),
     label_dtype=st.sampled_from(["int32", "int64"]),
 )
-def test_metrics_accumulate_as_flax(nnx: Any, flax_nnx: Any, batches: list[int], masked: bool, label_dtype: str) -> None:
+def test_metrics_accumulate_as_flax(
+    nnx: Any, flax_nnx: Any, batches: list[int], masked: bool, label_dtype: str
+) -> None:
     def scenario(nnx: Any) -> Any:
         metrics = nnx.MultiMetric(
             accuracy=nnx.metrics.Accuracy(), loss=nnx.metrics.Average("loss"), spread=nnx.metrics.Welford("loss")
@@ -135,8 +143,10 @@ def test_average_with_a_mask_counts_or_rejects_as_flax(
 ) -> None:
     def scenario(nnx: Any) -> Any:
         average = nnx.metrics.Average()
-        average.update(values=jnp.arange(np.prod(values_shape), dtype=jnp.float32).reshape(values_shape),
-                       mask=jnp.ones(mask_shape, bool))
+        average.update(
+            values=jnp.arange(np.prod(values_shape), dtype=jnp.float32).reshape(values_shape),
+            mask=jnp.ones(mask_shape, bool),
+        )
         return average.compute(), nnx.state(average)
 
     assert_same(flax_nnx, nnx, scenario)
@@ -161,7 +171,9 @@ def test_ema_tracks_the_parameters_as_flax(nnx: Any, flax_nnx: Any, seed: int, d
 @pytest.mark.area("training/train_state")
 @pytest.mark.apis("TrainState")
 @given(seed=st.integers(0, 2**20), steps=st.integers(1, 2))
-def test_a_train_state_subclass_with_extra_fields_trains_as_flax(nnx: Any, flax_nnx: Any, seed: int, steps: int) -> None:
+def test_a_train_state_subclass_with_extra_fields_trains_as_flax(
+    nnx: Any, flax_nnx: Any, seed: int, steps: int
+) -> None:
     def scenario(nnx: Any) -> Any:
         class WithBatchStats(nnx.TrainState):
             batch_stats: Any
@@ -178,8 +190,14 @@ def test_a_train_state_subclass_with_extra_fields_trains_as_flax(nnx: Any, flax_
         for _ in range(steps):
             grads, updates = jax.grad(loss, has_aux=True)(state.params, state.batch_stats)
             state = state.apply_gradients(grads, batch_stats=updates)
-        return (type(state).__name__, state.params, state.batch_stats, state.step, isinstance(state.step, jax.Array),
-                jax.tree.leaves(state.opt_state))
+        return (
+            type(state).__name__,
+            state.params,
+            state.batch_stats,
+            state.step,
+            isinstance(state.step, jax.Array),
+            jax.tree.leaves(state.opt_state),
+        )
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is None, f"flax failed to train the TrainState subclass: {outcome.error!r}"

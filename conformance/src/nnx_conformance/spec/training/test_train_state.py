@@ -29,7 +29,9 @@ def _gradients(like: Any, seed: int) -> list[np.ndarray]:
     return [strategies.layer_input(np.shape(leaf), seed + index) for index, leaf in enumerate(jax.tree.leaves(like))]
 
 
-def _by_hand(tx: optax.GradientTransformation, params: list[Any], gradients: list[list[np.ndarray]]) -> tuple[list[Any], Any]:
+def _by_hand(
+    tx: optax.GradientTransformation, params: list[Any], gradients: list[list[np.ndarray]]
+) -> tuple[list[Any], Any]:
     """The params and optimizer state after one optax step per gradient."""
     state = tx.init(params)
     for grads in gradients:
@@ -54,12 +56,16 @@ def test_train_state_steps_are_optax_steps_on_its_params(nnx: Any, transform: st
     state = nnx.TrainState.create(graphdef, params=params, tx=strategies.OPTAX_TRANSFORMS[transform]())
     plain = [np.asarray(leaf) for leaf in jax.tree.leaves(params)]
     assert int(state.step) == 0, f"TrainState.create starts at step 0, got {state.step}"
-    _assert_leaves("TrainState.create's opt_state", state.opt_state, strategies.OPTAX_TRANSFORMS[transform]().init(plain))
+    _assert_leaves(
+        "TrainState.create's opt_state", state.opt_state, strategies.OPTAX_TRANSFORMS[transform]().init(plain)
+    )
     gradients = [_gradients(params, seed + step) for step in range(steps)]
     for grads in gradients:
         state = state.apply_gradients(jax.tree.unflatten(jax.tree.structure(params), grads))
     expected_params, expected_opt_state = _by_hand(strategies.OPTAX_TRANSFORMS[transform](), plain, gradients)
-    assert int(state.step) == steps, f"TrainState after {steps} apply_gradients: expected step {steps}, got {state.step}"
+    assert int(state.step) == steps, (
+        f"TrainState after {steps} apply_gradients: expected step {steps}, got {state.step}"
+    )
     _assert_leaves(f"TrainState's params after {steps} {transform} steps", state.params, expected_params)
     _assert_leaves(f"TrainState's opt_state after {steps} {transform} steps", state.opt_state, expected_opt_state)
 
@@ -74,13 +80,21 @@ def test_train_state_apply_calls_the_model_merged_from_the_given_state(nnx: Any,
     x = strategies.layer_input((4, 3), seed)
     bias, kernel = (np.asarray(leaf, dtype=np.float64) for leaf in jax.tree.leaves(other))
     y, _ = state.apply(other)(x)
-    assert_close("TrainState.apply(state)(x), the Linear of that state's kernel and bias", y, x @ kernel + bias, rtol=1e-5, atol=1e-5)
+    assert_close(
+        "TrainState.apply(state)(x), the Linear of that state's kernel and bias",
+        y,
+        x @ kernel + bias,
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 @pytest.mark.apis("ModelAndOptimizer")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # ModelAndOptimizer, in favour of Optimizer
 @given(transform=TRANSFORMS, steps=STEPS, seed=strategies.seeds)
-def test_model_and_optimizer_update_is_an_optax_step_on_its_model_params(nnx: Any, transform: str, steps: int, seed: int) -> None:
+def test_model_and_optimizer_update_is_an_optax_step_on_its_model_params(
+    nnx: Any, transform: str, steps: int, seed: int
+) -> None:
     model = nnx.Sequential(nnx.Linear(3, 2, rngs=nnx.Rngs(seed)), nnx.BatchNorm(2, rngs=nnx.Rngs(seed)))
     params, others = nnx.state(model, nnx.Param), nnx.state(model, nnx.Not(nnx.Param))
     plain = [np.asarray(leaf) for leaf in jax.tree.leaves(params)]
@@ -91,6 +105,10 @@ def test_model_and_optimizer_update_is_an_optax_step_on_its_model_params(nnx: An
     for grads in gradients:
         optimizer.update(jax.tree.unflatten(jax.tree.structure(params), grads))
     expected_params, _ = _by_hand(strategies.OPTAX_TRANSFORMS[transform](), plain, gradients)
-    assert int(optimizer.step[...]) == steps, f"ModelAndOptimizer after {steps} updates: expected step {steps}, got {optimizer.step}"
-    _assert_leaves(f"the model's Params after {steps} {transform} updates", nnx.state(model, nnx.Param), expected_params)
+    assert int(optimizer.step[...]) == steps, (
+        f"ModelAndOptimizer after {steps} updates: expected step {steps}, got {optimizer.step}"
+    )
+    _assert_leaves(
+        f"the model's Params after {steps} {transform} updates", nnx.state(model, nnx.Param), expected_params
+    )
     _assert_leaves("the model's other Variables after the updates", nnx.state(model, nnx.Not(nnx.Param)), others_before)

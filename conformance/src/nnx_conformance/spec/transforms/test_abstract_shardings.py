@@ -19,7 +19,12 @@ from nnx_conformance.testing.assertions import assert_same
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.multi_device]
 
 AXIS = "model"
-NAMES = {"mesh axis": (AXIS, None), "logical axis": ("rows", None), "replicated": (None, None), "unknown axis": ("other", None)}
+NAMES = {
+    "mesh axis": (AXIS, None),
+    "logical axis": ("rows", None),
+    "replicated": (None, None),
+    "unknown axis": ("other", None),
+}
 """The kernel's ``out_sharding`` drawn, by name; the logical name ``rows`` maps to AXIS."""
 MODES = {
     "graph updates": {"graph": True, "graph_updates": True},

@@ -80,12 +80,16 @@ def _diff_state_filters(n: Any, gu: bool, first: Any, second: Any, shared_type: 
 
 def _vmap(n: Any, gu: bool) -> Any:
     shared = n.Param(jnp.ones(2))
-    return n.vmap(lambda a, b: None, in_axes=(0, None), graph=True, graph_updates=gu)(n.Dict(p=shared), [n.Dict(s=shared)])
+    return n.vmap(lambda a, b: None, in_axes=(0, None), graph=True, graph_updates=gu)(
+        n.Dict(p=shared), [n.Dict(s=shared)]
+    )
 
 
 def _pmap(n: Any, gu: bool) -> Any:
     shared = n.Param(jnp.ones((1, 2)))
-    return n.pmap(lambda a, b: None, in_axes=(0, None), graph=True, graph_updates=gu)(n.Dict(p=shared), [n.Dict(s=shared)])
+    return n.pmap(lambda a, b: None, in_axes=(0, None), graph=True, graph_updates=gu)(
+        n.Dict(p=shared), [n.Dict(s=shared)]
+    )
 
 
 def _scan(n: Any, gu: bool) -> Any:
@@ -105,7 +109,9 @@ def _shard_map(n: Any, gu: bool) -> Any:
 def _jit_shardings(n: Any, gu: bool) -> Any:
     shared, mesh = n.Param(jnp.ones(2)), _mesh()
     shardings = (NamedSharding(mesh, PartitionSpec("x")), NamedSharding(mesh, PartitionSpec()))
-    return n.jit(lambda a, b: None, in_shardings=shardings, graph=True, graph_updates=gu)(n.Dict(p=shared), [n.Dict(s=shared)])
+    return n.jit(lambda a, b: None, in_shardings=shardings, graph=True, graph_updates=gu)(
+        n.Dict(p=shared), [n.Dict(s=shared)]
+    )
 
 
 def _jit_donating_one_side(n: Any, gu: bool) -> Any:
@@ -142,7 +148,11 @@ def _pmap_output(n: Any, gu: bool) -> Any:
 
 def _scan_output(n: Any, gu: bool) -> Any:
     scan = n.scan(
-        lambda c, x: (c, _held_twice(n, x)), in_axes=(n.Carry, 0), out_axes=(n.Carry, (0, 1)), graph=True, graph_updates=gu
+        lambda c, x: (c, _held_twice(n, x)),
+        in_axes=(n.Carry, 0),
+        out_axes=(n.Carry, (0, 1)),
+        graph=True,
+        graph_updates=gu,
     )
     return scan(0, jnp.ones((2, 2)))
 

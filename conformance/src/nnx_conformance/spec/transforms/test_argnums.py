@@ -40,8 +40,12 @@ def test_argnums_past_the_passed_arguments_are_refused_as_by_flax(
         arguments = [jnp.arange(2.0) + i for i in range(passed)]
         return getattr(nnx, transform)(loss, argnums=argnums, graph=graph, graph_updates=graph_updates)(*arguments)
 
-    assert_same(flax_nnx, nnx, scenario, mentions=("argnums",) if max(
-        (argnums,) if isinstance(argnums, int) else argnums) >= passed else ())
+    assert_same(
+        flax_nnx,
+        nnx,
+        scenario,
+        mentions=("argnums",) if max((argnums,) if isinstance(argnums, int) else argnums) >= passed else (),
+    )
 
 
 @pytest.mark.apis("jit")
@@ -104,8 +108,11 @@ SIGNATURES = {
 
 @pytest.mark.apis("jit")
 @pytest.mark.documented(None)
-@given(signature=st.sampled_from(sorted(SIGNATURES)), argnums=st.lists(st.integers(-4, 4), max_size=2).map(tuple),
-       graph=st.booleans())
+@given(
+    signature=st.sampled_from(sorted(SIGNATURES)),
+    argnums=st.lists(st.integers(-4, 4), max_size=2).map(tuple),
+    graph=st.booleans(),
+)
 @example(signature="one parameter and *args", argnums=(4,), graph=True)  # past the arguments passed: ignored
 @example(signature="one parameter and *args", argnums=(-3,), graph=False)  # before them: jax.jit's assertion
 @example(signature="one parameter and *args", argnums=(-4,), graph=True)  # also where the position wraps to an array
@@ -138,8 +145,13 @@ def test_in_shardings_name_the_dynamic_arguments_beside_static_and_donated_ones_
 
     def scenario(nnx: Any) -> Any:
         arguments = [i + 2 if i in static else jnp.arange(2.0) + i for i in range(count)]
-        compiled = nnx.jit(_sum_of_arrays, static_argnums=static, donate_argnums=donated,
-                           in_shardings=(replicated,) * max(dynamic + extra, 1), graph=graph)
+        compiled = nnx.jit(
+            _sum_of_arrays,
+            static_argnums=static,
+            donate_argnums=donated,
+            in_shardings=(replicated,) * max(dynamic + extra, 1),
+            graph=graph,
+        )
         result = compiled(*arguments)
         return result, [a.is_deleted() for a in arguments if not isinstance(a, int)]
 
@@ -148,7 +160,9 @@ def test_in_shardings_name_the_dynamic_arguments_beside_static_and_donated_ones_
 
 @pytest.mark.kind("error")
 @pytest.mark.apis("jit")
-@pytest.mark.documented("docstring of flax.nnx.jit: in_shardings as jax.jit's, which refuses a tuple of another length than the arguments")
+@pytest.mark.documented(
+    "docstring of flax.nnx.jit: in_shardings as jax.jit's, which refuses a tuple of another length than the arguments"
+)
 @pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
 def test_an_empty_in_shardings_tuple_is_refused_with_a_value_error(nnx: Any, graph: bool) -> None:
     with pytest.raises(ValueError):
@@ -166,8 +180,9 @@ def test_an_int_static_argnums_beside_in_shardings_acts_as_its_one_tuple(
     replicated = NamedSharding(jax.make_mesh((1,), ("devices",)), PartitionSpec())
     arguments = [position + 2 if i == position else jnp.arange(2.0) + i for i in range(count)]
     expected = _sum_of_arrays(*arguments)
-    result = nnx.jit(_sum_of_arrays, static_argnums=position, in_shardings=(replicated,) * (count - 1),
-                     graph=graph)(*arguments)
+    result = nnx.jit(_sum_of_arrays, static_argnums=position, in_shardings=(replicated,) * (count - 1), graph=graph)(
+        *arguments
+    )
     assert (result == expected).all(), expected_got(f"jit with static_argnums={position}", str(expected), str(result))
 
 

@@ -6,8 +6,8 @@ tuple by ``vmap`` (``TypeError``) and ``pmap`` (``ValueError``); an empty ``Stat
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import jax.numpy as jnp
 import pytest

@@ -7,8 +7,8 @@ with all of them, whatever an implementation keeps between calls."""
 from __future__ import annotations
 
 import operator
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -127,13 +127,18 @@ STRUCTURAL_CHANGES: dict[str, Callable[[Any, Any], None]] = {
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
 @pytest.mark.parametrize("change", sorted(STRUCTURAL_CHANGES))
-def test_a_jitted_function_sees_a_change_to_its_model_between_calls(nnx: Any, flax_nnx: Any, change: str, graph: bool) -> None:
+def test_a_jitted_function_sees_a_change_to_its_model_between_calls(
+    nnx: Any, flax_nnx: Any, change: str, graph: bool
+) -> None:
     """Called twice on one model, then once more after the model's structure changed: the
     last call computes with the model as it is then, as a call on a new model would."""
 
     def scenario(n: Any) -> Any:
-        model = n.Dict(kernel=n.Param(jnp.ones((2, 2))), extra=n.Param(jnp.ones(2)),
-                       items=n.List([n.Param(jnp.full((2,), 2.0)), n.Param(jnp.full((2,), 4.0))]))
+        model = n.Dict(
+            kernel=n.Param(jnp.ones((2, 2))),
+            extra=n.Param(jnp.ones(2)),
+            items=n.List([n.Param(jnp.full((2,), 2.0)), n.Param(jnp.full((2,), 4.0))]),
+        )
 
         def total(m: Any) -> Any:
             params = [v for v in vars(m).values() if isinstance(v, n.Param)] + list(m.items)

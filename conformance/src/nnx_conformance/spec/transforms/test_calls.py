@@ -23,9 +23,9 @@ KEYWORD_CALLS = {
     "vmap": lambda nnx: nnx.vmap(lambda x: x.sum())(x=jnp.ones((2, 3))),
     "grad": lambda nnx: nnx.grad(lambda x: (x**2).sum())(x=jnp.ones((2, 3))),
     "remat": lambda nnx: nnx.remat(lambda x: x.sum())(x=jnp.ones((2, 3))),
-    "scan": lambda nnx: nnx.scan(
-        lambda c, x: (c + x.sum(), x), in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0)
-    )(0.0, x=jnp.ones((2, 3))),
+    "scan": lambda nnx: nnx.scan(lambda c, x: (c + x.sum(), x), in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))(
+        0.0, x=jnp.ones((2, 3))
+    ),
 }
 
 
@@ -64,7 +64,9 @@ def test_eval_shape_returns_a_ref_variable_created_inside_it(nnx: Any, flax_nnx:
 LEAKS = {
     "jit": lambda nnx, m, x, updates: nnx.jit(lambda m, x: m(x), graph_updates=updates)(m, x),
     "grad": lambda nnx, m, x, updates: nnx.grad(lambda m, x: m(x).sum(), graph_updates=updates)(m, x),
-    "value_and_grad": lambda nnx, m, x, updates: nnx.value_and_grad(lambda m, x: m(x).sum(), graph_updates=updates)(m, x)[0],
+    "value_and_grad": lambda nnx, m, x, updates: nnx.value_and_grad(lambda m, x: m(x).sum(), graph_updates=updates)(
+        m, x
+    )[0],
     "remat": lambda nnx, m, x, updates: nnx.remat(lambda m, x: m(x).sum(), graph_updates=updates)(m, x),
 }
 
@@ -114,7 +116,9 @@ def test_a_bound_method_of_a_module_is_rejected_with_value_error(nnx: Any, flax_
 
 
 SCAN_AXES_MENTION = {
-    "out_axes_none": "out_axes", "carry_in_only": "Carry", "carry_with_two_arguments": "Carry",
+    "out_axes_none": "out_axes",
+    "carry_in_only": "Carry",
+    "carry_with_two_arguments": "Carry",
     "carry_without_arguments": "Carry",
 }
 """What flax's message names for each malformed scan."""
@@ -164,8 +168,11 @@ REPLACING_LOOPS = {
 @pytest.mark.apis("while_loop", "fori_loop")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("loop", sorted(REPLACING_LOOPS))
-@pytest.mark.parametrize("mode", [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
-                         ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}")
+@pytest.mark.parametrize(
+    "mode",
+    [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
+    ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}",
+)
 def test_a_loop_keeps_the_variables_of_its_value_unless_graph_updates_carry_new_ones(
     nnx: Any, flax_nnx: Any, loop: str, mode: gs.Mode
 ) -> None:
@@ -202,7 +209,9 @@ def _custom_vjp_sum(nnx: Any) -> Any:
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("transform", sorted(TWICE))
 def test_the_same_variable_twice_without_graph_updates_is_rejected(nnx: Any, flax_nnx: Any, transform: str) -> None:
-    outcome = assert_same(flax_nnx, nnx, lambda nnx: TWICE[transform](nnx, nnx.Param(jnp.ones(2))), mentions=("Duplicate",))
+    outcome = assert_same(
+        flax_nnx, nnx, lambda nnx: TWICE[transform](nnx, nnx.Param(jnp.ones(2))), mentions=("Duplicate",)
+    )
     assert isinstance(outcome.error, ValueError), "flax rejects a Variable passed twice with ValueError"
 
 
@@ -223,8 +232,11 @@ def test_shardings_given_as_a_state_of_variables_are_explained(nnx: Any, flax_nn
 
 @pytest.mark.apis("scan", "StateAxes")
 @pytest.mark.documented("guide:randomness (a broadcast cell's count advances on every scan step in tree mode)")
-@pytest.mark.parametrize("mode", [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
-                         ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}")
+@pytest.mark.parametrize(
+    "mode",
+    [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
+    ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}",
+)
 def test_scan_carries_broadcast_state_unless_graph_updates_drop_it(nnx: Any, flax_nnx: Any, mode: gs.Mode) -> None:
     def scenario(nnx: Any) -> Any:
         m = gs.classes(nnx).node(count=nnx.BatchStat(jnp.zeros(())))
@@ -313,7 +325,9 @@ def test_cached_partial_refuses_a_call_that_changes_the_bound_structure(
         bound = {"the bound module": m, "a module in a list": [m], "a module in a dict": {"m": m}}[holder]
 
         def step(bound: Any, x: Any) -> Any:
-            target = bound if holder == "the bound module" else bound[0] if holder == "a module in a list" else bound["m"]
+            target = (
+                bound if holder == "the bound module" else bound[0] if holder == "a module in a list" else bound["m"]
+            )
             if x.shape[0] == 2:
                 if change == "a new attribute":
                     target.count = 1
@@ -475,7 +489,9 @@ def test_vmap_maps_a_keyword_argument_as_flax_does(nnx: Any, flax_nnx: Any, mode
 @pytest.mark.documented("api transforms page: jit's in_shardings and out_shardings, as jax.jit's")
 @pytest.mark.parametrize("given", ["out_shardings alone", "in_shardings and out_shardings", "neither"])
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
-def test_the_outputs_are_placed_as_out_shardings_asks_as_in_flax(nnx: Any, flax_nnx: Any, given: str, graph: bool) -> None:
+def test_the_outputs_are_placed_as_out_shardings_asks_as_in_flax(
+    nnx: Any, flax_nnx: Any, given: str, graph: bool
+) -> None:
     def scenario(nnx: Any) -> Any:
         mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
         rows = NamedSharding(mesh, PartitionSpec("x"))
@@ -492,10 +508,15 @@ def test_the_outputs_are_placed_as_out_shardings_asks_as_in_flax(nnx: Any, flax_
 
 
 @pytest.mark.apis("eval_shape")
-@pytest.mark.parametrize("mode", [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
-                         ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}")
+@pytest.mark.parametrize(
+    "mode",
+    [gs.Mode(graph, updates, True) for graph in (True, False) for updates in (True, False)],
+    ids=lambda mode: f"graph={mode.graph}-graph_updates={mode.updates}",
+)
 @pytest.mark.parametrize("returned", ["the changed model", "its output"])
-def test_eval_shape_of_a_function_that_changes_its_model_acts_as_flax(nnx: Any, flax_nnx: Any, mode: gs.Mode, returned: str) -> None:
+def test_eval_shape_of_a_function_that_changes_its_model_acts_as_flax(
+    nnx: Any, flax_nnx: Any, mode: gs.Mode, returned: str
+) -> None:
     """The function adds, replaces and updates Variables of its model: the abstract result
     (with the changes, where flax returns the model), or flax's error for returning the
     model's own Variables without graph updates; the model given is left as it was."""
@@ -510,6 +531,8 @@ def test_eval_shape_of_a_function_that_changes_its_model_acts_as_flax(nnx: Any, 
             return m if returned == "the changed model" else m(jnp.ones((1, 2)))
 
         out = n.eval_shape(change, model, **mode.kwargs())
-        return jax.tree.map(lambda leaf: (leaf.shape, str(leaf.dtype)), n.state(out) if returned == "the changed model" else out), model
+        return jax.tree.map(
+            lambda leaf: (leaf.shape, str(leaf.dtype)), n.state(out) if returned == "the changed model" else out
+        ), model
 
     assert_same(flax_nnx, nnx, scenario)

@@ -5,8 +5,8 @@ each call computes with the Module as it is then, as flax's does."""
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp

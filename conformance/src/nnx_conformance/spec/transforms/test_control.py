@@ -130,8 +130,6 @@ CALLS: dict[str, Callable[[Any, Any, gs.Mode], Any]] = {
 }
 
 
-
-
 def _rejected(transform: str, mode: gs.Mode) -> bool:
     """Whether flax rejects ``transform`` in ``mode``: jvp and vjp in graph mode with graph
     updates, make_jaxpr with graph updates asked for in any mode."""

@@ -22,7 +22,9 @@ CUSTOM_VJP_DOC = "api transforms page: custom_vjp docstring (updates_g, nondiff_
 
 
 def _bar(nnx: Any) -> Any:
-    return gs.classes(nnx).node(x=nnx.Param(jnp.array(1.0)), y=nnx.Param(jnp.array(2.0)), z=nnx.BatchStat(jnp.array(3.0)))
+    return gs.classes(nnx).node(
+        x=nnx.Param(jnp.array(1.0)), y=nnx.Param(jnp.array(2.0)), z=nnx.BatchStat(jnp.array(3.0))
+    )
 
 
 @pytest.mark.apis("custom_vjp")
@@ -168,12 +170,14 @@ def test_custom_vjp_gives_each_of_two_modules_its_own_tangent(nnx: Any, flax_nnx
 
 @pytest.mark.apis("custom_vjp")
 @pytest.mark.documented(CUSTOM_VJP_DOC)
-@pytest.mark.parametrize("mode", [(True, True), (True, False), (False, False)], ids=["graph updates", "graph mode without updates", "tree mode"])
+@pytest.mark.parametrize(
+    "mode",
+    [(True, True), (True, False), (False, False)],
+    ids=["graph updates", "graph mode without updates", "tree mode"],
+)
 def test_a_custom_vjp_called_before_defvjp_raises(nnx: Any, flax_nnx: Any, mode: tuple[bool, bool]) -> None:
     graph, graph_updates = mode
-    assert_same(
-        flax_nnx, nnx, lambda nnx: nnx.custom_vjp(lambda x: x, graph=graph, graph_updates=graph_updates)(1.0)
-    )
+    assert_same(flax_nnx, nnx, lambda nnx: nnx.custom_vjp(lambda x: x, graph=graph, graph_updates=graph_updates)(1.0))
 
 
 NONDIFF = {
@@ -182,7 +186,8 @@ NONDIFF = {
     "the Module by int": lambda nnx: (1,),
     "the Module's Params differentiable by DiffState": lambda nnx: (nnx.DiffState(1, nnx.Param),),
     "the scale by int and the Module's x differentiable by DiffState": lambda nnx: (
-        0, nnx.DiffState(1, nnx.PathContains("x"))
+        0,
+        nnx.DiffState(1, nnx.PathContains("x")),
     ),
 }
 ARGNUMS = {
@@ -192,8 +197,9 @@ ARGNUMS = {
     "the Module by DiffState": lambda nnx: nnx.DiffState(1, ...),
     "the Module's x by DiffState": lambda nnx: nnx.DiffState(1, nnx.PathContains("x")),
 }
-MODES = st.sampled_from([{}, {"graph": True, "graph_updates": True}, {"graph": True, "graph_updates": False},
-                         {"graph": False}])
+MODES = st.sampled_from(
+    [{}, {"graph": True, "graph_updates": True}, {"graph": True, "graph_updates": False}, {"graph": False}]
+)
 OUT_OF_SYNC = {
     ("the Module's Params differentiable by DiffState", "the Module by DiffState"),
     ("the scale by int and the Module's x differentiable by DiffState", "the Module and the array"),
@@ -241,7 +247,8 @@ def test_custom_vjp_bwd_gets_the_nondiff_arguments_then_the_residuals_and_cotang
             rest = [arg for i, arg in enumerate(res) if i not in skipped]
             updates_g, out_g = g if isinstance(g, tuple) else ([None] * len(rest), g)
             return tuple(
-                _scaled_tangent(nnx, arg, updates, out_g, 3.0 + i) for i, (arg, updates) in enumerate(zip(rest, updates_g))
+                _scaled_tangent(nnx, arg, updates, out_g, 3.0 + i)
+                for i, (arg, updates) in enumerate(zip(rest, updates_g))
             )
 
         f.defvjp(lambda *args: (f(*args), args), bwd)

@@ -43,6 +43,9 @@ def test_remat_counts_negative_static_argnums_from_the_last_argument(nnx: Any, x
 
     out = nnx.remat(activate, static_argnums=index)(jnp.asarray(x), "tanh")
     np.testing.assert_allclose(
-        np.asarray(out), np.tanh(np.float32(x)), rtol=1e-5, atol=1e-6,
+        np.asarray(out),
+        np.tanh(np.float32(x)),
+        rtol=1e-5,
+        atol=1e-6,
         err_msg=f"nnx.remat(static_argnums={index}) should pass the last argument as a static value",
     )

@@ -10,9 +10,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import pytest
+from jax.sharding import PartitionSpec
 
 from nnx_conformance.testing.assertions import assert_same, raises_named
-from jax.sharding import PartitionSpec
 
 pytestmark = pytest.mark.kind("error")
 
@@ -83,9 +83,7 @@ def test_vmap_rejects_stateaxes_in_in_axes_in_tree_mode(nnx: Any) -> None:
 @pytest.mark.apis("vmap", "StateAxes")
 def test_vmap_rejects_stateaxes_in_out_axes_without_graph_updates(nnx: Any) -> None:
     with pytest.raises(ValueError, match=r"`out_axes` cannot contain `StateAxes` objects"):
-        f = nnx.vmap(
-            lambda m: m.a[...], in_axes=0, out_axes=nnx.StateAxes({...: 0}), graph=True, graph_updates=False
-        )
+        f = nnx.vmap(lambda m: m.a[...], in_axes=0, out_axes=nnx.StateAxes({...: 0}), graph=True, graph_updates=False)
         f(_single(nnx))
 
 
@@ -156,9 +154,7 @@ def test_jit_rejects_a_bound_method(nnx: Any) -> None:
 @pytest.mark.graph_mode("graph")  # the message is graph mode's; in tree mode JAX's own pytree structure error speaks
 @pytest.mark.apis("while_loop")
 def test_while_loop_rejects_a_body_that_changes_the_loop_structure(nnx: Any) -> None:
-    with pytest.raises(
-        ValueError, match=r"nnx.while_loop requires body function's input and output to have the same"
-    ):
+    with pytest.raises(ValueError, match=r"nnx.while_loop requires body function's input and output to have the same"):
         nnx.while_loop(lambda v: v[0] < 3, lambda v: (v[0] + 1,), (0, 1))
 
 
@@ -223,25 +219,43 @@ def _scan(n: Any, fun: Callable[..., Any], **options: Any) -> Callable[..., Any]
 RETURNING_TEXT = {
     "jit": TextCase(lambda n, m: n.jit(returns_text)(m), "returns_text", "[2]['a']"),
     "jit given keywords": TextCase(lambda n, m: n.jit(returns_text)(m=m), "returns_text", "[2]['a']"),
-    "jit returning the module too": TextCase(lambda n, m: n.jit(returns_module_and_text)(m), "returns_module_and_text", "[2][1]['a']"),
+    "jit returning the module too": TextCase(
+        lambda n, m: n.jit(returns_module_and_text)(m), "returns_module_and_text", "[2][1]['a']"
+    ),
     "jit in tree mode": TextCase(lambda n, m: n.jit(returns_text, graph=False)(m), "returns_text", "[0]['a']"),
-    "jit without graph updates": TextCase(lambda n, m: n.jit(returns_text, graph_updates=False)(m), "returns_text", "[0]['a']"),
-    "jit donating its argument": TextCase(lambda n, m: n.jit(returns_text, donate_argnums=0)(m), "returns_text", "[2]['a']"),
-    "jit with in_shardings": TextCase(lambda n, m: n.jit(returns_text, in_shardings=(None,))(m), "returns_text", "[2]['a']"),
+    "jit without graph updates": TextCase(
+        lambda n, m: n.jit(returns_text, graph_updates=False)(m), "returns_text", "[0]['a']"
+    ),
+    "jit donating its argument": TextCase(
+        lambda n, m: n.jit(returns_text, donate_argnums=0)(m), "returns_text", "[2]['a']"
+    ),
+    "jit with in_shardings": TextCase(
+        lambda n, m: n.jit(returns_text, in_shardings=(None,))(m), "returns_text", "[2]['a']"
+    ),
     "eval_shape": TextCase(lambda n, m: n.eval_shape(returns_text, m), "returns_text", "['a']"),
-    "eval_shape in tree mode": TextCase(lambda n, m: n.eval_shape(returns_text, m, graph=False), "returns_text", "['a']"),
+    "eval_shape in tree mode": TextCase(
+        lambda n, m: n.eval_shape(returns_text, m, graph=False), "returns_text", "['a']"
+    ),
     "checkify": TextCase(lambda n, m: n.checkify(returns_text)(m), "returns_text", "[2]['a']"),
-    "checkify in tree mode": TextCase(lambda n, m: n.checkify(returns_text, graph=False)(m), "returns_text", "[0]['a']"),
+    "checkify in tree mode": TextCase(
+        lambda n, m: n.checkify(returns_text, graph=False)(m), "returns_text", "[0]['a']"
+    ),
     "remat": TextCase(lambda n, m: n.remat(returns_text)(m), "returns_text", "[1]['a']"),
     "remat in tree mode": TextCase(lambda n, m: n.remat(returns_text, graph=False)(m), "returns_text", "[0]['a']"),
-    "remat without graph updates": TextCase(lambda n, m: n.remat(returns_text, graph_updates=False)(m), "returns_text", "[0]['a']"),
+    "remat without graph updates": TextCase(
+        lambda n, m: n.remat(returns_text, graph_updates=False)(m), "returns_text", "[0]['a']"
+    ),
     "cond": TextCase(lambda n, m: n.cond(True, returns_text, returns_text, m), "returns_text", "[1]['a']"),
-    "cond in tree mode": TextCase(lambda n, m: n.cond(True, returns_text, returns_text, m, graph=False), "returns_text", "[0]['a']"),
+    "cond in tree mode": TextCase(
+        lambda n, m: n.cond(True, returns_text, returns_text, m, graph=False), "returns_text", "[0]['a']"
+    ),
     "cond without graph updates": TextCase(
         lambda n, m: n.cond(True, returns_text, returns_text, m, graph_updates=False), "returns_text", "[0]['a']"
     ),
     "switch": TextCase(lambda n, m: n.switch(0, [returns_text, returns_text], m), "returns_text", "[1]['a']"),
-    "switch in tree mode": TextCase(lambda n, m: n.switch(0, [returns_text], m, graph=False), "returns_text", "[0]['a']"),
+    "switch in tree mode": TextCase(
+        lambda n, m: n.switch(0, [returns_text], m, graph=False), "returns_text", "[0]['a']"
+    ),
     "scan": TextCase(lambda n, m: _scan(n, scan_returns_text)(m, jnp.ones(2)), "scan_returns_text", "[1][2][1]"),
     "scan in tree mode": TextCase(
         lambda n, m: _scan(n, scan_returns_text, graph=False)(m, jnp.ones(2)), "scan_returns_text", "[1][0][1]"
@@ -250,10 +264,15 @@ RETURNING_TEXT = {
         lambda n, m: _scan(n, scan_returns_text, graph_updates=False)(m, jnp.ones(2)), "scan_returns_text", "[1][0][1]"
     ),
     "scan over a broadcast module": TextCase(
-        lambda n, m: n.scan(scan_stacks_text, in_axes=(n.Carry, None, 0), out_axes=(n.Carry, 0))(jnp.ones(()), m, jnp.ones(2)),
-        "scan_stacks_text", "[1][2][1]['a']",
+        lambda n, m: n.scan(scan_stacks_text, in_axes=(n.Carry, None, 0), out_axes=(n.Carry, 0))(
+            jnp.ones(()), m, jnp.ones(2)
+        ),
+        "scan_stacks_text",
+        "[1][2][1]['a']",
     ),
-    "while_loop": TextCase(lambda n, m: n.while_loop(lambda v: False, loop_returns_text, (m, 1)), "loop_returns_text", "[1]"),
+    "while_loop": TextCase(
+        lambda n, m: n.while_loop(lambda v: False, loop_returns_text, (m, 1)), "loop_returns_text", "[1]"
+    ),
     "while_loop in tree mode": TextCase(
         lambda n, m: n.while_loop(lambda v: False, loop_returns_text, (m, 1), graph=False), "loop_returns_text", "[1]"
     ),
@@ -311,7 +330,9 @@ SETTING_TEXT = {
     "remat": UpdateCase(lambda n, m: n.remat(sets_text)(m), "[0]"),
     "cond": UpdateCase(lambda n, m: n.cond(True, sets_text, sets_text, m), "[0]"),
     "cond in tree mode": UpdateCase(lambda n, m: n.cond(True, sets_text, sets_text, m, graph=False), "[1]"),
-    "scan": UpdateCase(lambda n, m: n.scan(_scan_sets_text, in_axes=(n.Carry, 0), out_axes=(n.Carry, 0))(m, jnp.ones(2)), "[0]"),
+    "scan": UpdateCase(
+        lambda n, m: n.scan(_scan_sets_text, in_axes=(n.Carry, 0), out_axes=(n.Carry, 0))(m, jnp.ones(2)), "[0]"
+    ),
     "eval_shape": UpdateCase(lambda n, m: (n.eval_shape(sets_text, m), m.kernel[...]), None),
     "eval_shape in tree mode": UpdateCase(lambda n, m: (n.eval_shape(sets_text, m, graph=False), m.kernel[...]), None),
 }
@@ -321,7 +342,9 @@ SETTING_TEXT = {
 @pytest.mark.graph_mode("graph")  # the parts are the default mode's; the tree-mode cases pass graph=False
 @pytest.mark.apis("jit", "checkify", "remat", "cond", "scan", "eval_shape")
 @pytest.mark.parametrize("transform", sorted(SETTING_TEXT))
-def test_an_update_of_no_jax_type_is_refused_in_the_part_flax_s_updates_hold(nnx: Any, flax_nnx: Any, transform: str) -> None:
+def test_an_update_of_no_jax_type_is_refused_in_the_part_flax_s_updates_hold(
+    nnx: Any, flax_nnx: Any, transform: str
+) -> None:
     """A Variable set to a string inside a transform is JAX's TypeError, naming the user's
     function and the part of the traced output where flax's holds the updates; eval_shape,
     which writes nothing back, runs and leaves the caller's Variable as it was."""
@@ -342,7 +365,9 @@ def test_a_variable_reached_by_a_differentiated_and_another_argument_is_refused_
 
     def message(n: Any) -> Any:
         shared = n.Param(jnp.ones(2))
-        given = {"default": {}, "(0,)": {"argnums": (0,)}, "DiffState(0, Param)": {"argnums": n.DiffState(0, n.Param)}}[argnums]
+        given = {"default": {}, "(0,)": {"argnums": (0,)}, "DiffState(0, Param)": {"argnums": n.DiffState(0, n.Param)}}[
+            argnums
+        ]
         try:
             getattr(n, transform)(lambda a, b: jnp.sum(a.lin.kernel[...]), **given)(
                 n.Dict(lin=n.Dict(kernel=shared)), n.Dict(k=shared)
@@ -369,7 +394,9 @@ def _prefix_object_refused(n: Any, transform: str, graph: bool) -> Any:
         "vmap in_axes": lambda: n.vmap(loss, in_axes=(n.StateAxes({...: 0}),), **mode)(model),
         "vmap out_axes": lambda: n.vmap(lambda m: m, in_axes=0, out_axes=n.StateAxes({...: 0}), **mode)(model),
         "pmap in_axes": lambda: n.pmap(loss, in_axes=(n.StateAxes({...: 0}),), **mode)(model),
-        "scan in_axes": lambda: n.scan(lambda c, m: (c, None), in_axes=(n.Carry, n.StateAxes({...: 0})), **mode)(0, model),
+        "scan in_axes": lambda: n.scan(lambda c, m: (c, None), in_axes=(n.Carry, n.StateAxes({...: 0})), **mode)(
+            0, model
+        ),
         "shard_map in_specs": lambda: n.shard_map(
             loss, mesh=mesh, in_specs=(n.StateSharding({...: P()}),), out_specs=P(), **mode
         )(model),
@@ -388,12 +415,34 @@ def _prefix_object_refused(n: Any, transform: str, graph: bool) -> Any:
 
 
 @pytest.mark.kind("differential")
-@pytest.mark.apis("grad", "value_and_grad", "custom_vjp", "vmap", "pmap", "scan", "shard_map", "jit", "DiffState", "StateAxes", "StateSharding")
+@pytest.mark.apis(
+    "grad",
+    "value_and_grad",
+    "custom_vjp",
+    "vmap",
+    "pmap",
+    "scan",
+    "shard_map",
+    "jit",
+    "DiffState",
+    "StateAxes",
+    "StateSharding",
+)
 @pytest.mark.parametrize("graph", [False, True], ids=["in tree mode", "in graph mode without graph updates"])
 @pytest.mark.parametrize(
     "transform",
-    ["grad", "value_and_grad", "custom_vjp", "vmap in_axes", "vmap out_axes", "pmap in_axes", "scan in_axes",
-     "shard_map in_specs", "jit in_shardings", "jit out_shardings"],
+    [
+        "grad",
+        "value_and_grad",
+        "custom_vjp",
+        "vmap in_axes",
+        "vmap out_axes",
+        "pmap in_axes",
+        "scan in_axes",
+        "shard_map in_specs",
+        "jit in_shardings",
+        "jit out_shardings",
+    ],
 )
 def test_a_prefix_object_that_needs_graph_updates_is_refused_in_flax_s_words(
     nnx: Any, flax_nnx: Any, transform: str, graph: bool
@@ -421,4 +470,6 @@ def test_an_output_holding_a_variable_twice_beside_another_gets_one_prefix_as_in
 ) -> None:
     """Graph mode without graph updates: a Variable the output holds twice (among three)
     must get one ``out_axes`` entry, else flax's aliasing ValueError names both paths."""
-    assert_same(flax_nnx, nnx, lambda n: _three_outputs(n, out_axes), mentions=("Inconsistent aliasing",) if out_axes[1] else ())
+    assert_same(
+        flax_nnx, nnx, lambda n: _three_outputs(n, out_axes), mentions=("Inconsistent aliasing",) if out_axes[1] else ()
+    )

@@ -54,16 +54,26 @@ TRANSFORMS: dict[str, Callable[..., Any]] = {
     "cond": lambda nnx, f, mode: lambda *a: nnx.cond(True, f, f, *a, **mode),
 }
 
-MODES = st.sampled_from([
-    {}, {"graph": True, "graph_updates": True}, {"graph": True, "graph_updates": False}, {"graph": False},
-])
+MODES = st.sampled_from(
+    [
+        {},
+        {"graph": True, "graph_updates": True},
+        {"graph": True, "graph_updates": False},
+        {"graph": False},
+    ]
+)
 
 
 @pytest.mark.apis("jit", "remat", "cond", "with_vars", "vars_as")
 @pytest.mark.documented(None)
 @pytest.mark.filterwarnings("ignore:This function is deprecated:DeprecationWarning")  # vars_as
-@given(made=st.sampled_from(sorted(MADE)), refs=st.sampled_from(sorted(REFS)), given_=st.sampled_from(sorted(GIVEN)),
-       transform=st.sampled_from(sorted(TRANSFORMS)), mode=MODES)
+@given(
+    made=st.sampled_from(sorted(MADE)),
+    refs=st.sampled_from(sorted(REFS)),
+    given_=st.sampled_from(sorted(GIVEN)),
+    transform=st.sampled_from(sorted(TRANSFORMS)),
+    mode=MODES,
+)
 def test_a_ref_variable_made_inside_a_transform_is_returned_or_refused_as_flax(
     nnx: Any, flax_nnx: Any, made: str, refs: str, given_: str, transform: str, mode: dict[str, bool]
 ) -> None:

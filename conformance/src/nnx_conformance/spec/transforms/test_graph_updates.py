@@ -46,6 +46,7 @@ def _lift(nnx: Any, transform: str, change: Callable[[Any, Any], Any]) -> Callab
     if transform == "remat":
         return nnx.remat(lambda m: change(nnx, m), graph=True, graph_updates=True)
     if transform == "scan":
+
         def step(m: Any, x: Any) -> Any:
             change(nnx, m)
             return m, x
@@ -81,6 +82,7 @@ def test_new_attributes_and_submodules_made_inside_a_transform_appear_after_it(
 ) -> None:
     """In scan, where they change the carry's structure, flax refuses them with JAX's
     TypeError; elsewhere they appear on the caller's Module."""
+
     def scenario(nnx: Any) -> Any:
         m = _pair(nnx)
         _lift(nnx, transform, _grow)(m)
@@ -92,7 +94,8 @@ def test_new_attributes_and_submodules_made_inside_a_transform_appear_after_it(
 @pytest.mark.apis("jit")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize(
-    "mode", [(True, True), (True, False), (False, False)],
+    "mode",
+    [(True, True), (True, False), (False, False)],
     ids=["graph mode with graph updates", "graph mode without graph updates", "tree mode"],
 )
 def test_jit_gives_every_variable_a_new_array_exactly_where_flax_does(
@@ -104,8 +107,9 @@ def test_jit_gives_every_variable_a_new_array_exactly_where_flax_does(
 
     def scenario(nnx: Any) -> Any:
         m = _pair(nnx)
-        f = nnx.jit(lambda m: (m.z.__setitem__(..., m.z[...] + 1), m.a[...].sum())[1],
-                    graph=mode[0], graph_updates=mode[1])
+        f = nnx.jit(
+            lambda m: (m.z.__setitem__(..., m.z[...] + 1), m.a[...].sum())[1], graph=mode[0], graph_updates=mode[1]
+        )
         kept = []
         for _ in range(3):
             before = m.a[...], m.z[...]
@@ -119,7 +123,8 @@ def test_jit_gives_every_variable_a_new_array_exactly_where_flax_does(
 @pytest.mark.apis("jit")
 @pytest.mark.documented("api transforms page (jit: donate_argnums and donate_argnames for a model and an optimizer)")
 @pytest.mark.parametrize(
-    "mode", [(True, True), (True, False), (False, False)],
+    "mode",
+    [(True, True), (True, False), (False, False)],
     ids=["graph mode with graph updates", "graph mode without graph updates", "tree mode"],
 )
 @pytest.mark.parametrize("donation", ["donate_argnums=0", "donate_argnames='m' by keyword"])
@@ -148,10 +153,13 @@ def test_jit_donating_a_module_writes_every_donated_variable_back_as_flax(
 
 
 @pytest.mark.apis("jit")
-@pytest.mark.documented("jit docstring (donate_argnums: without donate_argnums, inspect.signature finds the positional "
-                        "arguments that correspond to donate_argnames)")
+@pytest.mark.documented(
+    "jit docstring (donate_argnums: without donate_argnums, inspect.signature finds the positional "
+    "arguments that correspond to donate_argnames)"
+)
 @pytest.mark.parametrize(
-    "mode", [(True, True), (True, False), (False, False)],
+    "mode",
+    [(True, True), (True, False), (False, False)],
     ids=["graph mode with graph updates", "graph mode without graph updates", "tree mode"],
 )
 def test_jit_donate_argnames_donates_an_argument_passed_positionally_as_donate_argnums_does(
@@ -173,8 +181,12 @@ def test_jit_donate_argnames_donates_an_argument_passed_positionally_as_donate_a
         seen = []
         for _ in range(2):
             out = f(m, jnp.ones((1, 2)))
-            deleted = [path for path, v in nnx.iter_graph(m) if isinstance(v, nnx.Variable) and v.get_raw_value().is_deleted()]
-            assert not deleted, f"donate_argnames with the Module passed positionally leaves {deleted} on deleted arrays"
+            deleted = [
+                path for path, v in nnx.iter_graph(m) if isinstance(v, nnx.Variable) and v.get_raw_value().is_deleted()
+            ]
+            assert not deleted, (
+                f"donate_argnames with the Module passed positionally leaves {deleted} on deleted arrays"
+            )
             seen.append((out.tolist(), m.kernel[...].tolist(), m.bias[...].tolist(), m.z[...].tolist()))
         return seen
 
@@ -219,7 +231,8 @@ def _transformed(nnx: Any, transform: str, mode: tuple[bool, bool], fn: Callable
 
 
 MODES = pytest.mark.parametrize(
-    "mode", [(True, True), (True, False), (False, False)],
+    "mode",
+    [(True, True), (True, False), (False, False)],
     ids=["graph mode with graph updates", "graph mode without graph updates", "tree mode"],
 )
 
@@ -248,7 +261,9 @@ def test_metadata_set_inside_a_transform_reaches_the_caller_s_variables_as_in_fl
 
 @pytest.mark.kind("property")
 @pytest.mark.apis("jit", "grad", "remat", "vmap", "cond")
-@pytest.mark.documented("api transforms page (graph_updates: propagates updates on graph structure that happen inside the transform)")
+@pytest.mark.documented(
+    "api transforms page (graph_updates: propagates updates on graph structure that happen inside the transform)"
+)
 @MODES
 @pytest.mark.parametrize("transform", ["jit", "grad", "remat", "vmap", "cond"])
 def test_metadata_set_inside_a_transform_reaches_the_caller_on_every_call(
@@ -273,6 +288,7 @@ def test_jit_graph_true_under_global_tree_mode_accepts_a_shared_param(nnx: Any, 
         p = nnx.Param(jnp.ones(2))
         m = gs.classes(nnx).node(a=p, b=p)
         with nnx.set_graph_mode(False):
+
             @nnx.jit(graph=True)
             def f(m: Any) -> Any:
                 m.a[...] += 1

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import functools
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

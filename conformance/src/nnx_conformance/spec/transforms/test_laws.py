@@ -45,7 +45,8 @@ def observe(nnx: Any, model: Any) -> Observation:
     for path, variable in nnx.to_flat_state(nnx.state(model)):
         leaves = jax.tree.leaves(variable.get_value())
         values = [
-            jax.random.key_data(leaf).tolist() if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+            jax.random.key_data(leaf).tolist()
+            if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
             else np.asarray(leaf).tolist()
             for leaf in leaves
         ]
@@ -63,12 +64,16 @@ def assert_same_state(got: Observation, expected: Observation, context: str) -> 
         got_type, got_values = got[path]
         assert got_type == type_name, f"{context}: the Variable at {path} is a {got_type}, expected a {type_name}"
         np.testing.assert_allclose(
-            np.asarray(got_values, dtype=float), np.asarray(values, dtype=float), rtol=1e-6,
+            np.asarray(got_values, dtype=float),
+            np.asarray(values, dtype=float),
+            rtol=1e-6,
             err_msg=f"{context}: the Variable at {path} holds {got_values}, expected {values}",
         )
 
 
-def draw_case(nnx: Any, data: st.DataObject, graph: bool, *, structural: bool = False) -> tuple[Any, strategies.Program]:
+def draw_case(
+    nnx: Any, data: st.DataObject, graph: bool, *, structural: bool = False
+) -> tuple[Any, strategies.Program]:
     """A model and a program; sows only in graph mode, since tree mode treats Modules as
     plain pytrees and does not propagate structural changes (nnx.jit, ``graph``)."""
     model = data.draw(strategies.stateful_models(nnx), label="model")
@@ -158,7 +163,9 @@ def test_grad_and_value_and_grad_update_state_in_forward_and_give_the_eager_loss
         grads = nnx.grad(loss, **modes(graph))(model.params, model.state)
     assert_same_state(observe(nnx, model), observe(nnx, twin), f"after nnx.{name}(graph={graph}) of {program}")
     np.testing.assert_allclose(
-        np.asarray(grads.w[...]), expected_grad, rtol=1e-6,
+        np.asarray(grads.w[...]),
+        expected_grad,
+        rtol=1e-6,
         err_msg=f"nnx.{name}(graph={graph}) of {program}: the gradient of w is not {factor} * stat = {expected_grad}",
     )
 
@@ -183,8 +190,12 @@ def test_vmap_with_broadcast_state_updates_the_module_once_as_eager_execution_do
 
     ys = nnx.vmap(step, in_axes=(state_axes, 0), **modes(graph))(model, xs)
     assert_same_state(observe(nnx, model), observe(nnx, twin), f"after nnx.vmap(graph={graph}) of {program}")
-    np.testing.assert_allclose(np.asarray(ys), np.asarray(expected_ys), rtol=1e-6,
-                               err_msg=f"nnx.vmap(graph={graph}) of {program} returned {ys}, expected {expected_ys}")
+    np.testing.assert_allclose(
+        np.asarray(ys),
+        np.asarray(expected_ys),
+        rtol=1e-6,
+        err_msg=f"nnx.vmap(graph={graph}) of {program} returned {ys}, expected {expected_ys}",
+    )
 
 
 @pytest.mark.apis("scan", "Carry")
@@ -205,8 +216,12 @@ def test_scan_over_a_module_carry_matches_an_eager_loop(nnx: Any, graph: bool, d
 
     _, ys = nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), **modes(graph))(model, xs)
     assert_same_state(observe(nnx, model), observe(nnx, twin), f"after nnx.scan(graph={graph}) of {program}")
-    np.testing.assert_allclose(np.asarray(ys), np.asarray(expected_ys), rtol=1e-6,
-                               err_msg=f"nnx.scan(graph={graph}) of {program} stacked {ys}, expected {expected_ys}")
+    np.testing.assert_allclose(
+        np.asarray(ys),
+        np.asarray(expected_ys),
+        rtol=1e-6,
+        err_msg=f"nnx.scan(graph={graph}) of {program} stacked {ys}, expected {expected_ys}",
+    )
 
 
 @pytest.mark.apis("cond", "switch")

@@ -26,7 +26,8 @@ itself (reached through a closure), which flax keeps where the copy is unchanged
 
 class Call(NamedTuple):
     """One ``transform_metadata`` call on a model holding a (2, 3) Param sharded by ``names``
-    (or without ``out_sharding`` if ``names`` is None; at two attributes if ``shared``), passed once or twice (the second time by keyword if
+    (or without ``out_sharding`` if ``names`` is None; at two attributes if ``shared``), passed once or twice (the
+    second time by keyword if
     ``by_keyword``); the function changes what ``changes`` says and returns ``returns``."""
 
     names: tuple[str | None, ...] | None
@@ -111,14 +112,32 @@ def _described(param: Any) -> tuple[list[str | None] | None, str | None, float]:
 @pytest.mark.apis("transform_metadata")
 @given(call=calls)
 # the original changed through a closure while its unsharded copy is not: flax keeps the change
-@example(call=Call(names=None, in_axes=0, out_axes=0, partition="a", graph=True, shared=False, model_twice=False,
-                   by_keyword=False, changes="the original's value", returns="nothing"))
+@example(
+    call=Call(
+        names=None,
+        in_axes=0,
+        out_axes=0,
+        partition="a",
+        graph=True,
+        shared=False,
+        model_twice=False,
+        by_keyword=False,
+        changes="the original's value",
+        returns="nothing",
+    )
+)
 def test_transform_metadata_moves_partition_names_as_flax_does(nnx: Any, flax_nnx: Any, call: Call) -> None:
     assert_same(flax_nnx, nnx, lambda n: _run(n, call))
 
 
-CHANGES = ["nothing", "a metadata entry set to an equal list", "a metadata entry set to another list", "a new metadata entry",
-           "the value", "the value and a metadata entry"]
+CHANGES = [
+    "nothing",
+    "a metadata entry set to an equal list",
+    "a metadata entry set to another list",
+    "a new metadata entry",
+    "the value",
+    "the value and a metadata entry",
+]
 
 
 @pytest.mark.apis("transform_metadata")
@@ -129,7 +148,9 @@ def test_transform_metadata_writes_back_what_the_function_changed_as_flax(nnx: A
 
     def scenario(n: Any) -> Any:
         old, new = ["x"], (["x"] if "equal" in change else ["y"])
-        model = n.Dict(w=n.Param(jnp.ones((2, 3)), out_sharding=("a", "b"), eager_sharding=False, scale=np.ones(3), tags=old))
+        model = n.Dict(
+            w=n.Param(jnp.ones((2, 3)), out_sharding=("a", "b"), eager_sharding=False, scale=np.ones(3), tags=old)
+        )
 
         def function(m: Any) -> None:
             if "entry set" in change or change == "the value and a metadata entry":

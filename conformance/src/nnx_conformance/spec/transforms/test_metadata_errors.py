@@ -71,7 +71,9 @@ def test_transform_metadata_refuses_to_return_an_input_variable_and_restores_it(
     mapped = nnx.transform_metadata(update_and_return, in_axes=1, partition="b", graph=graph)
     # flax names the paths as its graph mode writes them there, as jax key paths in tree mode
     paths = "  - .args[0].__state__['w']\n  - .out.__state__\n" if graph else "  - .args[0].w\n  - .out\n"
-    with pytest.raises(ValueError, match=r"(?s)Duplicate Param.*" + re.escape(paths) + ".*does not support Variable aliasing"):
+    with pytest.raises(
+        ValueError, match=r"(?s)Duplicate Param.*" + re.escape(paths) + ".*does not support Variable aliasing"
+    ):
         mapped(model)
     got = (model.w.get_metadata()["out_sharding"], float(model.w.value.sum()))
     assert got == (SHARDING, 0.0), f"after the error the Param is {got}, expected {(SHARDING, 0.0)} as it was"

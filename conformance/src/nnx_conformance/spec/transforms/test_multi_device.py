@@ -71,8 +71,12 @@ def test_shard_map_with_state_sharding_matches_the_unsharded_computation(nnx: An
     y, total = sharded(model, x)
     expected_y = x * model.w[...] + 2.0
     expected_total = jnp.sum(x * model.w[...])
-    np.testing.assert_allclose(np.asarray(y), np.asarray(expected_y), rtol=1e-6,
-                               err_msg=f"the sharded x * w + b gave {y}, unsharded it is {expected_y}")
+    np.testing.assert_allclose(
+        np.asarray(y),
+        np.asarray(expected_y),
+        rtol=1e-6,
+        err_msg=f"the sharded x * w + b gave {y}, unsharded it is {expected_y}",
+    )
     assert float(total) == pytest.approx(float(expected_total)), (
         f"psum over {count} shards of sum(x * w) gave {total}, unsharded it is {expected_total}"
     )
@@ -92,35 +96,51 @@ def test_jit_of_a_module_with_named_shardings_puts_each_variable_on_its_partitio
     shardings = nnx.StateSharding(nnx.get_named_sharding(state, mesh))
     x = jnp.arange(8, dtype="float32").reshape(2, 4)
     out = NamedSharding(mesh, P(None, AXIS))
-    forward = nnx.jit(lambda m, x: (m, m(x)), in_shardings=(shardings, NamedSharding(mesh, P())),
-                      out_shardings=(shardings, out))
+    forward = nnx.jit(
+        lambda m, x: (m, m(x)), in_shardings=(shardings, NamedSharding(mesh, P())), out_shardings=(shardings, out)
+    )
     returned, y = forward(model, x)
     assert returned is model, "nnx.jit returned a different Module object than it was given"
     assert_on_the_partition_sharding(model, mesh, "after nnx.jit with in/out shardings")
     assert y.sharding == out, f"the output is on {y.sharding}, expected {out}"
     expected = unsharded(x)
-    np.testing.assert_allclose(np.asarray(y), np.asarray(expected), rtol=1e-5,
-                               err_msg=f"the sharded forward pass gave {y}, unsharded it is {expected}")
+    np.testing.assert_allclose(
+        np.asarray(y),
+        np.asarray(expected),
+        rtol=1e-5,
+        err_msg=f"the sharded forward pass gave {y}, unsharded it is {expected}",
+    )
 
 
-@pytest.mark.graph_mode("graph")  # the function returns its input State's Variables, which tree mode refuses as aliasing
+@pytest.mark.graph_mode(
+    "graph"
+)  # the function returns its input State's Variables, which tree mode refuses as aliasing
 @pytest.mark.apis("jit", "split", "merge", "get_named_sharding", "with_partitioning")
 def test_jit_of_a_state_with_named_shardings_puts_each_variable_on_its_partition(nnx: Any) -> None:
     mesh = device_mesh()
     graphdef, state = nnx.split(partitioned_linear(nnx))
     # jit takes one sharding per whole Variable: the State of NamedShardings, Variables stripped.
     shardings = jax.tree.map(
-        lambda v: v.get_value(), nnx.get_named_sharding(state, mesh), is_leaf=lambda leaf: isinstance(leaf, nnx.Variable)
+        lambda v: v.get_value(),
+        nnx.get_named_sharding(state, mesh),
+        is_leaf=lambda leaf: isinstance(leaf, nnx.Variable),
     )
     x = jnp.arange(8, dtype="float32").reshape(2, 4)
     out = NamedSharding(mesh, P(None, AXIS))
-    forward = nnx.jit(lambda s, x: (s, nnx.merge(graphdef, s)(x)), in_shardings=(shardings, NamedSharding(mesh, P())),
-                      out_shardings=(shardings, out))
+    forward = nnx.jit(
+        lambda s, x: (s, nnx.merge(graphdef, s)(x)),
+        in_shardings=(shardings, NamedSharding(mesh, P())),
+        out_shardings=(shardings, out),
+    )
     new_state, y = forward(state, x)
     assert_on_the_partition_sharding(nnx.merge(graphdef, new_state), mesh, "after nnx.jit of a State")
     expected = nnx.merge(graphdef, state)(x)
-    np.testing.assert_allclose(np.asarray(y), np.asarray(expected), rtol=1e-5,
-                               err_msg=f"the sharded forward pass gave {y}, unsharded it is {expected}")
+    np.testing.assert_allclose(
+        np.asarray(y),
+        np.asarray(expected),
+        rtol=1e-5,
+        err_msg=f"the sharded forward pass gave {y}, unsharded it is {expected}",
+    )
 
 
 @pytest.mark.apis("pmap", "vmap", "split_rngs", "Rngs")
@@ -142,11 +162,16 @@ def test_pmap_with_split_rngs_gives_distinct_keys_per_device_and_the_vmap_result
     rows = {tuple(np.asarray(row).ravel().tolist()) for row in keys}
     assert len(rows) == count, f"nnx.pmap over {count} devices drew {len(rows)} distinct keys: {keys}"
     assert len(ys.sharding.device_set) == count, f"the pmap output lives on {ys.sharding.device_set}"
-    np.testing.assert_array_equal(np.asarray(keys), np.asarray(vmap_keys),
-                                  err_msg="nnx.pmap and nnx.vmap drew different keys from the same split Rngs")
-    np.testing.assert_allclose(np.asarray(ys), np.asarray(vmap_ys), rtol=1e-6,
-                               err_msg=f"nnx.pmap gave {ys}, nnx.vmap gave {vmap_ys}")
+    np.testing.assert_array_equal(
+        np.asarray(keys),
+        np.asarray(vmap_keys),
+        err_msg="nnx.pmap and nnx.vmap drew different keys from the same split Rngs",
+    )
+    np.testing.assert_allclose(
+        np.asarray(ys), np.asarray(vmap_ys), rtol=1e-6, err_msg=f"nnx.pmap gave {ys}, nnx.vmap gave {vmap_ys}"
+    )
     counts = (int(pmap_rngs.noise.count[...]), int(vmap_rngs.noise.count[...]))
     assert counts == (1, 1), (
-        f"after one split call the noise streams count {counts}, expected (1, 1): split_rngs draws from each stream once"
+        f"after one split call the noise streams count {counts}, expected (1, 1): split_rngs draws from each stream "
+        f"once"
     )

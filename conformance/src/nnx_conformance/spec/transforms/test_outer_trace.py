@@ -61,7 +61,9 @@ def _call(nnx: Any, transform: str, step: Step, model: Any, x: Any, mode: dict[s
     if transform == "fori_loop":
         return nnx.fori_loop(0, 2, lambda i, c: (c[0], c[1] + step(c[0], x)), (model, 0.0), **mode)[1]
     if transform == "while_loop":
-        return nnx.while_loop(lambda c: c[2] < 2, lambda c: (c[0], c[1] + step(c[0], x), c[2] + 1), (model, 0.0, 0), **mode)[1]
+        return nnx.while_loop(
+            lambda c: c[2] < 2, lambda c: (c[0], c[1] + step(c[0], x), c[2] + 1), (model, 0.0, 0), **mode
+        )[1]
     raise AssertionError(f"unknown transform {transform!r}")
 
 

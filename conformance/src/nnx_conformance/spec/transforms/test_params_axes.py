@@ -40,8 +40,15 @@ def test_pmap_output_axes_static_and_donated_arguments_act_as_in_flax(
         def step(model: Any, x: Any, scale: int) -> Any:
             return model(x) * scale
 
-        mapped = nnx.pmap(step, in_axes=(None, 0, None), out_axes=out_axes, static_broadcasted_argnums=2,
-                          donate_argnums=1, backend="cpu", devices=jax.devices()[:1])
+        mapped = nnx.pmap(
+            step,
+            in_axes=(None, 0, None),
+            out_axes=out_axes,
+            static_broadcasted_argnums=2,
+            donate_argnums=1,
+            backend="cpu",
+            devices=jax.devices()[:1],
+        )
         return mapped(model, jnp.array(x), scale), model
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
@@ -63,7 +70,9 @@ def test_vmap_with_an_spmd_axis_name_acts_as_in_flax(nnx: Any, flax_nnx: Any, se
 
 @pytest.mark.apis("shard_map")
 @settings(max_examples=4)
-@given(axis_names=st.sampled_from([frozenset(), frozenset({"devices"})]), check_vma=st.booleans(), seed=strategies.seeds)
+@given(
+    axis_names=st.sampled_from([frozenset(), frozenset({"devices"})]), check_vma=st.booleans(), seed=strategies.seeds
+)
 def test_shard_map_axis_names_and_vma_check_act_as_in_flax(
     nnx: Any, flax_nnx: Any, axis_names: frozenset[str], check_vma: bool, seed: int
 ) -> None:
@@ -77,8 +86,14 @@ def test_shard_map_axis_names_and_vma_check_act_as_in_flax(
             model.bias[...] += 1.0
             return model(x)
 
-        mapped = nnx.shard_map(step, mesh=mesh, in_specs=(PartitionSpec(), PartitionSpec()), out_specs=PartitionSpec(),
-                               axis_names=axis_names, check_vma=check_vma)
+        mapped = nnx.shard_map(
+            step,
+            mesh=mesh,
+            in_specs=(PartitionSpec(), PartitionSpec()),
+            out_specs=PartitionSpec(),
+            axis_names=axis_names,
+            check_vma=check_vma,
+        )
         return mapped(model, x), model
 
     assert_runs_as_in_flax(flax_nnx, nnx, scenario)
@@ -99,8 +114,9 @@ def _created_under(nnx: Any, transform: str, xs: Any, metadata: dict[str, Any]) 
             return carry, _sharded_param(nnx, x)
 
         return nnx.scan(step, transform_metadata=metadata)(jnp.zeros(()), xs)[1]
-    return nnx.pmap(lambda x: _sharded_param(nnx, x), axis_name="layers", transform_metadata=metadata,
-                    devices=jax.devices()[:1])(xs[:1])
+    return nnx.pmap(
+        lambda x: _sharded_param(nnx, x), axis_name="layers", transform_metadata=metadata, devices=jax.devices()[:1]
+    )(xs[:1])
 
 
 @pytest.mark.apis("vmap", "scan", "pmap")

@@ -13,10 +13,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
-from jax.experimental import checkify
-from jax.sharding import NamedSharding, PartitionSpec
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jax.experimental import checkify
+from jax.sharding import NamedSharding, PartitionSpec
 
 from nnx_conformance.testing import strategies
 from nnx_conformance.testing.strategies.callables import assert_runs_as_in_flax
@@ -43,8 +43,14 @@ def test_jit_static_donated_and_unused_arguments_act_as_in_flax(
             model.bias[...] += offset
             return model(x) * scale
 
-        compiled = nnx.jit(step, static_argnums=3, static_argnames="offset", donate_argnums=(1, 2),
-                           keep_unused=keep_unused, inline=inline)
+        compiled = nnx.jit(
+            step,
+            static_argnums=3,
+            static_argnames="offset",
+            donate_argnums=(1, 2),
+            keep_unused=keep_unused,
+            inline=inline,
+        )
         donated = [(jnp.array(x), jnp.zeros(2)) for _ in range(2)]
         outputs = [compiled(model, *arrays, scale, offset=0.5) for arrays in donated]
         deleted = [[array.is_deleted() for array in arrays] for arrays in donated]
@@ -95,7 +101,9 @@ def test_differentiation_over_integer_and_complex_inputs_acts_as_in_flax(
 @pytest.mark.apis("scan", "fori_loop")
 @settings(max_examples=4)
 @given(reverse=st.booleans(), unroll=st.sampled_from([2, 3]), seed=strategies.seeds)
-def test_scan_direction_and_unrolling_act_as_in_flax(nnx: Any, flax_nnx: Any, reverse: bool, unroll: int, seed: int) -> None:
+def test_scan_direction_and_unrolling_act_as_in_flax(
+    nnx: Any, flax_nnx: Any, reverse: bool, unroll: int, seed: int
+) -> None:
     xs = strategies.layer_input((4, 2, 3), seed)
 
     def scenario(nnx: Any) -> Any:
@@ -122,13 +130,16 @@ def test_scan_direction_and_unrolling_act_as_in_flax(nnx: Any, flax_nnx: Any, re
 @pytest.mark.apis("remat", "make_jaxpr")
 @settings(max_examples=3)
 @given(prevent_cse=st.booleans(), seed=strategies.seeds)
-def test_remat_policy_and_make_jaxpr_static_arguments_act_as_in_flax(nnx: Any, flax_nnx: Any, prevent_cse: bool, seed: int) -> None:
+def test_remat_policy_and_make_jaxpr_static_arguments_act_as_in_flax(
+    nnx: Any, flax_nnx: Any, prevent_cse: bool, seed: int
+) -> None:
     x = strategies.layer_input((2, 3), seed)
 
     def scenario(nnx: Any) -> Any:
         model = _linear(nnx, seed)
-        forward = nnx.remat(lambda model, x: jnp.sin(model(x)), prevent_cse=prevent_cse,
-                            policy=jax.checkpoint_policies.nothing_saveable)
+        forward = nnx.remat(
+            lambda model, x: jnp.sin(model(x)), prevent_cse=prevent_cse, policy=jax.checkpoint_policies.nothing_saveable
+        )
         grads = nnx.grad(lambda model: jnp.sum(forward(model, x)))(model)
         jaxpr = nnx.make_jaxpr(lambda x, power: x**power, static_argnums=1, graph_updates=False)(x, 3)
         return grads, [str(v.aval) for v in jaxpr.jaxpr.outvars], model
@@ -138,8 +149,14 @@ def test_remat_policy_and_make_jaxpr_static_arguments_act_as_in_flax(nnx: Any, f
 
 @pytest.mark.apis("jit_partial")
 @settings(max_examples=4)
-@given(scale=st.sampled_from([1, 2]), keep_unused=st.booleans(), inline=st.booleans(), by_name=st.booleans(),
-       sharded=st.booleans(), seed=strategies.seeds)
+@given(
+    scale=st.sampled_from([1, 2]),
+    keep_unused=st.booleans(),
+    inline=st.booleans(),
+    by_name=st.booleans(),
+    sharded=st.booleans(),
+    seed=strategies.seeds,
+)
 def test_jit_partial_static_donated_and_sharded_arguments_act_as_in_flax(
     nnx: Any, flax_nnx: Any, scale: int, keep_unused: bool, inline: bool, by_name: bool, sharded: bool, seed: int
 ) -> None:
@@ -157,8 +174,17 @@ def test_jit_partial_static_donated_and_sharded_arguments_act_as_in_flax(
             model.bias[...] += offset
             return model(x) * scale
 
-        compiled = nnx.jit_partial(step, model, static_argnums=3, static_argnames="offset", keep_unused=keep_unused,
-                                   inline=inline, graph_updates=False, **donated, **shardings)
+        compiled = nnx.jit_partial(
+            step,
+            model,
+            static_argnums=3,
+            static_argnames="offset",
+            keep_unused=keep_unused,
+            inline=inline,
+            graph_updates=False,
+            **donated,
+            **shardings,
+        )
         outputs = [compiled(x, jnp.zeros(2), scale, **keywords) for _ in range(2)]
         return outputs, model
 

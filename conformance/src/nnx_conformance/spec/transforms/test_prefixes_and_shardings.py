@@ -82,14 +82,21 @@ def test_state_sharding_from_named_shardings_places_a_jitted_model_as_flax(
         mesh = jax.sharding.Mesh(jax.devices(), (AXIS,))
         kernel_names = (AXIS, None) if kernel_axis == 0 else (None, AXIS)
         with nnx.use_eager_sharding(False):
-            model = nnx.Linear(devices, 2 * devices, rngs=nnx.Rngs(seed),
-                               kernel_init=nnx.with_partitioning(nnx.initializers.lecun_normal(), kernel_names),
-                               bias_init=nnx.with_partitioning(nnx.initializers.normal(), (AXIS if shard_bias else None,)))
+            model = nnx.Linear(
+                devices,
+                2 * devices,
+                rngs=nnx.Rngs(seed),
+                kernel_init=nnx.with_partitioning(nnx.initializers.lecun_normal(), kernel_names),
+                bias_init=nnx.with_partitioning(nnx.initializers.normal(), (AXIS if shard_bias else None,)),
+            )
         named = nnx.get_named_sharding(nnx.state(model), mesh)
         specs = [(str(path), str(leaf.get_value().spec)) for path, leaf in nnx.to_flat_state(named)]
         shardings = nnx.StateSharding(named)
-        forward = nnx.jit(lambda m, x: (m, m(x)), in_shardings=(shardings, NamedSharding(mesh, P())),
-                          out_shardings=(shardings, NamedSharding(mesh, P())))
+        forward = nnx.jit(
+            lambda m, x: (m, m(x)),
+            in_shardings=(shardings, NamedSharding(mesh, P())),
+            out_shardings=(shardings, NamedSharding(mesh, P())),
+        )
         _, y = forward(model, jnp.ones((2, devices)))
         placed = [str(getattr(model, name)[...].sharding.spec) for name in ("kernel", "bias")]
         return specs, placed, y
@@ -138,7 +145,11 @@ PREFIX_FILTERS and the kind's values (a DiffState takes its first pair: filter, 
 
 
 def _prefix_filter(nnx: Any, name: str) -> Any:
-    special = {"Param or a": (nnx.Param, "a"), "PathContains(a)": nnx.PathContains("a"), "Not(Param)": nnx.Not(nnx.Param)}
+    special = {
+        "Param or a": (nnx.Param, "a"),
+        "PathContains(a)": nnx.PathContains("a"),
+        "Not(Param)": nnx.Not(nnx.Param),
+    }
     return special[name] if name in special else _filter(nnx, name)
 
 
@@ -168,11 +179,11 @@ def _recipe_pairs(draw: st.DrawFn) -> tuple[Recipe, Recipe]:
     if change in ("filter", "value") and pairs:
         f, v = pairs[at]
         pair = (replaced, v) if change == "filter" else (f, (v + 1 + replaced % 3) % 4)
-        return first, (kind, (*pairs[:at], pair, *pairs[at + 1:]))
+        return first, (kind, (*pairs[:at], pair, *pairs[at + 1 :]))
     if change == "order":
         return first, (kind, pairs[::-1])
     if change == "fewer":
-        return first, (kind, pairs[:at] + pairs[at + 1:])
+        return first, (kind, pairs[:at] + pairs[at + 1 :])
     return first, first if change == "same" else draw(_recipes)
 
 

@@ -42,8 +42,9 @@ def test_a_scan_over_the_carry_alone_threads_it_through_every_step_as_flax(
             def step(x: Any) -> Any:
                 return x * 2 + 1
 
-        out = nnx.scan(step, in_axes=nnx.Carry, out_axes=nnx.Carry, length=length, graph=graph,
-                       graph_updates=graph_updates)(carry)
+        out = nnx.scan(
+            step, in_axes=nnx.Carry, out_axes=nnx.Carry, length=length, graph=graph, graph_updates=graph_updates
+        )(carry)
         return out, carry
 
     outcome = assert_same(flax_nnx, nnx, scenario)
@@ -62,8 +63,9 @@ def test_a_scan_output_with_other_entries_than_out_axes_is_refused_as_by_flax(
         def step(total: Any, x: Any) -> Any:
             return (total + x, x * 2, x)[:returned] if returned > 1 else (total + x,)
 
-        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
-                        graph_updates=graph_updates)(jnp.zeros(()), jnp.arange(3.0))
+        return nnx.scan(
+            step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph, graph_updates=graph_updates
+        )(jnp.zeros(()), jnp.arange(3.0))
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert isinstance(outcome.error, ValueError), f"flax refuses the output: {outcome.error!r}"
@@ -79,8 +81,11 @@ def test_a_scan_given_several_carries_is_refused_naming_them_as_by_flax(
 
     def scenario(nnx: Any) -> Any:
         several = (nnx.Carry,) * count
-        options = {"in_axes": several, "out_axes": (nnx.Carry, 0)} if side == "in_axes" else {
-            "in_axes": (nnx.Carry, 0), "out_axes": several}
+        options = (
+            {"in_axes": several, "out_axes": (nnx.Carry, 0)}
+            if side == "in_axes"
+            else {"in_axes": (nnx.Carry, 0), "out_axes": several}
+        )
         return nnx.scan(lambda c, x: (c, x), graph=graph, graph_updates=graph_updates, **options)
 
     outcome = assert_same(flax_nnx, nnx, scenario, mentions=("multiple Carry",))
@@ -100,8 +105,9 @@ def test_a_scan_body_returning_another_carry_structure_is_refused_as_by_flax(
             return ((carry, carry) if bigger else carry[0]), x
 
         start = jnp.zeros(()) if bigger else (jnp.zeros(()), jnp.zeros(()))
-        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
-                        graph_updates=graph_updates)(start, jnp.arange(3.0))
+        return nnx.scan(
+            step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph, graph_updates=graph_updates
+        )(start, jnp.arange(3.0))
 
     if not bigger:
         words = "pytree structure error"  # the given carry is no prefix of the one returned
@@ -123,8 +129,9 @@ def test_a_scan_body_returning_its_array_carry_wrapped_is_refused_as_by_flax(
         def step(carry: Any, x: Any) -> Any:
             return {"none": None, "in a tuple": (carry,), "in a list": [carry]}[returned], x
 
-        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
-                        graph_updates=graph_updates)(jnp.zeros(()), jnp.arange(3.0))
+        return nnx.scan(
+            step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph, graph_updates=graph_updates
+        )(jnp.zeros(()), jnp.arange(3.0))
 
     outcome = assert_same(flax_nnx, nnx, scenario)
     assert outcome.error is not None, "flax refuses a carry returned in another structure"
@@ -155,8 +162,9 @@ def test_a_carried_module_whose_structure_the_body_changes_is_refused_as_by_flax
             return counter, x.sum()
 
         counter = Counter()
-        nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph,
-                 graph_updates=graph_updates)(counter, jnp.ones((3, 2)))
+        nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), graph=graph, graph_updates=graph_updates)(
+            counter, jnp.ones((3, 2))
+        )
         return counter
 
     named = "steps" if change == "deletes a Variable" else "extra"
@@ -180,7 +188,13 @@ def test_a_carried_module_whose_structure_the_body_changes_is_refused_as_by_flax
 @example(mode=(True, False), position=1, returned=1, wrapped=False, output="tuple", axes=tuple)
 @example(mode=(True, True), position=0, returned=1, wrapped=True, output="tuple", axes=tuple)
 def test_a_scan_output_unlike_its_out_axes_is_searched_for_the_carry_as_by_flax(
-    nnx: Any, flax_nnx: Any, mode: tuple[bool, bool], position: int, returned: int, wrapped: bool, output: str,
+    nnx: Any,
+    flax_nnx: Any,
+    mode: tuple[bool, bool],
+    position: int,
+    returned: int,
+    wrapped: bool,
+    output: str,
     axes: type,
 ) -> None:
     """flax reads the carry at Carry's position of ``out_axes`` in a tuple output of any
@@ -201,8 +215,9 @@ def test_a_scan_output_unlike_its_out_axes_is_searched_for_the_carry_as_by_flax(
             return tuple(items) if output == "tuple" else items
 
         out_axes = axes([nnx.Carry, 0] if position == 0 else [0, nnx.Carry])
-        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=out_axes, graph=graph,
-                        graph_updates=graph_updates)(jnp.zeros(()), jnp.arange(3.0))
+        return nnx.scan(step, in_axes=(nnx.Carry, 0), out_axes=out_axes, graph=graph, graph_updates=graph_updates)(
+            jnp.zeros(()), jnp.arange(3.0)
+        )
 
     assert_same(flax_nnx, nnx, scenario)
 
@@ -233,15 +248,25 @@ def test_a_carried_module_holding_one_param_twice_comes_back_sharing_it(
     assert_same(flax_nnx, nnx, scenario)
 
 
-CARRY_RETURNS = ["the carry", "a new Module", "the carry, its two Params swapped", "a Module from outside the body",
-                 "the carry in a tuple"]
+CARRY_RETURNS = [
+    "the carry",
+    "a new Module",
+    "the carry, its two Params swapped",
+    "a Module from outside the body",
+    "the carry in a tuple",
+]
 """What the body returns as the carry, given a Module ``c`` as the carry."""
 
 
 @pytest.mark.apis("scan", "Carry")
 @pytest.mark.documented(None)
-@given(mode=MODES, shared=st.booleans(), returned=st.sampled_from(CARRY_RETURNS), whole=st.booleans(),
-       batch_stat=st.booleans())
+@given(
+    mode=MODES,
+    shared=st.booleans(),
+    returned=st.sampled_from(CARRY_RETURNS),
+    whole=st.booleans(),
+    batch_stat=st.booleans(),
+)
 def test_the_module_returned_as_the_carry_comes_back_as_in_flax(
     nnx: Any, flax_nnx: Any, mode: tuple[bool, bool], shared: bool, returned: str, whole: bool, batch_stat: bool
 ) -> None:
@@ -289,7 +314,9 @@ MISMATCHED_SCANS = {
     "an output longer than out_axes": lambda n, x: n.scan(
         lambda c, y: (c, y, y), in_axes=(n.Carry, 0), out_axes=(n.Carry, 0)
     )(0.0, x),
-    "an output shorter than out_axes": lambda n, x: n.scan(lambda c, y: (c,), in_axes=(n.Carry, 0), out_axes=(n.Carry, 0))(0.0, x),
+    "an output shorter than out_axes": lambda n, x: n.scan(
+        lambda c, y: (c,), in_axes=(n.Carry, 0), out_axes=(n.Carry, 0)
+    )(0.0, x),
 }
 
 

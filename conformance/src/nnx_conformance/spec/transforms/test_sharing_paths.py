@@ -73,8 +73,10 @@ def test_tree_mode_names_both_places_of_a_shared_variable_as_flax(
     if kwargs and root != ".args":
         pytest.skip(f"{transform} takes no keyword arguments")
     if kwargs and transform == "checkify":
-        pytest.skip("flax 0.12.12's tree-mode checkify fails on every keyword argument before it looks for "
-                    "sharing (test_checkify_passes_keyword_arguments_in_tree_mode)")
+        pytest.skip(
+            "flax 0.12.12's tree-mode checkify fails on every keyword argument before it looks for "
+            "sharing (test_checkify_passes_keyword_arguments_in_tree_mode)"
+        )
 
     def scenario(nnx: Any) -> Any:
         shared = nnx.Param(jnp.ones(2))
@@ -93,7 +95,9 @@ def test_tree_mode_names_both_places_of_a_shared_variable_as_flax(
 
 @pytest.mark.kind("property")
 @pytest.mark.apis("checkify")
-@pytest.mark.documented("docstring of flax.nnx.checkify: a lifted jax.experimental.checkify.checkify, which passes keyword arguments")
+@pytest.mark.documented(
+    "docstring of flax.nnx.checkify: a lifted jax.experimental.checkify.checkify, which passes keyword arguments"
+)
 @pytest.mark.parametrize("graph", [True, False], ids=["graph-mode", "tree-mode"])
 def test_checkify_passes_keyword_arguments_in_either_mode(nnx: Any, graph: bool) -> None:
     _, out = nnx.checkify(lambda x, scale=1.0: x * scale, graph=graph)(jnp.ones(1), scale=2.0)
@@ -121,9 +125,9 @@ OUTPUT_TRANSFORMS: dict[str, ReturningNew] = {
         (".out[1][0]", ".out[1][1]"),
     ),
     "grad": ReturningNew(
-        lambda nnx, f, graph: nnx.grad(
-            lambda x: (x.sum(), f(x)), has_aux=True, graph=graph, graph_updates=False
-        )(jnp.ones(1))[1],
+        lambda nnx, f, graph: nnx.grad(lambda x: (x.sum(), f(x)), has_aux=True, graph=graph, graph_updates=False)(
+            jnp.ones(1)
+        )[1],
         (".out[1][0]", ".out[1][1]"),
     ),
 }
@@ -158,6 +162,7 @@ RETURNED = {
     "an entry of an nnx.Dict": (lambda m: m.table["k"], ("table", "k")),
 }
 """Where the input Variable returned sits in the Module given, and its path there."""
+
 
 class ReturningInput(NamedTuple):
     """A transform's call returning ``f(m)``, the root flax names its inputs by, and whether its

@@ -9,8 +9,8 @@ traces once) in both modes.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import pytest
@@ -94,9 +94,7 @@ def _traces(nnx: Any, loop: Loop, graph: bool, structures: int) -> int:
 @pytest.mark.apis("cond", "switch", "while_loop", "fori_loop")
 @pytest.mark.parametrize("structures", STRUCTURES.values(), ids=STRUCTURES.keys())
 @pytest.mark.parametrize("loop", LOOPS, ids=[loop.name for loop in LOOPS])
-def test_a_tree_mode_loop_body_is_traced_once_per_structure_across_calls(
-    nnx: Any, loop: Loop, structures: int
-) -> None:
+def test_a_tree_mode_loop_body_is_traced_once_per_structure_across_calls(nnx: Any, loop: Loop, structures: int) -> None:
     traces = _traces(nnx, loop, False, structures)
     assert traces == structures, (
         f"nnx.{loop.name} ran its body {traces} times across {CALLS} calls of {structures} structure(s), "
@@ -118,7 +116,9 @@ def test_a_scan_body_is_traced_once_per_structure_across_calls(nnx: Any, graph: 
 @pytest.mark.apis("jit")
 @pytest.mark.parametrize("donated", [False, True], ids=["", "its input donated"])
 @pytest.mark.parametrize("graph", [True, False], ids=["graph mode", "tree mode"])
-def test_a_jitted_function_is_traced_once_across_calls_of_the_same_structure(nnx: Any, graph: bool, donated: bool) -> None:
+def test_a_jitted_function_is_traced_once_across_calls_of_the_same_structure(
+    nnx: Any, graph: bool, donated: bool
+) -> None:
     runs = []
 
     def forward(m: Any, x: Any) -> Any:
@@ -132,7 +132,9 @@ def test_a_jitted_function_is_traced_once_across_calls_of_the_same_structure(nnx
     assert len(runs) == 1, f"nnx.jit traced its function {len(runs)} times across {CALLS} calls, expected 1"
     for seed in range(1, CALLS):
         jitted(nnx.Linear(2, 2, rngs=nnx.Rngs(seed)), jnp.ones(2))
-    assert len(runs) == 1, f"nnx.jit traced its function again for new models of the same structure ({len(runs)} traces)"
+    assert len(runs) == 1, (
+        f"nnx.jit traced its function again for new models of the same structure ({len(runs)} traces)"
+    )
 
 
 @pytest.mark.apis("jit")
@@ -149,4 +151,6 @@ def test_a_jitted_function_is_traced_once_per_structure_when_two_alternate(nnx: 
     for _ in range(CALLS):
         for model in models:
             jitted(model, jnp.ones(2))
-    assert len(runs) == 2, f"nnx.jit traced {len(runs)} times across {CALLS} calls of two alternating structures, expected 2"
+    assert len(runs) == 2, (
+        f"nnx.jit traced {len(runs)} times across {CALLS} calls of two alternating structures, expected 2"
+    )

@@ -61,8 +61,12 @@ def _made(nnx: Any, value: str, sharding: str, place: str, kind: str) -> Any:
 
 # A NamedSharding under jax.set_mesh fails an internal assertion of flax's (AssertionError):
 # a crash, not a rule, so that pair is not drawn.
-PLACED = [(sharding, place) for sharding in sorted(SHARDINGS) for place in PLACES
-          if (sharding, place) != ("a NamedSharding", "jax.set_mesh")]
+PLACED = [
+    (sharding, place)
+    for sharding in sorted(SHARDINGS)
+    for place in PLACES
+    if (sharding, place) != ("a NamedSharding", "jax.set_mesh")
+]
 
 
 @pytest.mark.apis("Variable", "Param")

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
@@ -32,7 +33,9 @@ def _held(nnx: Any, hijax: bool, ref: bool) -> dict[str, Any]:
 @pytest.mark.parametrize("ref", [True, False], ids=["ref", "value"])
 def test_jax_tree_leaves_of_a_variable_are_what_flax_gives(nnx: Any, flax_nnx: Any, hijax: bool, ref: bool) -> None:
     def leaves(n: Any) -> list[str]:
-        return [_kind(n, leaf) if not isinstance(leaf, jax.Ref) else "Ref" for leaf in jax.tree.leaves(_held(n, hijax, ref))]
+        return [
+            _kind(n, leaf) if not isinstance(leaf, jax.Ref) else "Ref" for leaf in jax.tree.leaves(_held(n, hijax, ref))
+        ]
 
     assert_same(flax_nnx, nnx, leaves)
 
@@ -181,8 +184,14 @@ def test_a_hijax_variable_built_inside_a_jax_trace_can_be_returned_as_in_flax(
         out = MADE_INSIDE[where](lambda x: cls(x * 2, hijax=True, tag="made inside"))
         if where == "jax.eval_shape":  # flax's abstract value answers only with aval properties
             return type(out).__name__
-        return (type(out).__name__, out.type.__name__, isinstance(out, cls), isinstance(out, nnx.Variable),
-                out[...], out.get_metadata("tag"))
+        return (
+            type(out).__name__,
+            out.type.__name__,
+            isinstance(out, cls),
+            isinstance(out, nnx.Variable),
+            out[...],
+            out.get_metadata("tag"),
+        )
 
     assert_same(flax_nnx, nnx, scenario)
 
@@ -191,7 +200,8 @@ SWITCHES = {
     "copy(hijax=...)": lambda nnx, cls, hijax, to: cls(jnp.arange(3.0), hijax=hijax).copy(hijax=to),
     "replace(hijax=...)": lambda nnx, cls, hijax, to: cls(jnp.arange(3.0), hijax=hijax).replace(hijax=to),
     "from_metadata": lambda nnx, cls, hijax, to: cls.from_metadata(
-        jnp.arange(3.0), {"hijax": to, "ref": False, "eager_sharding": False}),
+        jnp.arange(3.0), {"hijax": to, "ref": False, "eager_sharding": False}
+    ),
 }
 
 
@@ -199,8 +209,11 @@ SWITCHES = {
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("how", SWITCHES)
 @pytest.mark.parametrize("made", VARIABLE_CLASSES)
-@pytest.mark.parametrize(("hijax", "to"), [(h, t) for h in (True, False) for t in (True, False)],
-                         ids=lambda flag: "hijax" if flag else "plain")
+@pytest.mark.parametrize(
+    ("hijax", "to"),
+    [(h, t) for h in (True, False) for t in (True, False)],
+    ids=lambda flag: "hijax" if flag else "plain",
+)
 def test_a_copy_or_rebuild_switches_to_hijax_or_back_as_flax_s(
     nnx: Any, flax_nnx: Any, how: str, made: str, hijax: bool, to: bool
 ) -> None:
@@ -283,7 +296,9 @@ def test_a_hijax_variable_stores_a_value_as_flax_s(nnx: Any, flax_nnx: Any, valu
 
 @pytest.mark.apis("Variable", "Param")
 @pytest.mark.parametrize("read", ["alpha", "beta", "zeta", "gamma (not given)"])
-def test_a_hijax_variable_traced_by_jit_reads_its_metadata_by_name_as_flax_s(nnx: Any, flax_nnx: Any, read: str) -> None:
+def test_a_hijax_variable_traced_by_jit_reads_its_metadata_by_name_as_flax_s(
+    nnx: Any, flax_nnx: Any, read: str
+) -> None:
     """Inside ``jax.jit`` a hijax Variable's metadata entries read by attribute name, each its own."""
 
     def scenario(n: Any) -> Any:

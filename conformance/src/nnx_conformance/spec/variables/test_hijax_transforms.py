@@ -13,7 +13,6 @@ import pytest
 from nnx_conformance.testing.assertions import assert_same
 
 
-
 def _holding(nnx: Any, shape: tuple[int, ...] = (3,)) -> Any:
     return nnx.Dict(p=nnx.Param(jnp.arange(float(jnp.prod(jnp.array(shape)))).reshape(shape), hijax=True))
 
@@ -25,9 +24,9 @@ TRANSFORMS: dict[str, Callable[[Any, Mode], Any]] = {
     "remat": lambda n, mode: n.remat(lambda m: m.p[...] * 2, **mode)(_holding(n)),
     "cond": lambda n, mode: n.cond(True, lambda m: m.p[...] * 2, lambda m: m.p[...], _holding(n), **mode),
     "eval_shape": lambda n, mode: n.eval_shape(lambda m: m.p[...] * 2, _holding(n), **mode),
-    "scan": lambda n, mode: n.scan(
-        lambda c, x: (c, x * c.p[...]), in_axes=(n.Carry, 0), out_axes=(n.Carry, 0), **mode
-    )(_holding(n), jnp.ones((2, 3)))[1],
+    "scan": lambda n, mode: n.scan(lambda c, x: (c, x * c.p[...]), in_axes=(n.Carry, 0), out_axes=(n.Carry, 0), **mode)(
+        _holding(n), jnp.ones((2, 3))
+    )[1],
     "fori_loop": lambda n, mode: n.fori_loop(0, 2, lambda i, m: m, _holding(n), **mode).p[...],
 }
 MODES = {

@@ -20,7 +20,9 @@ from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 
-TRANSFORMS_GUIDE = "guide:transforms (transform_metadata: the partition of the mapped axis is removed inside and added back)"
+TRANSFORMS_GUIDE = (
+    "guide:transforms (transform_metadata: the partition of the mapped axis is removed inside and added back)"
+)
 
 
 def _mesh() -> Mesh:
@@ -122,7 +124,11 @@ def test_a_wrapped_initializer_keeps_the_initializer_s_name_as_in_flax(nnx: Any,
 
     def scenario(nnx: Any) -> Any:
         initializer = nnx.initializers.lecun_normal()
-        made = nnx.with_metadata(initializer, tag="t") if wrap == "with_metadata" else nnx.with_partitioning(initializer, ("a",))
+        made = (
+            nnx.with_metadata(initializer, tag="t")
+            if wrap == "with_metadata"
+            else nnx.with_partitioning(initializer, ("a",))
+        )
         return made.__name__, made.__qualname__, made.__doc__, getattr(made, "__wrapped__", None) is initializer
 
     assert_same(flax_nnx, nnx, scenario)

@@ -21,8 +21,20 @@ from nnx_conformance.testing.strategies.callables import assert_runs_as_in_flax
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("variables")]
 
-VARIABLE_TYPES = ("Variable", "Param", "BatchStat", "Cache", "Intermediate", "LoRAParam", "OptArray", "OptState",
-                  "Perturbation", "RngCount", "RngKey", "RngState")
+VARIABLE_TYPES = (
+    "Variable",
+    "Param",
+    "BatchStat",
+    "Cache",
+    "Intermediate",
+    "LoRAParam",
+    "OptArray",
+    "OptState",
+    "Perturbation",
+    "RngCount",
+    "RngKey",
+    "RngState",
+)
 
 
 @pytest.mark.apis(*VARIABLE_TYPES)
@@ -36,13 +48,26 @@ VARIABLE_TYPES = ("Variable", "Param", "BatchStat", "Cache", "Intermediate", "Lo
     values=st.lists(st.integers(-4, 4).map(float), min_size=1, max_size=3),
 )
 def test_a_variable_built_with_each_keyword_behaves_as_flax_s(
-    nnx: Any, flax_nnx: Any, variable_type: str, hijax: bool, ref: bool, eager_sharding: bool, tag: int, values: list[float]
+    nnx: Any,
+    flax_nnx: Any,
+    variable_type: str,
+    hijax: bool,
+    ref: bool,
+    eager_sharding: bool,
+    tag: int,
+    values: list[float],
 ) -> None:
     initial = np.asarray(values, np.float32)
 
     def scenario(nnx: Any) -> Any:
-        variable = getattr(nnx, variable_type)(initial.copy(), hijax=hijax, ref=ref, eager_sharding=eager_sharding, tag=tag)
-        built = (isinstance(variable.get_raw_value(), jax.Ref), sorted(variable.get_metadata().items()), np.array(variable[...]))
+        variable = getattr(nnx, variable_type)(
+            initial.copy(), hijax=hijax, ref=ref, eager_sharding=eager_sharding, tag=tag
+        )
+        built = (
+            isinstance(variable.get_raw_value(), jax.Ref),
+            sorted(variable.get_metadata().items()),
+            np.array(variable[...]),
+        )
         variable[...] = variable[...] + 1
         variable.set_value(variable.get_value() * 2)
         return built, sorted(variable.get_metadata().items()), variable[...]
@@ -79,8 +104,10 @@ class Hooks:
 
     def options(self) -> dict[str, Any]:
         """The keywords to pass ``nnx.with_metadata``."""
-        return {name: getattr(self, name) for name in
-                ("on_create_value", "on_get_value", "on_set_value", "on_add_axis", "on_remove_axis")}
+        return {
+            name: getattr(self, name)
+            for name in ("on_create_value", "on_get_value", "on_set_value", "on_add_axis", "on_remove_axis")
+        }
 
 
 def _hooked_linear(nnx: Any, seed: int, hooks: Hooks) -> Any:
@@ -143,6 +170,7 @@ def test_axis_hooks_run_when_a_transform_moves_the_partition_name_as_in_flax(
         inside: list[Any] = []
         metadata = {nnx.PARTITION_NAME: "x"}
         if transform == "vmap":
+
             @nnx.vmap(in_axes=0, out_axes=0, transform_metadata=metadata)
             def body(kernel: Any) -> Any:
                 inside.append(kernel.get_metadata().get("out_sharding"))
@@ -150,6 +178,7 @@ def test_axis_hooks_run_when_a_transform_moves_the_partition_name_as_in_flax(
 
             out = body(kernel)
         else:
+
             @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), transform_metadata=metadata)
             def body(total: Any, kernel: Any) -> Any:
                 inside.append(kernel.get_metadata().get("out_sharding"))

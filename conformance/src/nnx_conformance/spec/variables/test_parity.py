@@ -116,10 +116,16 @@ def test_a_variable_reprs_as_flax_s(nnx: Any, flax_nnx: Any, kind: str) -> None:
     unit flax picks at its boundaries (1,000,000 bytes is still 1,000.0 KB)."""
 
     def scenario(nnx: Any) -> Any:
-        options = {"b": 1, "a": 2} | {"ref": {"ref": True}, "hijax": {"hijax": True},
-                                      "hooked": {"on_get_value": _tripled}}.get(kind, {})
-        value = {"a kilobyte": jnp.zeros(250), "1,000,001 bytes": jnp.zeros(1_000_001, jnp.int8),
-                 "a megabyte": jnp.zeros(250_000)}.get(kind, jnp.ones(2))
+        options = {"b": 1, "a": 2} | {
+            "ref": {"ref": True},
+            "hijax": {"hijax": True},
+            "hooked": {"on_get_value": _tripled},
+        }.get(kind, {})
+        value = {
+            "a kilobyte": jnp.zeros(250),
+            "1,000,001 bytes": jnp.zeros(1_000_001, jnp.int8),
+            "a megabyte": jnp.zeros(250_000),
+        }.get(kind, jnp.ones(2))
         return repr(nnx.Param(value, **options))
 
     assert_same(flax_nnx, nnx, scenario)
@@ -247,7 +253,9 @@ WRITES = {
 @pytest.mark.apis("Variable.set_raw_value", "Variable.set_value", "Variable.copy_from")
 @pytest.mark.parametrize("write", sorted(WRITES))
 @pytest.mark.parametrize("hijax", [False, True], ids=["plain", "hijax"])
-def test_which_writes_go_through_an_overridden_set_raw_value_as_in_flax(nnx: Any, flax_nnx: Any, hijax: bool, write: str) -> None:
+def test_which_writes_go_through_an_overridden_set_raw_value_as_in_flax(
+    nnx: Any, flax_nnx: Any, hijax: bool, write: str
+) -> None:
     """A subclass overriding ``set_raw_value`` sees the writes flax routes through it; the
     value after the write, or flax's error (``copy_from`` of another type)."""
 
@@ -274,7 +282,9 @@ METADATA_WRITES = {
     "set_metadata('ref', ...)": lambda v, new: v.set_metadata("ref", new),
     "set_metadata of a dict with hijax": lambda v, new: v.set_metadata({**v.get_metadata(), "hijax": new}),
     "set_metadata of a dict with ref": lambda v, new: v.set_metadata({**v.get_metadata(), "ref": new}),
-    "set_metadata of a dict with eager_sharding": lambda v, new: v.set_metadata({**v.get_metadata(), "eager_sharding": new}),
+    "set_metadata of a dict with eager_sharding": lambda v, new: v.set_metadata(
+        {**v.get_metadata(), "eager_sharding": new}
+    ),
 }
 MADE_AS = {"plain": {}, "hijax": {"hijax": True}, "ref": {"ref": True}}
 

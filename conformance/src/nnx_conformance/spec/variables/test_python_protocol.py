@@ -9,7 +9,8 @@ flax 0.12.12 hands each operator it defines to the same method of the value (so 
 without it raises that value's ``AttributeError``), defines no ordering comparisons, no
 ``__bool__`` (truth goes through ``__len__``) and, on a plain Variable, no ``divmod``; the
 docs are silent, so this is the spec. Attributes a Variable does not define are read from the
-value it stores: past its hooks, and on a ref Variable from the ``jax.Ref`` itself. A hijax Variable holds other values than JAX arrays
+value it stores: past its hooks, and on a ref Variable from the ``jax.Ref`` itself. A hijax Variable holds other
+values than JAX arrays
 as JAX's typed literals (``TypedFloat``, ``TypedNdArray`` of JAX's default dtypes), which
 its operators then act on (``test_hijax.py`` checks what it stores)."""
 
@@ -47,23 +48,59 @@ def _in_place(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 
 USES = [
-    *(Use(f"{symbol} with a number", lambda v, w, op=op: op(v, 2)) for symbol, op in [
-        ("+", operator.add), ("-", operator.sub), ("*", operator.mul), ("/", operator.truediv),
-        ("//", operator.floordiv), ("%", operator.mod), ("**", operator.pow), ("&", operator.and_),
-        ("|", operator.or_), ("^", operator.xor), ("<<", operator.lshift), (">>", operator.rshift),
-        ("divmod", divmod), ("<", operator.lt), ("<=", operator.le), (">", operator.gt),
-        (">=", operator.ge), ("==", operator.eq), ("!=", operator.ne),
-    ]),
-    *(Use(f"{symbol} with a number on the left", lambda v, w, op=op: op(2, v)) for symbol, op in [
-        ("+", operator.add), ("-", operator.sub), ("**", operator.pow), ("<<", operator.lshift),
-        ("divmod", divmod), ("<", operator.lt),
-    ]),
-    *(Use(f"{symbol} with another Variable", lambda v, w, op=op: op(v, w)) for symbol, op in [
-        ("+", operator.add), ("@", operator.matmul), ("==", operator.eq), ("<", operator.lt),
-    ]),
-    *(Use(f"{symbol}= in place", _in_place(op)) for symbol, op in [
-        ("+", operator.iadd), ("<<", operator.ilshift), (">>", operator.irshift), ("@", operator.imatmul),
-    ]),
+    *(
+        Use(f"{symbol} with a number", lambda v, w, op=op: op(v, 2))
+        for symbol, op in [
+            ("+", operator.add),
+            ("-", operator.sub),
+            ("*", operator.mul),
+            ("/", operator.truediv),
+            ("//", operator.floordiv),
+            ("%", operator.mod),
+            ("**", operator.pow),
+            ("&", operator.and_),
+            ("|", operator.or_),
+            ("^", operator.xor),
+            ("<<", operator.lshift),
+            (">>", operator.rshift),
+            ("divmod", divmod),
+            ("<", operator.lt),
+            ("<=", operator.le),
+            (">", operator.gt),
+            (">=", operator.ge),
+            ("==", operator.eq),
+            ("!=", operator.ne),
+        ]
+    ),
+    *(
+        Use(f"{symbol} with a number on the left", lambda v, w, op=op: op(2, v))
+        for symbol, op in [
+            ("+", operator.add),
+            ("-", operator.sub),
+            ("**", operator.pow),
+            ("<<", operator.lshift),
+            ("divmod", divmod),
+            ("<", operator.lt),
+        ]
+    ),
+    *(
+        Use(f"{symbol} with another Variable", lambda v, w, op=op: op(v, w))
+        for symbol, op in [
+            ("+", operator.add),
+            ("@", operator.matmul),
+            ("==", operator.eq),
+            ("<", operator.lt),
+        ]
+    ),
+    *(
+        Use(f"{symbol}= in place", _in_place(op))
+        for symbol, op in [
+            ("+", operator.iadd),
+            ("<<", operator.ilshift),
+            (">>", operator.irshift),
+            ("@", operator.imatmul),
+        ]
+    ),
     Use("three-argument pow", lambda v, w: pow(v, 2, 5)),
     Use("unary -", lambda v, w: -v),
     Use("unary +", lambda v, w: +v),
@@ -109,7 +146,9 @@ HELD = [(kind, hijax) for kind in VALUES for hijax in (False, True)]
 @pytest.mark.apis("Variable", "Param")
 @pytest.mark.parametrize("use", USES, ids=[use.name for use in USES])
 @pytest.mark.parametrize(("value", "hijax"), HELD, ids=[f"{kind}{' (hijax)' if h else ''}" for kind, h in HELD])
-def test_a_variable_under_python_operators_acts_as_flax_s(nnx: Any, flax_nnx: Any, use: Use, value: str, hijax: bool) -> None:
+def test_a_variable_under_python_operators_acts_as_flax_s(
+    nnx: Any, flax_nnx: Any, use: Use, value: str, hijax: bool
+) -> None:
     """The result, or the class of the error, is flax's."""
 
     def used(n: Any) -> Any:
@@ -144,8 +183,12 @@ DEEP_COPIED = [(kind, hijax) for kind, hijax in HELD if not hijax or "JAX" in ki
 
 @pytest.mark.apis("Variable", "Param")
 @pytest.mark.parametrize("twice", [False, True], ids=["alone", "twice in a list"])
-@pytest.mark.parametrize(("value", "hijax"), DEEP_COPIED, ids=[f"{kind}{' (hijax)' if h else ''}" for kind, h in DEEP_COPIED])
-def test_deepcopy_of_a_variable_gives_what_flax_s_gives(nnx: Any, flax_nnx: Any, value: str, hijax: bool, twice: bool) -> None:
+@pytest.mark.parametrize(
+    ("value", "hijax"), DEEP_COPIED, ids=[f"{kind}{' (hijax)' if h else ''}" for kind, h in DEEP_COPIED]
+)
+def test_deepcopy_of_a_variable_gives_what_flax_s_gives(
+    nnx: Any, flax_nnx: Any, value: str, hijax: bool, twice: bool
+) -> None:
     """The value's ``__deepcopy__`` where it has one (an array: the copy is an array), else a
     Variable copied as pickle copies it."""
 
@@ -197,7 +240,9 @@ READ_THROUGH = ["T", "__array__", "__deepcopy__", "at", "aval", "dtype", "item",
 @pytest.mark.apis("Variable", "Param")
 @pytest.mark.parametrize("name", READ_THROUGH)
 @pytest.mark.parametrize("holder", sorted(HOLDERS))
-def test_an_attribute_read_through_a_ref_or_hooked_variable_is_flax_s(nnx: Any, flax_nnx: Any, holder: str, name: str) -> None:
+def test_an_attribute_read_through_a_ref_or_hooked_variable_is_flax_s(
+    nnx: Any, flax_nnx: Any, holder: str, name: str
+) -> None:
     """The attribute's type, and its value where it is data, or flax's error."""
 
     def read(n: Any) -> Any:

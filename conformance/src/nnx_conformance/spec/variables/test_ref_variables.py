@@ -11,8 +11,8 @@ gradients through hijax Variables are those of their values. One made inside ``j
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -52,7 +52,8 @@ def test_updates_to_a_ref_variable_under_a_transform_are_seen_outside_as_after_e
     model = nnx.Dict(count=nnx.Variable(value, ref=True))
     TRANSFORMS[transform](nnx, add_all, graph)(model)
     np.testing.assert_array_equal(
-        np.asarray(model.count[...]), np.asarray(eager.count[...]),
+        np.asarray(model.count[...]),
+        np.asarray(eager.count[...]),
         err_msg=f"a ref=True Variable after nnx.{transform}(graph={graph}) of adding {amounts} "
         "should hold what eager execution leaves",
     )
@@ -64,7 +65,8 @@ def test_one_hijax_variable_may_be_passed_twice_to_jax_jit_and_reads_as_its_valu
     variable = nnx.Variable(value, hijax=True)
     total = jax.jit(lambda a, b: a[...] + b[...])(variable, variable)
     np.testing.assert_array_equal(
-        np.asarray(total), np.asarray(value + value),
+        np.asarray(total),
+        np.asarray(value + value),
         err_msg="jax.jit(f)(v, v) of a hijax Variable should read v's value on both sides",
     )
 
@@ -75,7 +77,8 @@ def test_jax_grad_with_respect_to_a_hijax_variable_holds_the_gradient_of_its_val
     value = value.astype(np.float32)
     gradient = jax.grad(lambda v: (v[...] ** 2).sum())(nnx.Variable(value, hijax=True))
     np.testing.assert_array_equal(
-        np.asarray(gradient[...]), np.asarray(2 * value),
+        np.asarray(gradient[...]),
+        np.asarray(2 * value),
         err_msg="jax.grad of sum(v ** 2) for a hijax Variable v should hold 2 * v",
     )
 
@@ -98,7 +101,9 @@ def test_nnx_grad_is_the_same_for_a_module_whether_its_variables_are_hijax_or_no
     assert sorted(got) == sorted(expected), f"the hijax gradient has paths {sorted(got)}, expected {sorted(expected)}"
     for path, gradient in expected.items():
         np.testing.assert_allclose(
-            np.asarray(got[path]), np.asarray(gradient), rtol=1e-6,
+            np.asarray(got[path]),
+            np.asarray(gradient),
+            rtol=1e-6,
             err_msg=f"the gradient at {path} differs between hijax and plain Variables",
         )
 
@@ -113,7 +118,8 @@ MADE_INSIDE = {
 @pytest.mark.apis("jit", "eval_shape", "Variable")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize(
-    "mode", [{}, {"graph": False}, {"graph": True, "graph_updates": False}],
+    "mode",
+    [{}, {"graph": False}, {"graph": True, "graph_updates": False}],
     ids=["graph mode", "tree mode", "graph mode without graph updates"],
 )
 @pytest.mark.parametrize("held", ["bare", "in a Module"])
@@ -140,7 +146,9 @@ def test_a_ref_variable_made_inside_a_transform_is_returned_or_refused_as_in_fla
 @pytest.mark.apis("eval_shape", "Variable")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("returned", ["the Variable", "its Module and a value"])
-def test_eval_shape_gives_an_input_ref_variable_back_abstract_as_in_flax(nnx: Any, flax_nnx: Any, returned: str) -> None:
+def test_eval_shape_gives_an_input_ref_variable_back_abstract_as_in_flax(
+    nnx: Any, flax_nnx: Any, returned: str
+) -> None:
     """The Variable eval_shape returns holds a ShapeDtypeStruct; the caller's keeps its Ref."""
 
     def scenario(nnx: Any) -> Any:

@@ -33,7 +33,8 @@ def _mesh() -> jax.sharding.Mesh:
     names=st.tuples(st.sampled_from(["embed", "mlp", None]), st.sampled_from(["embed", "mlp", None])),
     rules=st.lists(
         st.tuples(st.sampled_from(["embed", "mlp"]), st.sampled_from(["data", "model", ("data", "model"), None])),
-        unique_by=lambda rule: rule[0], max_size=2,
+        unique_by=lambda rule: rule[0],
+        max_size=2,
     ),
 )
 def test_logical_axis_rules_map_the_names_they_rule_and_keep_the_others(
@@ -47,10 +48,12 @@ def test_logical_axis_rules_map_the_names_they_rule_and_keep_the_others(
     mapping = dict(rules)
     expected = jax.P(*(mapping.get(name, name) for name in names))
     assert inside["kernel"].get_value() == expected, (
-        f"the kernel's partition spec under logical_axis_rules({rules}): expected {expected}, got {inside['kernel'].get_value()}"
+        f"the kernel's partition spec under logical_axis_rules({rules}): expected {expected}, got "
+        f"{inside['kernel'].get_value()}"
     )
     assert outside["kernel"].get_value() == jax.P(*names), (
-        f"the kernel's partition spec once the rules are left: expected {jax.P(*names)}, got {outside['kernel'].get_value()}"
+        f"the kernel's partition spec once the rules are left: expected {jax.P(*names)}, got "
+        f"{outside['kernel'].get_value()}"
     )
 
 
@@ -61,7 +64,9 @@ def _linear(nnx: Any, out_sharding: tuple[str | None, ...]) -> Any:
 @pytest.mark.apis("abstract_with_sharding")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # abstract_with_sharding, in favour of as_abstract
 @given(out_sharding=OUT_SHARDINGS)
-def test_abstract_with_sharding_attaches_the_out_sharding_on_the_mesh(nnx: Any, out_sharding: tuple[str | None, ...]) -> None:
+def test_abstract_with_sharding_attaches_the_out_sharding_on_the_mesh(
+    nnx: Any, out_sharding: tuple[str | None, ...]
+) -> None:
     with jax.set_mesh(_mesh()):
         abstract = nnx.abstract_with_sharding(nnx.eval_shape(lambda: _linear(nnx, out_sharding)))
     kernel = abstract.kernel.get_value()

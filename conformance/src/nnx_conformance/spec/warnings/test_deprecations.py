@@ -1,7 +1,8 @@
 """Parity of deprecations and no-op capture with flax.nnx: the DeprecationWarnings flax
 emits (nnx.Data[...], Module.sow/perturb outside nnx.capture, nnx.vars_as, Variable.value
 read or set, nnx.VariableState, the Module and State methods that have a function of their own), its
-UserWarnings (recurrent cells' settings, Variable hooks) and the line each points at, and sow/perturb with ``capture_noop=True`` storing nothing outside
+UserWarnings (recurrent cells' settings, Variable hooks) and the line each points at, and sow/perturb with
+``capture_noop=True`` storing nothing outside
 nnx.capture."""
 
 from __future__ import annotations
@@ -57,8 +58,14 @@ def _state_methods(nnx: Any) -> Any:
     kernel, rest = state.split(nnx.PathContains("kernel"), ...)
     state.replace_by_pure_dict(state.to_pure_dict())
     return (
-        state.flat_state(), type(state).from_flat_path(state.flat_state()), state.map(lambda path, v: v * 2),
-        state.filter(nnx.Param), type(state).merge(kernel, rest), kernel | rest, state - kernel, state,
+        state.flat_state(),
+        type(state).from_flat_path(state.flat_state()),
+        state.map(lambda path, v: v * 2),
+        state.filter(nnx.Param),
+        type(state).merge(kernel, rest),
+        kernel | rest,
+        state - kernel,
+        state,
     )
 
 
@@ -110,15 +117,35 @@ DEPRECATED = {
     "Module methods": (_module_methods, ("'m.iter_modules()'", "'m.iter_children()'")),
     "Variable.value": (_value_access, ("'.value' access", "'.value' setter")),
     "VariableState": (_variable_state, ("'VariableState'",)),
-    "State methods": (_state_methods, (
-        "nnx.split_state", "nnx.to_pure_dict", "nnx.replace_by_pure_dict", "nnx.to_flat_state",
-        "nnx.from_flat_state", "nnx.map_state", "nnx.filter_state", "nnx.merge_state", "nnx.diff",
-    )),
+    "State methods": (
+        _state_methods,
+        (
+            "nnx.split_state",
+            "nnx.to_pure_dict",
+            "nnx.replace_by_pure_dict",
+            "nnx.to_flat_state",
+            "nnx.from_flat_state",
+            "nnx.map_state",
+            "nnx.filter_state",
+            "nnx.merge_state",
+            "nnx.diff",
+        ),
+    ),
 }
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "iter_modules", "iter_children", "Rngs",
-                  "abstract_with_sharding", "pure")
+@pytest.mark.apis(
+    "Data",
+    "Module",
+    "vars_as",
+    "Variable",
+    "State",
+    "iter_modules",
+    "iter_children",
+    "Rngs",
+    "abstract_with_sharding",
+    "pure",
+)
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(DEPRECATED))
 def test_deprecated_uses_warn_as_in_flax(nnx: Any, flax_nnx: Any, use: str) -> None:
@@ -157,13 +184,29 @@ def _blamed(nnx: Any, use: str) -> list[tuple[str, str, str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         WARNED[use](nnx)
-    return [(w.category.__name__, " ".join(str(w.message).split()[:4]),
-             f"the caller, line {w.lineno}" if w.filename == __file__ else "elsewhere")
-            for w in caught if issubclass(w.category, (DeprecationWarning, UserWarning))]
+    return [
+        (
+            w.category.__name__,
+            " ".join(str(w.message).split()[:4]),
+            f"the caller, line {w.lineno}" if w.filename == __file__ else "elsewhere",
+        )
+        for w in caught
+        if issubclass(w.category, (DeprecationWarning, UserWarning))
+    ]
 
 
-@pytest.mark.apis("Data", "Module", "vars_as", "Variable", "State", "LSTMCell", "Rngs", "abstract_with_sharding", "pure",
-                  "with_metadata")
+@pytest.mark.apis(
+    "Data",
+    "Module",
+    "vars_as",
+    "Variable",
+    "State",
+    "LSTMCell",
+    "Rngs",
+    "abstract_with_sharding",
+    "pure",
+    "with_metadata",
+)
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("use", sorted(WARNED))
 def test_a_warning_points_where_flax_s_points(nnx: Any, flax_nnx: Any, use: str) -> None:
