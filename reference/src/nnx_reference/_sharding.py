@@ -79,15 +79,16 @@ def shard_value(value: tp.Any, out_sharding: tp.Any, mesh: jax.sharding.Mesh | N
     (a NumPy array, a Python number), or fails there (a string, a ShapeDtypeStruct)."""
     if isinstance(out_sharding, NamedSharding):
         return _place(value, out_sharding, out_sharding.mesh, out_sharding.spec)
-    spec = partition_spec(out_sharding)
     target = mesh if mesh is not None else jax.sharding.get_abstract_mesh()
-    if target.empty:
+    if target.empty:  # checked first, as flax: out_sharding that names no axes is refused here too
+        shown = partition_spec(out_sharding) if isinstance(out_sharding, (tuple, list)) else out_sharding
         raise ValueError(
             "An auto mesh context or metadata is required if creating a variable with "
-            f"annotation out_sharding={spec}. Set a mesh with jax.set_mesh(...), pass "
+            f"annotation out_sharding={shown}. Set a mesh with jax.set_mesh(...), pass "
             "mesh=... metadata, or turn eager sharding off with "
             "nnx.use_eager_sharding(False)."
         )
+    spec = partition_spec(out_sharding)
     return _place(value, NamedSharding(target, spec) if mesh is not None else spec, target, spec)
 
 
