@@ -1,13 +1,12 @@
-"""Parity with flax.nnx of state held in plain ``jax.Array`` attributes (no Variables):
-a jitted function that rebinds one keeps the new array in graph mode with graph updates,
-and an ``Optimizer`` whose ``wrt`` filter selects them updates them, eagerly and under jit."""
+"""Parity with flax.nnx of state held in plain ``jax.Array`` attributes (no Variables): a
+jitted function that rebinds one keeps the new array in graph mode with graph updates.
+(An ``Optimizer`` over such attributes: ``training/test_plain_array_attributes.py``.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import jax.numpy as jnp
-import optax
 import pytest
 
 from nnx_conformance.testing.assertions import assert_same
@@ -52,45 +51,5 @@ def test_a_jitted_function_rebinding_a_plain_array_attribute_leaves_what_flax_le
 
         outputs = [step(model) for _ in range(3)]
         return outputs, model.count
-
-    assert_same(flax_nnx, nnx, scenario)
-
-
-def _weights_only(path: tuple[Any, ...], value: Any) -> bool:
-    """A filter selecting the attributes named ``w``."""
-    return path[-1] == "w"
-
-
-def _plain_model(nnx: Any) -> Any:
-    """A Module with a plain float array attribute ``w`` (the parameters) and a Param ``b`` (not trained)."""
-
-    class Plain(nnx.Module):
-        def __init__(self) -> None:
-            self.w = jnp.arange(3.0)
-            self.b = nnx.Param(jnp.ones(2))
-
-    return Plain()
-
-
-def _loss(model: Any) -> Any:
-    return jnp.sum(model.w**2) + jnp.sum(model.b[...])
-
-
-@pytest.mark.area("training/optimizer")
-@pytest.mark.apis("Optimizer", "jit", "grad", "DiffState")
-@pytest.mark.documented(None)
-@pytest.mark.parametrize("jitted", [False, True], ids=["eagerly", "under jit"])
-def test_an_optimizer_over_plain_array_attributes_updates_them_as_flax(nnx: Any, flax_nnx: Any, jitted: bool) -> None:
-    def scenario(nnx: Any) -> Any:
-        model = _plain_model(nnx)
-        optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=_weights_only)
-
-        def step(model: Any, optimizer: Any) -> Any:
-            grads = nnx.grad(_loss, argnums=nnx.DiffState(0, _weights_only))(model)
-            return optimizer.update(model, grads)
-
-        run = nnx.jit(step) if jitted else step
-        updates = [run(model, optimizer) for _ in range(2)]
-        return updates, model.w, model.b[...], optimizer.step[...]
 
     assert_same(flax_nnx, nnx, scenario)
