@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing as tp
 
 __all__ = ["empty_node", "flatten_mapping", "flatten_to_sequence", "unflatten_mapping"]
@@ -9,17 +10,10 @@ __all__ = ["empty_node", "flatten_mapping", "flatten_to_sequence", "unflatten_ma
 IsLeafCallable = tp.Callable[[tuple[tp.Any, ...], tp.Mapping[tp.Any, tp.Any]], bool]
 
 
+@dataclasses.dataclass(frozen=True)
 class _EmptyNode:
-    """Marks an empty sub-mapping in a flat mapping made with ``keep_empty_nodes=True``."""
-
-    def __repr__(self) -> str:
-        return "_EmptyNode()"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _EmptyNode)
-
-    def __hash__(self) -> int:
-        return hash(_EmptyNode)
+    """Marks an empty sub-mapping in a flat mapping made with ``keep_empty_nodes=True``: a
+    field-less dataclass, as flax's (its repr ``_EmptyNode()``; every one equal to the others)."""
 
 
 empty_node = _EmptyNode()
