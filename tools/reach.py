@@ -40,21 +40,25 @@ OUT = HERE.parent / "reports" / "reach"
 @dataclass(frozen=True)
 class Exclusion:
     """A part of flax/nnx that no public call reaches, with the reason: a file (a folder, with a
-    trailing /), a function or class of it (``file.py::Name.method``), or lines of it
-    (``file.py:40`` or ``file.py:40-45``: a branch no call takes; the branches into them go too)."""
+    trailing /), a function or class of it (``file.py::Name.method``), lines of it
+    (``file.py:40`` or ``file.py:40-45``: a branch no call takes; the branches into them go too),
+    or one branch (``file.py:40->44``)."""
 
     path: str
     symbol: str | None
     reason: str
     lines: range | None = None
+    arc: tuple[int, int] | None = None
 
 
 _LINES = re.compile(r"(?P<path>.+\.py):(?P<first>\d+)(?:-(?P<last>\d+))?")
 """An exclusion of lines: ``file.py:FIRST[-LAST]``."""
+_ARC = re.compile(r"(?P<path>.+\.py):(?P<start>\d+)->(?P<end>-?\d+)")
+"""An exclusion of one branch: ``file.py:START->END``."""
 
 
 def read_exclusions(path: Path = EXCLUSIONS) -> list[Exclusion]:
-    """The entries of the exclusions file: ``path[::symbol | :first[-last]]  # reason``, one a line."""
+    """The entries of the exclusions file: ``path[::symbol | :first[-last] | :start->end]  # reason``, one a line."""
     entries = []
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()
@@ -63,7 +67,10 @@ def read_exclusions(path: Path = EXCLUSIONS) -> list[Exclusion]:
         target, _, reason = line.partition("#")
         if not reason.strip():
             raise ValueError(f"{path}:{number}: the exclusion {target.strip()!r} gives no reason")
-        lines = _LINES.fullmatch(target.strip())
+        arc, lines = _ARC.fullmatch(target.strip()), _LINES.fullmatch(target.strip())
+        if arc:
+            entries.append(Exclusion(arc["path"], None, reason.strip(), arc=(int(arc["start"]), int(arc["end"]))))
+            continue
         if lines:
             first = int(lines["first"])
             span = range(first, int(lines["last"] or first) + 1)
@@ -118,7 +125,7 @@ def _excluded(module: str, source: str, exclusions: Iterable[Exclusion]) -> set[
     lines: set[int] = set()
     for entry in exclusions:
         whole = entry.path == module or (entry.path.endswith("/") and module.startswith(entry.path))
-        if whole and entry.symbol is None and entry.lines is None:
+        if whole and entry.symbol is None and entry.lines is None and entry.arc is None:
             return None
         if entry.path == module and entry.symbol:
             lines.update(_symbol_lines(source, entry.symbol))
@@ -154,8 +161,9 @@ def measure(data_files: Sequence[Path], exclusions: Sequence[Exclusion]) -> list
             continue
         executed = set(data["executed_lines"]) - dropped
         missing = set(data["missing_lines"]) - dropped
-        hit = [tuple(a) for a in data["executed_branches"] if not dropped.intersection(a)]
-        missed = [tuple(a) for a in data["missing_branches"] if not dropped.intersection(a)]
+        arcs = {entry.arc for entry in exclusions if entry.path == module and entry.arc}
+        hit = [tuple(a) for a in data["executed_branches"] if not dropped.intersection(a) and tuple(a) not in arcs]
+        missed = [tuple(a) for a in data["missing_branches"] if not dropped.intersection(a) and tuple(a) not in arcs]
         measured.append(
             ModuleReach(
                 module,

@@ -94,6 +94,15 @@ def test_excluded_lines_drop_themselves_and_the_branches_into_them(measured: Pat
     )
 
 
+def test_an_excluded_branch_drops_that_branch_alone(measured: Path, tmp_path: Path) -> None:
+    exclusions = _exclusions(tmp_path, "bridge/  # out of scope\nsigns.py:2->4  # a branch no call takes\n")
+    signs = reach.measure([measured], exclusions)[0]
+    assert signs.unreached_lines == [4, 9], f"with 2->4 excluded: unreached {signs.unreached_lines}, expected 4 and 9"
+    assert (signs.branches, signs.branches_reached, signs.unreached_branches) == (1, 1, []), (
+        f"with 2->4 excluded: branches {signs.branches_reached}/{signs.branches}, expected 2->3 alone, reached"
+    )
+
+
 def test_an_exclusion_without_a_reason_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="gives no reason"):
         _exclusions(tmp_path, "graphlib.py::split\n")
