@@ -133,6 +133,11 @@ CASES = [
         lambda n, r: n.WeightNorm(n.Linear(3, 4, rngs=r), feature_axes=None, rngs=r),
         x3,
     ),
+    Case(
+        "WeightNorm without scales over no feature axes",
+        lambda n, r: n.WeightNorm(n.Linear(3, 4, rngs=r), feature_axes=None, use_scale=False, rngs=r),
+        x3,
+    ),
     Case("WeightNorm of a layer that gained a Param", _grown_weight_norm, x3),
     Case("SpectralNorm of a layer that gained a Param", _grown_spectral_norm, x3),
     Case("SpectralNorm refusing a kernel that became 3D", _spectral_norm_of_a_cube, x3),
@@ -186,6 +191,12 @@ CASES = [
     Case("MultiHeadAttention cache by view without a batch size", _mha_cache_by_view(None, 6)),
     Case("MultiHeadAttention cache by view without a max length", _mha_cache_by_view(2, None)),
     Case("RoPE of an unbatched sequence", lambda n, r: n.RoPE(), jax.random.normal(key(0), (5, 8))),
+    Case(
+        "RoPE at given positions",
+        lambda n, r: n.RoPE(),
+        x8,
+        call=lambda n, m, x: m(x, input_positions=jnp.arange(5.0) + 2),
+    ),
     Case(
         "RoPE at positions of another length",
         lambda n, r: n.RoPE(),
