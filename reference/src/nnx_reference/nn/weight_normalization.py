@@ -134,7 +134,7 @@ class WeightNorm(Module):
         if variable_filter is None:
             variable_filter = PathContains("kernel", exact=True)
         self.layer_instance = layer_instance
-        self.feature_axes = feature_axes
+        self.feature_axes = () if feature_axes is None else feature_axes
         self.use_scale = use_scale
         self.scale_init = scale_init
         self.epsilon = epsilon

@@ -234,3 +234,16 @@ def test_batch_norm_refuses_to_update_its_statistics_in_a_jit_closing_over_it(nn
         return jax.jit(lambda x: layer(x))(jnp.arange(6.0).reshape(2, 3))
 
     assert_same(flax_nnx, nnx, scenario, mentions=("Cannot mutate",))
+
+
+@pytest.mark.apis("WeightNorm")
+def test_weight_norm_keeps_no_feature_axes_as_an_empty_tuple_as_flax_does(nnx: Any, flax_nnx: Any) -> None:
+    """``feature_axes=None`` is kept as ``()``; set to None afterwards, it normalizes over every axis as ``()``."""
+
+    def scenario(nnx: Any) -> Any:
+        layer = nnx.WeightNorm(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), feature_axes=None, rngs=nnx.Rngs(0))
+        kept = layer.feature_axes
+        layer.feature_axes = None
+        return kept, layer(x3), nnx.state(layer)
+
+    assert_same(flax_nnx, nnx, scenario)
