@@ -24,6 +24,7 @@ import numpy as np
 
 from . import graphlib
 from .module import Module
+from .pytreelib import Pytree
 from .reprlib import size_and_bytes, size_comment
 from .rnglib import RngState, RngStream
 from .summary_table import Table, draw
@@ -60,14 +61,16 @@ def _render(value: tp.Any) -> str:
     ``[dim]float32[/dim][1,32]`` (with the
     dtype JAX would give them), NumPy scalars as their ``repr``, classes as ``type[Param]``,
     sequences as ``- item`` lines, mappings as ``key: value`` lines (empty ones as ``[]`` and ``{}``),
-    anything else as its ``str``."""
+    graph objects as ``Holder(...)``, anything else as its ``str``."""
     if isinstance(value, np.generic):
         return repr(value)
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
+    if _is_array(value):
         dtype = jax.dtypes.canonicalize_dtype(value.dtype)
         return f"[dim]{np.dtype(dtype).name}[/dim][{','.join(str(d) for d in value.shape)}]"
     if isinstance(value, type):
         return f"type[{value.__name__}]"
+    if isinstance(value, Pytree):
+        return f"{type(value).__name__}(...)"
     if _is_sequence(value):
         return "\n".join(_item("- ", _render(v)) for v in value) or "[]"
     if isinstance(value, Mapping):
@@ -368,16 +371,32 @@ class Size(tp.NamedTuple):
         return f"[bold]{self.count} [/bold][bold dim]{self.nbytes}[/bold dim]"
 
 
+def _is_array(value: tp.Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _shown_variable(variable: tp.Any) -> tp.Any:
+    """What a row shows of one of its object's own Variables: its value as ``dtype[shape]``
+    (nothing for a value that is not an array), under ``value`` beside its metadata (the
+    keys every Variable has left out) when it has some."""
+    value = variable.get_value()
+    shown = _render(value) if _is_array(value) else ""
+    metadata = variable.get_metadata(exclude_required=True)
+    return {"value": shown, **metadata} if metadata else shown
+
+
 def _state_cell(variables: list[tuple[tuple[tp.Any, ...], tp.Any]], in_row: bool) -> str:
-    """In a row, ``name: dtype[shape]`` lines for direct attributes, then the size (in
-    bold); in the footer, the size."""
+    """In a row, the object's own Variables by name (:func:`_shown_variable`, those that show
+    nothing left out), then the size (in bold); in the footer, the size."""
     if not variables:
         return ""
     size = Size.of(v.get_value() for _, v in variables)
     if not in_row:
         return size.markup()
-    direct = [f"{p[0]}: {_render(v.get_value())}" for p, v in variables if len(p) == 1]
-    return "\n".join(direct) + "\n\n" + size.bold_markup() if direct else size.bold_markup()
+    direct = {p[0]: _shown_variable(v) for p, v in variables if len(p) == 1}
+    text = _render_top({name: shown for name, shown in direct.items() if shown != ""})
+    total = size.bold_markup() if size.count != "0" else ""  # no total for Variables holding no array
+    return f"{text}\n\n{total}" if text else total
 
 
 def _nodes_by_path(obj: tp.Any) -> dict[tuple[tp.Any, ...], tp.Any]:
@@ -410,6 +429,8 @@ def tabulate(
     ``column_kwargs`` to each column, ``console_kwargs`` to its ``Console``) when it
     is installed, in plain text otherwise.
     """
+    if not graphlib.is_node(obj) and not isinstance(obj, Variable):
+        raise ValueError(f"Expected a graph node or Variable, got {type(obj)!r}.")
     nodes = _nodes_by_path(obj)
     calls: list[tuple[CallInfo, Call]] = []
     for info, call in _record_calls(obj, method, input_args, input_kwargs):

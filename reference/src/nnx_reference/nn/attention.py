@@ -75,6 +75,8 @@ def dot_product_attention_weights(
 ):
     """Softmax attention weights ``[batch..., heads, q_length, kv_length]`` for query and key."""
     _check_dropout_rate(dropout_rate)
+    if not deterministic and dropout_rate > 0.0 and dropout_rng is None:
+        raise ValueError("dropout_rng is required when dropout_rate > 0 and deterministic=False.")
     query, key = promote_dtype((query, key), dtype=dtype)
     dtype = query.dtype
     if query.ndim != key.ndim:
@@ -83,6 +85,7 @@ def dot_product_attention_weights(
         raise ValueError(f"q, k batch dims must match, but got shapes {query.shape}, {key.shape}.")
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(f"q, k depths must match, but got {query.shape[-1]} and {key.shape[-1]}.")
+    _check_groups(query.shape[-2], key.shape[-2], "Key", " for Grouped Query Attention.")
     query = query / jnp.sqrt(query.shape[-1]).astype(dtype)
     weights = _logits(query, key, precision)
     if bias is not None:
@@ -110,6 +113,12 @@ def _check_dropout_rate(dropout_rate: float) -> None:
     """Raises flax's ValueError for a rate outside ``[0, 1)``, dropout or not."""
     if not 0.0 <= dropout_rate < 1.0:
         raise ValueError(f"dropout_rate must be in the range [0, 1), got {dropout_rate!r}.")
+
+
+def _check_groups(q_heads: int, heads: int, kind: str, suffix: str = "") -> None:
+    """Raises flax's ValueError unless the query heads are a multiple of the ``kind`` heads."""
+    if q_heads % heads != 0:
+        raise ValueError(f"Query heads ({q_heads}) must be multiple of {kind} heads ({heads}){suffix}")
 
 
 def _one_batch_axis(x: Array | None) -> Array | None:
@@ -148,14 +157,14 @@ def dot_product_attention(
     if key.shape[-3] != value.shape[-3]:
         raise ValueError(f"k, v lengths must match, but got {key.shape[-3]} and {value.shape[-3]}.")
     _check_dropout_rate(dropout_rate)
-    q_heads, kv_heads = query.shape[-2], key.shape[-2]
-    if q_heads % kv_heads != 0:
-        raise ValueError(
-            f"The number of query heads must be a multiple of key/value heads, but got {q_heads} vs {kv_heads}"
-        )
     if module is None and dropout_rate == 0.0:
         # Nothing to record and no dropout: JAX's fused implementation does it all, over
-        # exactly one batch axis.
+        # exactly one batch axis (with JAX's error for heads that do not group).
+        q_heads, kv_heads = query.shape[-2], key.shape[-2]
+        if q_heads % kv_heads != 0:
+            raise ValueError(
+                f"The number of query heads must be a multiple of key/value heads, but got {q_heads} vs {kv_heads}"
+            )
         if mask is not None:
             mask = mask.astype(jnp.bool_)
         q4, k4, v4, bias4, mask4 = (_one_batch_axis(a) for a in (query, key, value, bias, mask))
@@ -176,6 +185,7 @@ def dot_product_attention(
         promote_dtype,
         is_causal,
     )
+    _check_groups(weights.shape[-3], value.shape[-2], "Value")
     return _weighted_values(weights, value, precision)
 
 
@@ -248,6 +258,8 @@ class RoPE(Module):
 
     def __call__(self, x: Array, input_positions: Array | None = None) -> Array:
         seq_len, dim = x.shape[-2:]  # flax's ValueError for inputs of rank 1
+        if input_positions is not None and input_positions.shape[-1] != seq_len:
+            raise ValueError("`input_positions` must have the same seq_len as `x`.")
         if self.cached_sin is not None:
             # through ``.value``, which warns that it is deprecated, as flax's RoPE does
             cached_sin, cached_cos = self.cached_sin.value, self.cached_cos.value
@@ -524,9 +536,12 @@ class MultiHeadAttention(Module):
 
     def init_cache(self, input_shape: tuple[int, ...], dtype: Dtype = jnp.float32) -> None:
         """Creates a zero key/value cache for inputs of ``input_shape`` (batch..., length, features)."""
-        cache_shape = (*input_shape[:-1], self.num_kv_heads, self.head_dim)
-        self.cached_key = Cache(jnp.zeros(cache_shape, dtype))
-        self.cached_value = Cache(jnp.zeros(cache_shape, dtype))
+        self._set_cache((*input_shape[:-1], self.num_kv_heads, self.head_dim), dtype)
+
+    def _set_cache(self, shape: tuple[int, ...], dtype: Dtype | None) -> None:
+        """Zero cached keys and values of ``shape`` and a zero cache index."""
+        self.cached_key = Cache(jnp.zeros(shape, dtype))
+        self.cached_value = Cache(jnp.zeros(shape, dtype))
         self.cache_index = Cache(jnp.array(0, dtype=jnp.int32))
 
     def set_view(
@@ -548,3 +563,15 @@ class MultiHeadAttention(Module):
             self.deterministic = deterministic
         if decode is not None:
             self.decode = decode
+            if not all(hasattr(self, name) for name in ("cached_key", "cached_value", "cache_index")):
+                self._make_cache(batch_size, max_length)
+
+    def _make_cache(self, batch_size: int | Shape | None, max_length: int | None) -> None:
+        """A zero cache of ``max_length`` steps for ``batch_size`` (an int or a shape) in this
+        layer's dtype, as ``set_view`` makes one for a layer without cache attributes."""
+        if batch_size is None:
+            raise TypeError("'batch_size' must be provided when initializing cache.")
+        if max_length is None:
+            raise TypeError("'max_length' must be provided when initializing cache.")
+        batch = (batch_size,) if isinstance(batch_size, int) else tuple(batch_size)
+        self._set_cache((*batch, max_length, self.num_kv_heads, self.head_dim), self.dtype)

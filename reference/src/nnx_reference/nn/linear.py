@@ -11,7 +11,7 @@ from jax import lax
 from .._frozen_dict import FrozenDict
 from ..module import Module
 from ..pytreelib import data
-from ..variablelib import Param
+from ..variablelib import Param, VariableMetadata
 from . import dtypes, initializers
 from .aliases import NO_METADATA, Array, Dtype, Metadata, optional_value
 from .axes import canonicalize_axes, flatten_batch, restore_batch
@@ -28,6 +28,14 @@ default_embed_init = initializers.variance_scaling(1.0, "fan_in", "normal", out_
 
 def _as_tuple(x) -> tuple:
     return tuple(x) if isinstance(x, tp.Sequence) else (x,)
+
+
+def _reshaped(value: tp.Any, shape: tuple[int, ...]) -> tp.Any:
+    """An initializer's output reshaped to ``shape``; a ``VariableMetadata`` keeps its metadata."""
+    if isinstance(value, VariableMetadata):
+        value.raw_value = jnp.reshape(value.raw_value, shape)
+        return value
+    return jnp.reshape(value, shape)
 
 
 def _sharding_kw(out_sharding) -> dict[str, tp.Any]:
@@ -142,6 +150,10 @@ class LinearGeneral(Module):
 
         if len(self.axis) != len(self.in_features):
             raise ValueError(f"in_features and axis must have the same length. Got {self.in_features} and {self.axis}.")
+        if self.batch_axis and set(self.batch_axis) != set(range(max(self.batch_axis) + 1)):
+            raise ValueError(
+                f"batch_dims {tuple(self.batch_axis)} must be consecutive leading dimensions starting from 0."
+            )
         batch_sizes = tuple(self.batch_axis.values())
         batch_size = math.prod(batch_sizes)
         kernel_shape = batch_sizes + self.in_features + self.out_features
@@ -151,14 +163,14 @@ class LinearGeneral(Module):
             math.prod(self.out_features),
         )
         self.kernel = Param(
-            jnp.reshape(kernel_init(rngs.params(), flat_kernel_shape, param_dtype), kernel_shape),
+            _reshaped(kernel_init(rngs.params(), flat_kernel_shape, param_dtype), kernel_shape),
             **kernel_metadata,
         )
         bias_shape = batch_sizes + self.out_features
         flat_bias_shape = (batch_size * math.prod(self.out_features),)
         self.bias = (
             Param(
-                jnp.reshape(bias_init(rngs.params(), flat_bias_shape, param_dtype), bias_shape),
+                _reshaped(bias_init(rngs.params(), flat_bias_shape, param_dtype), bias_shape),
                 **bias_metadata,
             )
             if use_bias

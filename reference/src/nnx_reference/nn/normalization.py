@@ -520,6 +520,10 @@ class InstanceNorm(Module):
 
     def __call__(self, x, *, mask: Array | None = None):
         feature_axes = canonicalize_axes(x.ndim, self.feature_axes)
+        if 0 in feature_axes:
+            raise ValueError(
+                "The channel axes cannot include the leading dimension as this is assumed to be the batch axis."
+            )
         reduction_axes = tuple(i for i in range(1, x.ndim) if i not in feature_axes)
         x, scale, bias = self.promote_dtype(
             (x, optional_value(self.scale), optional_value(self.bias)), dtype=self.dtype

@@ -78,6 +78,16 @@ class SpectralNorm(Module):
             value = jnp.reshape(value, (-1, value.shape[-1]))
         return value
 
+    def _statistic(self, path: tuple, name: str) -> tp.Any:
+        """The ``name`` BatchStat of the weight at ``path``; flax's RuntimeError for a weight
+        the wrapped layer gained after construction."""
+        if path + (name,) not in self.batch_stats:
+            raise RuntimeError(
+                f"Could not find the path for {name} batch stat corresponding to the param {path} "
+                "in the batch stats dict. Parameters of the layer_instance should not change!"
+            )
+        return self.batch_stats[path + (name,)]
+
     def __call__(self, x, update_stats: bool | None = None):
         update_stats = not self.use_running_average if update_stats is None else update_stats
         for path, param in _matrices_of(self.layer_instance):
@@ -87,9 +97,8 @@ class SpectralNorm(Module):
     def _normalize(self, path: tuple, weight: Array, update_stats: bool) -> Array:
         if self.n_steps < 1:
             return weight
-        u_stat = self.batch_stats[path + ("u",)]
-        sigma_stat = self.batch_stats[path + ("sigma",)]
         matrix = self._as_matrix(weight)
+        u_stat, sigma_stat = self._statistic(path, "u"), self._statistic(path, "sigma")
         u = u_stat[...]
         v = u
         for _ in range(self.n_steps):
@@ -125,7 +134,7 @@ class WeightNorm(Module):
         if variable_filter is None:
             variable_filter = PathContains("kernel", exact=True)
         self.layer_instance = layer_instance
-        self.feature_axes = feature_axes
+        self.feature_axes = () if feature_axes is None else feature_axes
         self.use_scale = use_scale
         self.scale_init = scale_init
         self.epsilon = epsilon
@@ -159,6 +168,11 @@ class WeightNorm(Module):
             # the weight takes the dtype of the result.
             normed = _l2_normalize(weight, axis=reduction_axes, eps=self.epsilon)
             if self.use_scale:
+                if path not in self.scales:
+                    raise RuntimeError(
+                        f"Could not find the scale corresponding to the param {path} in scales dict. "
+                        "Parameters of the layer_instance should not change!"
+                    )
                 shape = tuple(d if i in feature_axes else 1 for i, d in enumerate(weight.shape))
                 normed = normed * jnp.reshape(self.scales[path][...], shape)
             (normed,) = self.promote_dtype((normed,), dtype=self.dtype)

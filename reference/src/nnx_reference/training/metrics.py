@@ -99,7 +99,9 @@ class Accuracy(Average):
     ``logits >= threshold`` for binary classification) that match ``labels``."""
 
     def __init__(self, threshold: float | None = None, *args: tp.Any, **kwargs: tp.Any) -> None:
-        """``threshold`` switches to binary classification; the rest goes to Average."""
+        """``threshold`` (a Python float) switches to binary classification; the rest goes to Average."""
+        if threshold is not None and not isinstance(threshold, float):
+            raise TypeError(f"Expected threshold to be a float, got {type(threshold)}")
         self.threshold = threshold
         super().__init__(*args, **kwargs)
 

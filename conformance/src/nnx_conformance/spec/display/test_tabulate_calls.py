@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from nnx_conformance.testing.assertions import assert_same_text
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.usefixtures("not_flax_against_itself")]
+pytestmark = pytest.mark.kind("differential")
 
 
 class SubCall(NamedTuple):

@@ -9,12 +9,12 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing.assertions import assert_same_text
 
-pytestmark = [pytest.mark.kind("differential"), pytest.mark.usefixtures("not_flax_against_itself")]
+pytestmark = pytest.mark.kind("differential")
 
 _leaves = st.one_of(
     st.none(),
@@ -71,5 +71,8 @@ def _tabulate(call: Call) -> Any:
 @pytest.mark.graph_mode("graph")
 @pytest.mark.apis("tabulate")
 @given(call=calls)
+@example(call=Call(args=(jnp.ones(2), {"a": None}, None), kwargs={}, output=[jnp.ones(1), {}, {"b": None}, None]))
+@example(call=Call(args=([[None, [jnp.ones(2)]]],), kwargs={"k": [[[], 1], [{}, 2]]}, output=[[[], 1], [{}, 2]]))
+@example(call=Call(args=({1: {1: jnp.ones(2)}},), kwargs={}, output={2: 1.5, 0: {1: [None, 3]}}))
 def test_tabulate_writes_drawn_inputs_and_outputs_as_flax_does(nnx: Any, flax_nnx: Any, call: Call) -> None:
     assert_same_text(flax_nnx, nnx, _tabulate(call), f"the table of {call}")

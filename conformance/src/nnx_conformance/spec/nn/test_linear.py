@@ -115,6 +115,23 @@ def test_embed_attend_puts_its_logits_on_the_out_sharding_it_is_given_as_flax(
 
 @pytest.mark.apis("Embed")
 @pytest.mark.documented(None)
+@pytest.mark.parametrize("spec", [("x", None, None), (None, None, "x")], ids=["batch", "features"])
+def test_embed_puts_its_embeddings_on_the_out_sharding_it_is_given_as_flax(
+    nnx: Any, flax_nnx: Any, spec: tuple[str | None, ...]
+) -> None:
+    def scenario(nnx: Any) -> Any:
+        mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Explicit,), devices=jax.devices()[:1])
+        with jax.set_mesh(mesh):
+            embed = nnx.Embed(5, 3, rngs=nnx.Rngs(0))
+            out = embed(np.array([[0, 4, 2], [1, 1, 3]]), out_sharding=jax.sharding.PartitionSpec(*spec))
+            return out, str(out.sharding.spec)
+
+    outcome = assert_same(flax_nnx, nnx, scenario)
+    assert outcome.error is None, f"flax failed to embed with out_sharding={spec}: {outcome.error!r}"
+
+
+@pytest.mark.apis("Embed")
+@pytest.mark.documented(None)
 @pytest.mark.parametrize("num_embeddings", [1, 2])
 def test_embed_gradients_over_many_lookups_equal_flax_bit_for_bit(nnx: Any, flax_nnx: Any, num_embeddings: int) -> None:
     """Summed over many lookups of few rows, the embedding's gradient has flax's bits (a

@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing.assertions import assert_same
@@ -140,6 +140,8 @@ stream_forms = st.one_of(
     "Rngs.split and Rngs.broadcast docstrings (an int, a shape or a mapping of filters to those or None)"
 )
 @given(operation=st.sampled_from(["split", "broadcast", "fork"]), form=stream_forms, seed=st.integers(0, 9))
+@example(operation="split", form=(2, 3), seed=0)
+@example(operation="split", form={"params": None, "dropout": 2}, seed=0)
 def test_rngs_split_broadcast_and_fork_take_every_form_as_flax_does(
     nnx: Any, flax_nnx: Any, operation: str, form: Any, seed: int
 ) -> None:

@@ -121,6 +121,9 @@ def test_split_rngs_over_a_node_without_rngs_acts_as_in_flax(nnx: Any, flax_nnx:
 DECORATORS = {
     "split_rngs(splits=2)": lambda n, mode: n.split_rngs(splits=2, graph=mode[0], graph_updates=mode[1]),
     "fork_rngs()": lambda n, mode: n.fork_rngs(graph=mode[0], graph_updates=mode[1]),
+    "fork_rngs(split={'noise': 2, 'dropout': (2,)})": lambda n, mode: n.fork_rngs(
+        split={"noise": 2, "dropout": (2,)}, graph=mode[0], graph_updates=mode[1]
+    ),
 }
 
 
