@@ -70,7 +70,7 @@ def value_repr(value: tp.Any, summarize: bool) -> str:
     Lists, tuples (namedtuples included) and dicts print inline, ``[a, b]`` /
     ``(a,)`` / ``{'k': v}``, with each item rendered by this function.
     """
-    if summarize and is_array(value) and (int(np.prod(value.shape)) > 1 or is_ref(value)):
+    if summarize and is_array(value) and int(np.prod(value.shape)) > 1:
         if isinstance(value, jax.ShapeDtypeStruct):  # eval_shape's values print whole, as flax's
             return repr(value)
         return array_summary(value)

@@ -178,8 +178,18 @@ def _containers(nnx: Any) -> Any:
     return Holder()
 
 
+def _ref_params(nnx: Any) -> Any:
+    class Refs(nnx.Module):
+        def __init__(self) -> None:
+            self.big = nnx.Param(jnp.ones(3), ref=True)
+            self.one = nnx.Param(1.0, ref=True)
+            self.values = nnx.data([jax.new_ref(jnp.ones(2))])
+
+    return Refs()
+
+
 REPRS: dict[str, Callable[[Any], Any]] = {
-    "a Module holding ref Params": lambda nnx: nnx.Dict(big=nnx.Param(jnp.ones(3), ref=True), one=nnx.Param(1.0)),
+    "a Module holding ref Params and Refs": _ref_params,
     "a Module in a cycle": _cyclic,
     "a Module holding lists, sets, tuples and dicts": _containers,
 }

@@ -1,8 +1,8 @@
 """Parity with flax.nnx of the less common forms of partition metadata: a vmap's
 ``transform_metadata`` that names a key no Variable has beside the partition name (or no
 partition name), arrays mapped beside Variables; ``get_partition_spec`` of a Variable
-whose value has no shape; and ``abstract_with_sharding`` of a Variable that names its
-own ``mesh``."""
+whose value has no shape; and ``abstract_with_sharding`` of an abstract Variable that
+names its own ``mesh`` or takes the context's."""
 
 from __future__ import annotations
 
@@ -76,24 +76,25 @@ def test_get_partition_spec_of_a_variable_of_a_value_without_a_shape_is_flax_s(
     assert_same(flax_nnx, nnx, lambda nnx: nnx.get_partition_spec({"v": nnx.Variable(held), "p": nnx.Param(1.0)}))
 
 
-@pytest.mark.apis("abstract_with_sharding", "eval_shape")
+@pytest.mark.apis("abstract_with_sharding")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # abstract_with_sharding, in favour of as_abstract
 @pytest.mark.parametrize("mesh_metadata", [True, False], ids=["its own mesh", "the context's mesh"])
 def test_abstract_with_sharding_puts_a_variable_on_its_own_mesh_as_flax(
     nnx: Any, flax_nnx: Any, mesh_metadata: bool
 ) -> None:
+    """An abstract value without a sharding gets one on the Variable's ``mesh`` metadata,
+    else on the mesh of the context."""
+
     def scenario(nnx: Any) -> Any:
         own = Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("x", "y"))
         context = Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("a", "b"))
         extra = {"mesh": own} if mesh_metadata else {}
         spec = ("x", None) if mesh_metadata else ("a", None)
-
-        def make() -> Any:
-            return nnx.Dict(p=nnx.Param(jnp.ones((2, 2)), out_sharding=spec, eager_sharding=False, **extra))
-
+        abstract = jax.ShapeDtypeStruct((2, 2), jnp.float32)
+        tree = nnx.Dict(p=nnx.Param(abstract, out_sharding=spec, eager_sharding=False, **extra))
         with jax.set_mesh(context):
-            abstract = nnx.abstract_with_sharding(nnx.eval_shape(make))
-        sharding = abstract.p.get_value().sharding
+            sharded = nnx.abstract_with_sharding(tree)
+        sharding = sharded.p.get_value().sharding
         return type(sharding).__name__, tuple(sharding.mesh.axis_names), str(sharding.spec)
 
     assert_same(flax_nnx, nnx, scenario)
