@@ -425,9 +425,10 @@ def _variables_comment(node: Pytree) -> str:
         if isinstance(value, Variable):
             seen.add(id(value))
             size, nbytes = reprlib.size_and_bytes([value.get_raw_value()])
-            entry = totals.setdefault(_variable_group(value), [0, 0])
-            entry[0] += size
-            entry[1] += nbytes
+            if size:  # a Variable of no elements does not count, as in flax
+                entry = totals.setdefault(_variable_group(value), [0, 0])
+                entry[0] += size
+                entry[1] += nbytes
         elif isinstance(value, Pytree):
             seen.add(id(value))
             for _key, child in sorted(value._pytree__items(), key=lambda item: _sort_key(item[0])):

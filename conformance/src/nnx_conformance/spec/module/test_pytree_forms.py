@@ -188,7 +188,18 @@ def _ref_params(nnx: Any) -> Any:
     return Refs()
 
 
+def _sizeless(nnx: Any) -> Any:
+    class Sizeless(nnx.Module):
+        def __init__(self) -> None:
+            self.note = nnx.Variable("text")
+            self.empty = nnx.Param(jnp.ones((0, 2)))
+            self.weight = nnx.Param(jnp.ones(2))
+
+    return Sizeless()
+
+
 REPRS: dict[str, Callable[[Any], Any]] = {
+    "a Module holding Variables of no size": _sizeless,
     "a Module holding ref Params and Refs": _ref_params,
     "a Module in a cycle": _cyclic,
     "a Module holding lists, sets, tuples and dicts": _containers,
