@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -38,16 +39,22 @@ OUT = HERE.parent / "reports" / "reach"
 
 @dataclass(frozen=True)
 class Exclusion:
-    """A part of flax/nnx that no public call reaches: a file (folder, with a trailing /), or
-    a function or class of it (``file.py::Name.method``), with the reason."""
+    """A part of flax/nnx that no public call reaches, with the reason: a file (a folder, with a
+    trailing /), a function or class of it (``file.py::Name.method``), or lines of it
+    (``file.py:40`` or ``file.py:40-45``: a branch no call takes; the branches into them go too)."""
 
     path: str
     symbol: str | None
     reason: str
+    lines: range | None = None
+
+
+_LINES = re.compile(r"(?P<path>.+\.py):(?P<first>\d+)(?:-(?P<last>\d+))?")
+"""An exclusion of lines: ``file.py:FIRST[-LAST]``."""
 
 
 def read_exclusions(path: Path = EXCLUSIONS) -> list[Exclusion]:
-    """The entries of the exclusions file: ``path[::symbol]  # reason``, one a line."""
+    """The entries of the exclusions file: ``path[::symbol | :first[-last]]  # reason``, one a line."""
     entries = []
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()
@@ -56,6 +63,12 @@ def read_exclusions(path: Path = EXCLUSIONS) -> list[Exclusion]:
         target, _, reason = line.partition("#")
         if not reason.strip():
             raise ValueError(f"{path}:{number}: the exclusion {target.strip()!r} gives no reason")
+        lines = _LINES.fullmatch(target.strip())
+        if lines:
+            first = int(lines["first"])
+            span = range(first, int(lines["last"] or first) + 1)
+            entries.append(Exclusion(lines["path"], None, reason.strip(), span))
+            continue
         file, _, symbol = target.strip().partition("::")
         entries.append(Exclusion(file, symbol or None, reason.strip()))
     return entries
@@ -105,10 +118,12 @@ def _excluded(module: str, source: str, exclusions: Iterable[Exclusion]) -> set[
     lines: set[int] = set()
     for entry in exclusions:
         whole = entry.path == module or (entry.path.endswith("/") and module.startswith(entry.path))
-        if whole and entry.symbol is None:
+        if whole and entry.symbol is None and entry.lines is None:
             return None
         if entry.path == module and entry.symbol:
             lines.update(_symbol_lines(source, entry.symbol))
+        if entry.path == module and entry.lines:
+            lines.update(entry.lines)
     return lines
 
 
@@ -139,8 +154,8 @@ def measure(data_files: Sequence[Path], exclusions: Sequence[Exclusion]) -> list
             continue
         executed = set(data["executed_lines"]) - dropped
         missing = set(data["missing_lines"]) - dropped
-        hit = [tuple(a) for a in data["executed_branches"] if a[0] not in dropped]
-        missed = [tuple(a) for a in data["missing_branches"] if a[0] not in dropped]
+        hit = [tuple(a) for a in data["executed_branches"] if not dropped.intersection(a)]
+        missed = [tuple(a) for a in data["missing_branches"] if not dropped.intersection(a)]
         measured.append(
             ModuleReach(
                 module,

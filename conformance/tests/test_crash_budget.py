@@ -12,13 +12,13 @@ import pytest
 from specbuilder import GuidePage, write_fake_impl, write_spec
 from suiteruns import importable, run_suite
 
-CRASHES = 100
-"""Tests that crash their worker: far more than xdist replaces by default (four per worker, eight here)."""
+CRASHES = 200
+"""Tests that crash their worker: hundreds, far more than xdist replaces by default (four per worker, eight here)."""
 CPU_PER_CRASH = 4.0
 """CPU seconds a crash may cost: the start of a fresh worker, which imports pytest, hypothesis
 and JAX (about 2.2 s measured). On two idle cores the run with :data:`CRASHES` crashes takes
-about two minutes; on two cores shared with a dozen busy processes, about fifteen."""
-CRASH_RUN_LIMIT = 1500
+about four minutes; on two cores shared with a dozen busy processes, about half an hour."""
+CRASH_RUN_LIMIT = 2400
 """Seconds the run with :data:`CRASHES` crashes may take before the test calls it hung."""
 HANGS = 30
 """Tests that never return."""

@@ -85,6 +85,15 @@ def test_an_excluded_symbol_drops_its_lines_and_the_branches_that_start_in_it(me
     )
 
 
+def test_excluded_lines_drop_themselves_and_the_branches_into_them(measured: Path, tmp_path: Path) -> None:
+    exclusions = _exclusions(tmp_path, "bridge/  # out of scope\nsigns.py:4  # a branch no call takes\n")
+    signs = reach.measure([measured], exclusions)[0]
+    assert signs.unreached_lines == [9], f"with line 4 excluded: unreached {signs.unreached_lines}, expected 9 alone"
+    assert (signs.branches, signs.branches_reached) == (1, 1), (
+        f"with line 4 excluded: branches {signs.branches_reached}/{signs.branches}, expected 2->3 alone, reached"
+    )
+
+
 def test_an_exclusion_without_a_reason_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="gives no reason"):
         _exclusions(tmp_path, "graphlib.py::split\n")

@@ -25,17 +25,31 @@ def draw_point(nnx: Any, data: st.DataObject) -> tuple[tuple[Any, ...], Any]:
     return data.draw(paths, label="path"), data.draw(strategies.variables(nnx), label="variable")
 
 
-@pytest.mark.apis("Not", "filterlib.to_predicate")
-@given(data=st.data())
-def test_not_matches_exactly_what_its_filter_does_not_match(nnx: Any, data: st.DataObject) -> None:
-    filter_ = data.draw(strategies.filters(nnx), label="filter")
-    path, variable = draw_point(nnx, data)
+def assert_not_negates(nnx: Any, filter_: Any, path: tuple[Any, ...], variable: Any) -> None:
+    """Not(filter_) matches at the point exactly when ``filter_`` does not, and Not(Not(filter_)) when it does."""
+    __tracebackhide__ = True
     inner, negated = matches(nnx, filter_, path, variable), matches(nnx, nnx.Not(filter_), path, variable)
     assert negated == (not inner), (
         f"Not({filter_!r}) gave {negated} at {path} for {variable!r}; the filter gave {inner}"
     )
     double = matches(nnx, nnx.Not(nnx.Not(filter_)), path, variable)
     assert double == inner, f"Not(Not({filter_!r})) gave {double} at {path}; the filter gave {inner}"
+
+
+@pytest.mark.apis("Not", "filterlib.to_predicate")
+@given(data=st.data())
+def test_not_matches_exactly_what_its_filter_does_not_match(nnx: Any, data: st.DataObject) -> None:
+    filter_ = data.draw(strategies.filters(nnx), label="filter")
+    assert_not_negates(nnx, filter_, *draw_point(nnx, data))
+
+
+@pytest.mark.apis("Not", "filterlib.to_predicate")
+@pytest.mark.parametrize("form", sorted(strategies.ATOM_FORMS))
+@given(data=st.data())
+def test_not_negates_every_form_of_single_filter(nnx: Any, form: str, data: st.DataObject) -> None:
+    """The law above for each form on its own, so that every run checks Not of each form."""
+    filter_ = data.draw(strategies.ATOM_FORMS[form](nnx), label="filter")
+    assert_not_negates(nnx, filter_, *draw_point(nnx, data))
 
 
 @pytest.mark.apis("Any", "filterlib.to_predicate")

@@ -52,6 +52,7 @@ from .nodes import (
     variables,
 )
 from .selections import (
+    ATOM_FORMS,
     PathEndsWith,
     filter_atoms,
     filter_sequences,
@@ -77,6 +78,7 @@ from .training import (
 )
 
 __all__ = [
+    "ATOM_FORMS",
     "ATTENTION_BATCH_SHAPES",
     "ATTRIBUTE_NAMES",
     "CONV_PADDINGS",

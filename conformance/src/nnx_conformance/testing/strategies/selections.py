@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,19 +21,22 @@ class PathEndsWith:
         return bool(path) and path[-1] == self.name
 
 
+ATOM_FORMS: dict[str, Callable[[Any], st.SearchStrategy[Any]]] = {
+    "a Variable type": variable_types,
+    "a str tag": lambda nnx: st.sampled_from(TAGS),
+    "a callable": lambda nnx: st.sampled_from(ATTRIBUTE_NAMES).map(PathEndsWith),
+    "... True or False": lambda nnx: st.sampled_from([..., True, False]),
+    "OfType": lambda nnx: variable_types(nnx).map(nnx.OfType),
+    "WithTag": lambda nnx: st.sampled_from(TAGS).map(nnx.WithTag),
+    "PathContains": lambda nnx: st.sampled_from(ATTRIBUTE_NAMES).map(nnx.PathContains),
+    "Everything or Nothing": lambda nnx: st.sampled_from([nnx.Everything(), nnx.Nothing()]),
+}
+"""Each form a single filter takes, by name: the strategy drawing it for an implementation."""
+
+
 def filter_atoms(nnx: Any) -> st.SearchStrategy[Any]:
-    """Single filters: a type, a str tag, a callable, ``...``, True, False and the
-    filter classes OfType, WithTag, PathContains, Everything, Nothing."""
-    return st.one_of(
-        variable_types(nnx),
-        st.sampled_from(TAGS),
-        st.sampled_from(ATTRIBUTE_NAMES).map(PathEndsWith),
-        st.sampled_from([..., True, False]),
-        variable_types(nnx).map(nnx.OfType),
-        st.sampled_from(TAGS).map(nnx.WithTag),
-        st.sampled_from(ATTRIBUTE_NAMES).map(nnx.PathContains),
-        st.sampled_from([nnx.Everything(), nnx.Nothing()]),
-    )
+    """Single filters, of every form of :data:`ATOM_FORMS`."""
+    return st.one_of(*(form(nnx) for form in ATOM_FORMS.values()))
 
 
 def filters(nnx: Any) -> st.SearchStrategy[Any]:
