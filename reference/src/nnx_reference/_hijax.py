@@ -151,6 +151,8 @@ class VariableMeta(type):
     its Variable type, and a hijax Variable built inside a JAX trace is a tracer of one."""
 
     def __instancecheck__(cls, instance: tp.Any) -> bool:
+        if cls.__dict__.get("_hijax"):  # flax gives all hijax Variables one class: any is an instance
+            return is_hijax(instance) or traces_a(instance, object)
         return type.__instancecheck__(cls, instance) or traces_a(instance, cls)
 
     def __call__(cls, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
@@ -307,6 +309,9 @@ class AbstractVariable(hijax.HiType):
     set_value = hijax.aval_method(_refuse)
     set_raw_value = hijax.aval_method(_refuse)
     get_metadata = hijax.aval_method(_get_metadata)
+    from_metadata = hijax.aval_method(
+        lambda tracer, value, metadata: jax.typeof(tracer).var_type.from_metadata(value, metadata)
+    )
     copy = hijax.aval_method(lambda tracer: tracer)
 
     _neg, _pos, _abs, _invert = _unary(operator.neg), _unary(operator.pos), _unary(abs), _unary(operator.invert)
@@ -360,6 +365,11 @@ class GetVariable(hijax.HiPrim):
         ty = self.in_avals[0].to_tangent_aval()
         return (NewVariable(ty)(*(hijax.instantiate_zeros(ct) for ct in out_ct)),)
 
+    def transpose(self, out_ct: tuple[tp.Any, ...], accum: tp.Any) -> None:
+        """The cotangents of the leaves read, as a hijax Variable's (linear transposition)."""
+        if hasattr(accum, "accum"):
+            accum.accum(*self.vjp_bwd_retval(None, out_ct))
+
 
 class NewVariable(hijax.HiPrim):
     """Builds a hijax Variable from the leaves of its value."""
@@ -386,6 +396,12 @@ class NewVariable(hijax.HiPrim):
         if isinstance(out_ct, hijax.Zero):
             return _zeros_for(self.in_avals)
         return GetVariable(self.out_aval.to_ct_aval())(out_ct)
+
+    def transpose(self, out_ct: tp.Any, *accums: tp.Any) -> None:
+        """The cotangent of the Variable built, as the cotangents of its leaves (linear transposition)."""
+        for leaf_ct, accum in zip(self.vjp_bwd_retval(None, out_ct), accums, strict=True):
+            if hasattr(accum, "accum"):
+                accum.accum(leaf_ct)
 
 
 __all__ = [

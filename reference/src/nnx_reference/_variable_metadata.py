@@ -39,16 +39,37 @@ HOOKS_DEPRECATED = (
 )
 """flax's UserWarning for a Variable made with hooks (it points inside the library, as flax's)."""
 
+# flax's DeprecationWarnings for reading and setting ``.value`` and ``.raw_value``
+VALUE_GET_DEPRECATED = (
+    "'.value' access is now deprecated. For Variable[Array] instances use:\n\n  variable[...]\n\n"
+    "For other Variable types use:\n\n  variable.get_value()\n"
+)
+VALUE_SET_DEPRECATED = (
+    "'.value' setter is now deprecated. For Variable[Array] instances use:\n\n  variable[...] = value\n\n"
+    "For other Variable types use:\n\n  variable.set_value(value)\n"
+)
+RAW_VALUE_GET_DEPRECATED = "'.raw_value' access is now deprecated. Use:\n\n  variable.get_raw_value()\n"
+RAW_VALUE_SET_DEPRECATED = "'.raw_value' setter is now deprecated. Use:\n\n  variable.set_raw_value(value)\n"
+
 
 # ---------------------------------------------------------------- defaults
 
 
 @dataclasses.dataclass(frozen=True)
-class VarDefaults:
-    """The defaults new Variables take for ``hijax`` and ``ref``."""
+class VarDefaults(tp.Mapping[str, bool]):
+    """The defaults new Variables take for ``hijax`` and ``ref``; also a mapping of them by name."""
 
     hijax: bool
     ref: bool
+
+    def __getitem__(self, key: str) -> bool:
+        return getattr(self, key)  # type: ignore[no-any-return]
+
+    def __iter__(self) -> tp.Iterator[str]:
+        return iter(field.name for field in dataclasses.fields(self))
+
+    def __len__(self) -> int:
+        return len(dataclasses.fields(self))
 
 
 _HIJAX = Setting(False)
@@ -138,6 +159,28 @@ def with_metadata(
         )
 
     return wrapper
+
+
+def unpack(
+    value: VariableMetadata[A], metadata: dict[str, tp.Any], given: dict[str, bool | None]
+) -> tuple[A, dict[str, tp.Any]]:
+    """The raw value of a ``VariableMetadata`` and the constructor's ``metadata`` with its
+    metadata (which wins) and hooks (which do not); ``hijax``, ``ref`` and ``eager_sharding``
+    it names go into ``given``, which may repeat them but not contradict them (ValueError)."""
+    extra = dict(value.metadata)
+    for key in REQUIRED_METADATA:
+        if key not in extra:
+            continue
+        if given[key] is not None and given[key] != extra[key]:
+            raise ValueError(
+                f"Cannot specify {key} both in VariableMetadata and as an argument to Variable constructor."
+            )
+        given[key] = extra[key] if key == "eager_sharding" else extra.pop(key)
+    metadata = {**metadata, **extra}
+    for name in HOOK_NAMES:
+        if hooks := getattr(value, name):
+            metadata.setdefault(name, hooks)
+    return value.raw_value, metadata
 
 
 # ---------------------------------------------------------------- storage

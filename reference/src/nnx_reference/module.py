@@ -47,6 +47,7 @@ def _as_variable_type(variable_type: type[Variable[tp.Any]] | str) -> type[Varia
 class Module(Pytree):
     """Base class for all neural network modules."""
 
+    _pytree__colored = True  # treescope renders a Module on a color of its class, as flax's
     _records_method_outputs: tp.ClassVar[bool] = True
     """Whether ``capture(..., method_outputs=...)`` makes this class's methods sow (List's do not)."""
 
@@ -79,7 +80,9 @@ class Module(Pytree):
             return False
         if name in vars(self):
             existing = vars(self)[name]
-            if not isinstance(existing, variable_type):
+            if not isinstance(existing, Variable):
+                raise ValueError(f"Expected '{name}' to be a Variable, got {type(existing).__name__}")
+            if type(existing) is not variable_type:  # exactly the type, as flax's
                 raise ValueError(
                     f"Expected '{name}' of {type(self).__name__} to be of type '{variable_type.__name__}', "
                     f"got '{type(existing).__name__}'"
@@ -113,7 +116,12 @@ class Module(Pytree):
             return value
         if name not in vars(self):
             setattr(self, name, variable_type(jnp.zeros_like(value)))
-        return value + vars(self)[name].get_value()
+        existing = vars(self)[name]
+        if not isinstance(existing, variable_type):
+            raise ValueError(
+                f"Expected '{name}' to be of type '{variable_type.__name__}', got '{type(existing).__name__}'"
+            )
+        return existing.get_value() + value
 
     def iter_modules(self) -> tp.Iterator[tuple[PathParts, Module]]:
         """Deprecated alias of :func:`iter_modules` (warns when iterated)."""
@@ -227,11 +235,16 @@ def view(
     new = _shallow_copy(node, graph)
     used: set[str] = set()
     for _, module in _matching_modules(new, (only,), graph):
-        names = {p.name for p in _view_parameters(type(module))}
-        accepted = {k: v for k, v in kwargs.items() if k in names}
-        if accepted:
-            module.set_view(**accepted)  # type: ignore[attr-defined]
-            used.update(accepted)
+        if not hasattr(type(module), "set_view"):
+            continue
+        parameters = inspect.signature(module.set_view).parameters.values()  # type: ignore[attr-defined]
+        if any(p.kind is p.VAR_KEYWORD for p in parameters):  # it takes every keyword, as flax passes them
+            accepted = dict(kwargs)
+        else:
+            names = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            accepted = {k: v for k, v in kwargs.items() if k in names}
+        module.set_view(**accepted)  # type: ignore[attr-defined]
+        used.update(accepted)
     unused = set(kwargs) - used
     if unused and raise_if_not_found:
         raise ValueError(f"Unused keys found in nnx.view: {sorted(unused)}")
@@ -273,7 +286,8 @@ def view_info(node: Module, /, *, only: tp.Any = ..., graph: bool | None = None)
         else:
             docs = _arg_docs(set_view.__doc__)
             for p in _view_parameters(cls):
-                lines.append(f"  {p.name}: {p.annotation} = {p.default}")
+                default = "" if p.default is p.empty else f" = {p.default}"
+                lines.append(f"  {p.name}: {p.annotation}{default}")
                 lines.extend(docs[p.name])
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
@@ -312,7 +326,7 @@ def capture(
         if isinstance(fn, Module):
             target, call = fn, lambda *a, **k: fn(*a, **k)
         elif inspect.ismethod(fn) and isinstance(fn.__self__, Module):
-            target, call = fn.__self__, lambda *a, **k: getattr(fn.__self__, fn.__name__)(*a, **k)
+            target, call = fn.__self__, fn  # the method as bound before: its own output is not recorded, as flax's
         else:
             target, call = (args[0] if args else None), fn
         modules = list(iter_modules(target))
@@ -344,7 +358,7 @@ def _sort_captured(items: list[tuple[PathParts, Variable[tp.Any]]], collected: t
 
 def _install_captures(modules: list[tuple[PathParts, Module]], collected: tuple[type, ...], init: State | None) -> None:
     seeds = list(to_flat_state(init)) if init is not None else []
-    types = list(dict.fromkeys([*collected, *(type(v) for _, v in seeds)]))
+    types = list(dict.fromkeys([*collected, *(type(v) for _, v in seeds if isinstance(v, Variable))]))
     for path, module in modules:
         slots = tuple(t({}) for t in types)
         for seed_path, seed in seeds:

@@ -15,19 +15,28 @@ keys first, as ``nnx.List`` uses them), each under ``GetAttrKey(name)`` (or
 from __future__ import annotations
 
 import abc
-import ast
 import dataclasses
 import inspect
 import operator
 import threading
 import typing as tp
-import warnings
 
 import jax
 import numpy as np
 
 from . import _structure, reprlib
+from ._pytree_marks import (
+    Data,
+    Marked,
+    Static,
+    annotation_status,
+    data,
+    field_status,
+    static,
+    warn_deprecated_annotations,
+)
 from ._tracing import check_same_trace, current_trace_state
+from .tracers import TraceState
 from .variablelib import Variable
 
 __all__ = [
@@ -48,52 +57,6 @@ A = tp.TypeVar("A")
 INTERNAL_PREFIX = "_pytree__"  # the bookkeeping attributes below, never part of the tree
 NODES = "_pytree__nodes"
 TRACE_STATE = "_pytree__trace_state"
-_STATUS_KEY = "nnx_pytree_status"
-
-
-class _Marker:
-    """The annotation marker that ``Data[...]`` / ``Static[...]`` carry."""
-
-    def __init__(self, status: bool) -> None:
-        self.status = status
-
-    def __repr__(self) -> str:
-        return "DATA" if self.status else "STATIC"
-
-
-DATA_MARKER, STATIC_MARKER = _Marker(True), _Marker(False)
-Data = tp.Annotated[A, DATA_MARKER]
-Static = tp.Annotated[A, STATIC_MARKER]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Marked:
-    """A value returned by :func:`data` / :func:`static`, to be assigned to an attribute."""
-
-    value: tp.Any
-    status: bool
-
-
-def _marked(value: tp.Any, status: bool, kwargs: dict[str, tp.Any]) -> tp.Any:
-    if value is _MISSING:
-        metadata = {**kwargs.pop("metadata", {}), _STATUS_KEY: status}
-        return dataclasses.field(metadata=metadata, **kwargs)
-    return _Marked(value, status)
-
-
-_MISSING: tp.Any = object()
-
-
-def data(value: tp.Any = _MISSING, /, **kwargs: tp.Any) -> tp.Any:
-    """Annotates an attribute as pytree data (on assignment, or as a class-level field)."""
-    return _marked(value, True, kwargs)
-
-
-def static(value: tp.Any = _MISSING, /, **kwargs: tp.Any) -> tp.Any:
-    """Annotates an attribute as static (on assignment, or as a class-level field)."""
-    return _marked(value, False, kwargs)
-
-
 _DATA_TYPES: set[type] = set()
 
 
@@ -114,8 +77,17 @@ def is_data(value: tp.Any, /) -> bool:
 
 
 def has_data(value: tp.Any, /) -> list[tp.Any]:
-    """The data values (see :func:`is_data`) found among ``value``'s pytree leaves."""
-    return [leaf for leaf in jax.tree.leaves(value, is_leaf=is_data) if is_data(leaf)]
+    """The data values (see :func:`is_data`) found among ``value``'s pytree leaves; an object
+    met again is not walked twice but taken as a leaf, as flax takes it."""
+    seen: set[int] = set()
+
+    def leaf(x: tp.Any) -> bool:
+        if id(x) in seen:
+            return True
+        seen.add(id(x))
+        return is_data(x)
+
+    return [x for x in jax.tree.leaves(value, is_leaf=leaf) if is_data(x)]
 
 
 def check_pytree(pytree: tp.Any) -> None:
@@ -135,7 +107,7 @@ def check_pytree(pytree: tp.Any) -> None:
 def _unexpected_data_message(node: Pytree, name: str, value: tp.Any) -> str:
     """check_pytree's message for data found in a static attribute (flax's words)."""
     cls = type(node)
-    base = cls.__mro__[1].__name__
+    base = _pytree_base(cls).__name__
     return (
         f"Found unexpected data on value of type {type(value)} in static attribute '{name}' of Pytree type "
         f"'{cls}'. This is an error starting from Flax version 0.12.0.\nConsider one of the following options:\n\n"
@@ -146,6 +118,12 @@ def _unexpected_data_message(node: Pytree, name: str, value: tp.Any) -> str:
         "4. If the container is a list or dict, try using nnx.List(...) or nnx.Dict(...) instead.\n"
         f"5. Disable pytree for this class:\n\n  class {cls.__name__}({base}, pytree=False):\n\n"
     )
+
+
+def _pytree_base(cls: type) -> type:
+    """The first Pytree class among ``cls``'s bases in its MRO (``Pytree`` if none), the base
+    the advice of data-in-static errors names."""
+    return next((t for t in cls.__mro__[1:] if issubclass(t, Pytree)), Pytree)
 
 
 def _sort_key(key: tp.Any) -> tuple[bool, tp.Any]:
@@ -160,7 +138,7 @@ def _jax_key(key: tp.Any) -> tp.Any:
 
 def _static_with_data_message(node: Pytree, name: str, value: tp.Any, found: list[tp.Any]) -> str:
     cls = type(node)
-    base = cls.__mro__[1].__name__
+    base = _pytree_base(cls).__name__
     types = "\n\n".join(f"  {t}" for t in dict.fromkeys(type(x).__name__ for x in found))
     return (
         f"Found data on value of type '{type(value)}' assigned to static attribute '{name}' of "
@@ -179,7 +157,7 @@ def _static_with_data_message(node: Pytree, name: str, value: tp.Any, found: lis
 def _check_no_nested_marks(node: Pytree, name: tp.Any, value: tp.Any) -> None:
     """nnx.data(...) / nnx.static(...) must be assigned directly, not inside a container."""
     if isinstance(value, (list, tuple, dict)):
-        marks = [x for x in jax.tree.leaves(value, is_leaf=lambda x: isinstance(x, _Marked)) if isinstance(x, _Marked)]
+        marks = [x for x in jax.tree.leaves(value, is_leaf=lambda x: isinstance(x, Marked)) if isinstance(x, Marked)]
         if marks:
             tags = {"data" if m.status else "static" for m in marks}
             raise ValueError(
@@ -187,43 +165,6 @@ def _check_no_nested_marks(node: Pytree, name: tp.Any, value: tp.Any) -> None:
                 "nnx.data(...) and\nnnx.static(...) should be assigned to nnx.Pytree attributes directly, they "
                 f"should not be inside other structures. Got value of type '{type(value)}' on Pytree of type "
                 f"'{type(node)}'."
-            )
-
-
-def _annotation_status(annotation: tp.Any) -> bool | None:
-    """True for an ``nnx.Data`` annotation, False for ``nnx.Static``, else None."""
-    if isinstance(annotation, str):
-        return _string_status(annotation)
-    for meta in getattr(annotation, "__metadata__", ()):
-        if isinstance(meta, _Marker):
-            return meta.status
-    return None
-
-
-_MARKER_NAMES = {"Data": True, "nnx.Data": True, "Static": False, "nnx.Static": False}
-
-
-def _string_status(annotation: str) -> bool | None:
-    """A string annotation (as ``from __future__ import annotations`` leaves them) names a
-    marker where it is ``Data`` or ``Static``, or those under ``nnx.``, subscripted or not,
-    as flax resolves them; one that is no expression is a ``SyntaxError``, as in flax."""
-    expression = compile(annotation, "<annotation>", "eval", ast.PyCF_ONLY_AST).body
-    if isinstance(expression, ast.Subscript):
-        expression = expression.value
-    return _MARKER_NAMES.get(ast.unparse(expression))
-
-
-def _warn_deprecated_annotations(cls: type) -> None:
-    """``nnx.Data[...]`` / ``nnx.Static[...]`` annotations are deprecated for ``nnx.data()`` / ``nnx.static()``."""
-    for annotation in inspect.get_annotations(cls).values():
-        status = _annotation_status(annotation)
-        if status is not None:
-            name = "Data" if status else "Static"
-            warnings.warn(
-                f"'{name}' is deprecated, please replace:\n\n  some_field: nnx.{name}[SomeType]\n\n"
-                f"with:\n\n  some_field: SomeType = nnx.{name.lower()}()\n\n",
-                DeprecationWarning,
-                stacklevel=2,
             )
 
 
@@ -251,10 +192,21 @@ class HashableMapping(tp.Mapping[tp.Any, tp.Any]):
 
 
 class PytreeState:
-    """The per-instance bookkeeping entry ``iter_graph`` reports as ``_pytree__state``."""
+    """The per-instance bookkeeping entry ``iter_graph`` reports as ``_pytree__state``: the
+    trace it was made in."""
+
+    def __init__(self) -> None:
+        self._trace_state = TraceState()
+
+    @property
+    def trace_state(self) -> TraceState:
+        return self._trace_state
 
     def __repr__(self) -> str:
-        return "PytreeState()"
+        return reprlib.object_repr("PytreeState", "", [("trace_state", repr(self._trace_state))])
+
+    def __treescope_repr__(self, path: str | None, subtree_renderer: tp.Callable[..., tp.Any]) -> tp.Any:
+        return reprlib.treescope_constructor(type(self), {"trace_state": self._trace_state}, path, subtree_renderer)
 
 
 class _ReprGuard(threading.local):
@@ -296,6 +248,7 @@ class Pytree(metaclass=PytreeMeta):
     """Base class for all NNX objects; instances are JAX pytrees of their data attributes."""
 
     _pytree__is_pytree: tp.ClassVar[bool] = True
+    _pytree__colored: tp.ClassVar[bool] = False  # treescope renders it on a color of its class (Modules)
     _pytree__class_status: tp.ClassVar[dict[str, bool]] = {}
     _pytree__nodes: dict[tp.Any, bool]
 
@@ -307,18 +260,24 @@ class Pytree(metaclass=PytreeMeta):
             )
         if pytree is not None:
             cls._pytree__is_pytree = pytree
-        _warn_deprecated_annotations(cls)
+        warn_deprecated_annotations(cls)
         status: dict[str, bool] = {}
         for klass in reversed(cls.__mro__):
             for name, annotation in inspect.get_annotations(klass).items():
-                found = _annotation_status(annotation)
+                found = annotation_status(annotation)
                 if found is not None:
                     status[name] = found
             for name, value in klass.__dict__.items():
-                if isinstance(value, dataclasses.Field) and _STATUS_KEY in value.metadata:
-                    status[name] = value.metadata[_STATUS_KEY]
-                elif isinstance(value, dataclasses.Field) and "static" in value.metadata:
-                    status[name] = not value.metadata["static"]
+                found = field_status(klass, name, value)
+                if found is None:
+                    continue
+                if klass is cls and status.get(name, found) != found:
+                    raise ValueError(
+                        f"Conflicting pytree annotation for attribute '{cls.__name__}.{name}': previously "
+                        f"registered as {'data' if status[name] else 'static'}, but found "
+                        f"nnx.{'data' if found else 'static'}(...) annotation."
+                    )
+                status[name] = found
         cls._pytree__class_status = status
         if cls._pytree__is_pytree:
             jax.tree_util.register_pytree_with_keys(
@@ -345,14 +304,13 @@ class Pytree(metaclass=PytreeMeta):
         check_same_trace(self.__dict__.get(TRACE_STATE), f"'{type(self).__name__}' from different trace")
         nodes = self._pytree__nodes
         explicit: bool | None = None
-        if isinstance(value, _Marked):
+        if isinstance(value, Marked):
             explicit, value = value.status, value.value
-        elif name in type(self)._pytree__class_status:
-            explicit = type(self)._pytree__class_status[name]
         cls = type(self)
+        marked = cls._pytree__class_status.get(name)  # the class's mark: the status until the first assignment
         _check_no_nested_marks(self, name, value)
-        if not cls._pytree__is_pytree:
-            status = explicit if explicit is not None else is_data(value) or bool(has_data(value))
+        if not cls._pytree__is_pytree:  # marks do not apply: its data is whatever holds data, as flax's
+            status = is_data(value) or bool(has_data(value))
         elif explicit is not None:
             status = explicit
             if not status and has_data(value):
@@ -372,6 +330,10 @@ class Pytree(metaclass=PytreeMeta):
                 found = has_data(value)
                 if found:
                     raise ValueError(_static_with_data_message(self, name, value, found))
+        elif marked is not None:  # a data value keeps a static mark, as flax's; data inside one is refused
+            status = marked
+            if not status and not is_data(value) and (found := has_data(value)):
+                raise ValueError(_static_with_data_message(self, name, value, found))
         else:
             status = is_data(value)
             if not status:
@@ -412,6 +374,20 @@ class Pytree(metaclass=PytreeMeta):
     def __repr__(self) -> str:
         return self.__nnx_repr__()
 
+    def __treescope_repr__(self, path: str | None, subtree_renderer: tp.Callable[..., tp.Any]) -> tp.Any:
+        """treescope's rendering: the attributes a repr shows (private ones only if data), as
+        they are, the sizes of its Variables by type in the first line's comment; a Module
+        (``_pytree__colored``) gets a background color of its class's name."""
+        from treescope import formatting_util
+
+        nodes = self._pytree__nodes
+        shown = {k: v for k, v in self._pytree__items() if not _hidden(k) or nodes.get(k, False)}
+        colored = type(self)._pytree__colored
+        color = formatting_util.color_from_string(type(self).__qualname__) if colored else None
+        return reprlib.treescope_constructor(
+            type(self), shown, path, subtree_renderer, comment=_variables_comment(self), color=color
+        )
+
     def __getstate__(self) -> dict[str, tp.Any]:
         return {k: v for k, v in self.__dict__.items() if k != TRACE_STATE}
 
@@ -449,9 +425,10 @@ def _variables_comment(node: Pytree) -> str:
         if isinstance(value, Variable):
             seen.add(id(value))
             size, nbytes = reprlib.size_and_bytes([value.get_raw_value()])
-            entry = totals.setdefault(_variable_group(value), [0, 0])
-            entry[0] += size
-            entry[1] += nbytes
+            if size:  # a Variable of no elements does not count, as in flax
+                entry = totals.setdefault(_variable_group(value), [0, 0])
+                entry[0] += size
+                entry[1] += nbytes
         elif isinstance(value, Pytree):
             seen.add(id(value))
             for _key, child in sorted(value._pytree__items(), key=lambda item: _sort_key(item[0])):
@@ -559,6 +536,11 @@ def _unflatten(cls: type[Pytree], aux: tp.Any, children: tp.Iterable[tp.Any]) ->
 
 class Object(Pytree, pytree=False):
     """Base class for NNX objects that are not pytrees."""
+
+    def __init_subclass__(cls, pytree: bool = False, **kwargs: tp.Any) -> None:
+        if pytree is not False:
+            raise ValueError(f"Object is not a pytree, but 'pytree' was explicitly set to {pytree!r} for type {cls}.")
+        super().__init_subclass__(pytree=pytree, **kwargs)
 
 
 def dataclass(

@@ -70,7 +70,7 @@ def value_repr(value: tp.Any, summarize: bool) -> str:
     Lists, tuples (namedtuples included) and dicts print inline, ``[a, b]`` /
     ``(a,)`` / ``{'k': v}``, with each item rendered by this function.
     """
-    if summarize and is_array(value) and (int(np.prod(value.shape)) > 1 or is_ref(value)):
+    if summarize and is_array(value) and int(np.prod(value.shape)) > 1:
         if isinstance(value, jax.ShapeDtypeStruct):  # eval_shape's values print whole, as flax's
             return repr(value)
         return array_summary(value)
@@ -114,3 +114,42 @@ def object_repr(name: str, comment: str, attributes: tp.Iterable[tuple[str, str]
         return f"{name}()"
     lines[-1] = lines[-1][:-1]
     return "\n".join([header, *lines, ")"])
+
+
+def treescope_constructor(
+    object_type: type,
+    attributes: tp.Mapping[tp.Any, tp.Any],
+    path: str | None,
+    subtree_renderer: tp.Callable[..., tp.Any],
+    *,
+    comment: str = "",
+    color: str | None = None,
+) -> tp.Any:
+    """treescope's rendering of an object as ``Type(name=value, ...)``, each value rendered
+    by ``subtree_renderer``, with `` # comment`` closing the first line of the expanded node
+    (how Variables and Pytrees render); treescope is imported only when it renders."""
+    from treescope import rendering_parts as parts
+
+    opening = parts.siblings(
+        parts.roundtrip_condition(roundtrip=parts.text("<")), parts.maybe_qualified_type_name(object_type), "("
+    )
+    closing = parts.siblings(")", parts.roundtrip_condition(roundtrip=parts.text(">")))
+    names = list(attributes)
+    children = []
+    for i, name in enumerate(names):
+        if i + 1 < len(names):  # a comma after each but the last, and a space when folded
+            separator = parts.siblings(",", parts.fold_condition(collapsed=parts.text(" ")))
+        else:  # the last one's comma shows only when expanded
+            separator = parts.fold_condition(expanded=parts.text(","))
+        rendered = subtree_renderer(attributes[name], path=None if path is None else f"{path}.{name}")
+        children.append(
+            parts.build_full_line_with_annotations(parts.siblings_with_annotations(f"{name}=", rendered), separator)
+        )
+    return parts.build_foldable_tree_node_from_children(
+        prefix=opening,
+        children=children,
+        suffix=closing,
+        path=path,
+        background_color=color,
+        first_line_annotation=parts.comment_color(parts.text(f" # {comment}")) if comment else None,
+    )

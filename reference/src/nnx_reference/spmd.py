@@ -69,6 +69,8 @@ def _variable_spec(variable: tp.Any) -> PartitionSpec:
 
 def _leaf_spec(leaf: tp.Any) -> tp.Any:
     if _is_variable(leaf):
+        if not leaf.get_metadata().get(SHARDING_KEY) and not hasattr(leaf, "shape"):
+            return leaf.replace(None)  # a value without a shape and no partition names: no spec, as flax
         return leaf.replace(_variable_spec(leaf))
     if hasattr(leaf, "shape"):  # anything with a shape (a NumPy dtype too), as flax
         return PartitionSpec()
@@ -79,8 +81,8 @@ def get_partition_spec(tree: A) -> A:
     """Extracts a PartitionSpec tree from a PyTree containing ``Variable`` values.
 
     Each Variable becomes a Variable of the same type holding the PartitionSpec of
-    its ``out_sharding`` metadata (``P()`` when it has none); bare arrays become
-    ``P()`` and other leaves None.
+    its ``out_sharding`` metadata (``P()`` when it has none, None when its value has
+    no shape either); bare arrays become ``P()`` and other leaves None.
     """
     return jax.tree.map(_leaf_spec, tree, is_leaf=_is_variable)
 

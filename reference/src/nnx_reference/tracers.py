@@ -40,5 +40,8 @@ class TraceState:
     def __repr__(self) -> str:
         return reprlib.object_repr("TraceState", "", [("jax_trace", repr(self._jax_trace))])
 
+    def __treescope_repr__(self, path: str | None, subtree_renderer: tp.Callable[..., tp.Any]) -> tp.Any:
+        return reprlib.treescope_constructor(type(self), {"jax_trace": self._jax_trace}, path, subtree_renderer)
+
 
 jax.tree_util.register_pytree_node(TraceState, lambda state: ((), None), lambda _, __: TraceState())

@@ -25,13 +25,17 @@ from ._variable_metadata import (
     HOOK_NAMES,
     HOOKS_DEPRECATED,
     MISSING,
+    RAW_VALUE_GET_DEPRECATED,
+    RAW_VALUE_SET_DEPRECATED,
     REQUIRED_METADATA,
+    VALUE_GET_DEPRECATED,
+    VALUE_SET_DEPRECATED,
     Metadata,
-    VarDefaults,
     VariableMetadata,
     as_ref,
     rename_sharding_keys,
     same_items,
+    unpack,
     var_defaults,
     wants_ref,
     with_metadata,
@@ -67,16 +71,6 @@ def _keep(variable: Variable[tp.Any], raw: tp.Any) -> None:
     """Stores ``raw`` as ``variable``'s value (a hijax Variable's as JAX takes an operand, as
     flax's); a function, not a method: flax's writes do not go through ``set_raw_value``."""
     object.__setattr__(variable, "_raw_value", _hijax.canonical(raw) if variable._hijax else raw)
-
-
-_VALUE_GET_DEPRECATED = (
-    "'.value' access is now deprecated. For Variable[Array] instances use:\n\n  variable[...]\n\n"
-    "For other Variable types use:\n\n  variable.get_value()\n"
-)
-_VALUE_SET_DEPRECATED = (
-    "'.value' setter is now deprecated. For Variable[Array] instances use:\n\n  variable[...] = value\n\n"
-    "For other Variable types use:\n\n  variable.set_value(value)\n"
-)
 
 
 def _same_array_type(raw: tp.Any, value: tp.Any) -> bool:
@@ -115,21 +109,18 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         eager_sharding: bool | None = None,
         **metadata: tp.Any,
     ) -> None:
+        given = {"hijax": hijax, "ref": ref, "eager_sharding": eager_sharding}
         if isinstance(value, VariableMetadata):
-            metadata = {**metadata, **value.metadata}  # the initializer's metadata wins, its hooks do not
-            for name in HOOK_NAMES:
-                if hooks := getattr(value, name):
-                    metadata.setdefault(name, hooks)
-            value = value.raw_value
+            value, metadata = unpack(value, metadata, given)
+        if any(reprlib.is_ref(leaf) for leaf in jax.tree.leaves(value)):
+            raise ValueError("Cannot pass a Ref directly into Variable constructor.")
+        defaults = {**var_defaults(), "eager_sharding": using_eager_sharding()}
+        metadata.update({key: defaults[key] if given[key] is None else given[key] for key in REQUIRED_METADATA})
+        for name in HOOK_NAMES:  # hooks a subclass defines as methods, unless given
+            if name not in metadata and hasattr(type(self), name):
+                metadata[name] = getattr(type(self), name)
         if any(metadata.get(name) for name in HOOK_NAMES):
             warnings.warn(HOOKS_DEPRECATED, UserWarning, stacklevel=1)
-        defaults = var_defaults()
-        assert isinstance(defaults, VarDefaults)
-        metadata.update(
-            hijax=defaults.hijax if hijax is None else hijax,
-            ref=defaults.ref if ref is None else ref,
-            eager_sharding=using_eager_sharding() if eager_sharding is None else eager_sharding,
-        )
         rename_sharding_keys(metadata)
         object.__setattr__(self, "_var_metadata", Metadata(metadata))
         object.__setattr__(self, "_trace_state", current_trace_state())
@@ -215,11 +206,13 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         self.update_from_state(other)
 
     def update_from_state(self, variable_state: Variable[A]) -> None:
-        """Takes the value and metadata of ``variable_state`` in place, whatever its type; equal
-        metadata keeps its own objects and key order, as flax's."""
+        """Takes the value and metadata of ``variable_state`` in place, whatever its type, but
+        keeps its own ``hijax`` and ``ref``; equal metadata keeps its own objects and key order,
+        as flax's."""
         _keep(self, variable_state._raw_value)
         if not same_items(self._var_metadata.sorted_items(), variable_state._var_metadata.sorted_items()):
-            object.__setattr__(self, "_var_metadata", Metadata(variable_state._var_metadata))
+            taken = {**variable_state._var_metadata, "hijax": self.hijax, "ref": self.ref}  # what it was made as
+            object.__setattr__(self, "_var_metadata", _hijax_metadata(taken) if self._hijax else Metadata(taken))
 
     # -- value access
 
@@ -234,12 +227,14 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
     def value(self) -> A:
         """The Variable's value; deprecated for ``variable[...]`` or ``get_value()`` (setting
         it, handled by ``__setattr__``, for ``variable[...] = value`` or ``set_value``)."""
-        warnings.warn(_VALUE_GET_DEPRECATED, DeprecationWarning, stacklevel=2)
+        warnings.warn(VALUE_GET_DEPRECATED, DeprecationWarning, stacklevel=2)
         return self.get_value()
 
     @property
     def raw_value(self) -> A:
-        """The stored value, without get hooks applied."""
+        """The stored value, without get hooks applied; deprecated for ``get_raw_value()``
+        (setting it, handled by ``__setattr__``, for ``set_raw_value``)."""
+        warnings.warn(RAW_VALUE_GET_DEPRECATED, DeprecationWarning, stacklevel=2)
         return self._raw_value
 
     def get_raw_value(self) -> A:
@@ -306,12 +301,23 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
     def __setitem__(self, index: tp.Any, value: tp.Any) -> None:
         self.set_value(value, index=index)
 
+    def __delitem__(self, index: tp.Any) -> None:
+        """Deletes ``value[index]`` from the value read, then sets the value."""
+        value = self.get_value()
+        del value[index]  # type: ignore[attr-defined]
+        self.set_value(value)
+
     # -- metadata
 
     def get_metadata(
         self, name: str | None = None, default: tp.Any = MISSING, *, exclude_required: bool | None = None
     ) -> tp.Any:
-        """The metadata dict (without the required keys if ``exclude_required``), or one entry."""
+        """The metadata dict (without the required keys if ``exclude_required``), or one entry;
+        a name with ``exclude_required``, or a default without a name, is a TypeError."""
+        if name is not None and exclude_required is not None:
+            raise TypeError("Cannot specify both 'name' and 'exclude_required' arguments.")
+        if name is None and default is not MISSING:
+            raise TypeError(f"Cannot provide a default value when 'name' is not provided. Got default={default}")
         if name is None:
             if exclude_required:
                 return {k: v for k, v in self._var_metadata.items() if k not in REQUIRED_METADATA}
@@ -406,10 +412,11 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
 
     def __setattr__(self, name: str, value: tp.Any) -> None:
         if name == "value":
-            warnings.warn(_VALUE_SET_DEPRECATED, DeprecationWarning, stacklevel=1)
+            warnings.warn(VALUE_SET_DEPRECATED, DeprecationWarning, stacklevel=1)
             self.set_value(value)
             return
         if name == "raw_value":
+            warnings.warn(RAW_VALUE_SET_DEPRECATED, DeprecationWarning, stacklevel=1)
             self.set_raw_value(value)
             return
         if name in _INTERNALS:
@@ -443,12 +450,31 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
             comment = reprlib.size_comment(size, nbytes)
         shown = self._raw_value if self._var_metadata.get("ref") else self.get_value()
         attributes = [("value", reprlib.value_repr(shown, summarize))]
-        metadata = self._var_metadata.items()
-        for key, item in sorted(metadata) if self.hijax else metadata:  # flax shows hijax metadata by name
-            if key in _REQUIRED_DEFAULTS and item is _REQUIRED_DEFAULTS[key]:
-                continue
-            attributes.append((key, reprlib.value_repr(item, summarize)))
+        attributes += [(key, reprlib.value_repr(item, summarize)) for key, item in self._shown_metadata()]
         return reprlib.object_repr(self.type.__name__, comment, attributes)
+
+    def _shown_metadata(self) -> list[tuple[str, tp.Any]]:
+        """The metadata a repr shows: all but the required entries at their defaults (a
+        hijax Variable's by name, as flax shows them)."""
+        metadata = self._var_metadata.items()
+        return [
+            (key, item)
+            for key, item in (sorted(metadata) if self.hijax else metadata)
+            if not (key in _REQUIRED_DEFAULTS and item is _REQUIRED_DEFAULTS[key])
+        ]
+
+    def __treescope_repr__(self, path: str | None, subtree_renderer: tp.Callable[..., tp.Any]) -> tp.Any:
+        """treescope's rendering: the value as read and the metadata a repr shows, the value's
+        size in the first line's comment."""
+        value = self.get_value()
+        size, nbytes = reprlib.size_and_bytes([value])
+        return reprlib.treescope_constructor(
+            self.type,
+            {"value": value, **dict(self._shown_metadata())},
+            path,
+            subtree_renderer,
+            comment=reprlib.size_comment(size, nbytes) if size else "",
+        )
 
     def __repr__(self) -> str:
         return self.__nnx_repr__()
