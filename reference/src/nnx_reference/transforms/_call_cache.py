@@ -5,11 +5,12 @@ structure rarely changes: only the values of its Variables do. A :class:`CachedC
 keeps, for the Pytrees a call received, where each leaf comes from (a Variable, or an
 array held by a Pytree attribute) and watches those Pytrees (see :mod:`.._structure`).
 A later call on the same objects, with no structural change since, reads the leaves
-straight from their Variables. Per call it checks what a change of values alone could
-change in the structure: each leaf's type (a Variable given a tuple, or a Ref, no
-longer holds one array) and each Variable's metadata object; and, since an attribute
-can change without ``__setattr__`` (``object.__setattr__``, ``vars(m)[name] = ...``,
-``__setstate__``), what each Pytree holds (:class:`Contents`).
+straight from their Variables. Per call it checks each Variable's metadata object and,
+since an attribute can change without ``__setattr__`` (``object.__setattr__``,
+``vars(m)[name] = ...``, ``__setstate__``), what each Pytree holds (:class:`Contents`).
+A Variable given a value that is no longer one array (a tuple, None, a Ref) reaches
+JAX as another structure or type, so the compiled function is traced anew, and that
+trace refuses it: the call is then flattened.
 """
 
 from __future__ import annotations
