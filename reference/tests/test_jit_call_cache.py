@@ -90,6 +90,50 @@ def test_a_change_made_without_setattr_is_seen(jit: Jit) -> None:
     _check(jitted, model, jnp.full((2, 2), 4.0), "a Variable was replaced through vars()")
 
 
+def _counter() -> nnx.Module:
+    """A Module with a 0-d Param ``count`` and a static ``step``."""
+    model = nnx.Module()
+    model.count = nnx.Param(jnp.array(1.0))
+    model.step = 2.0
+    return model
+
+
+def _count_up(model: nnx.Module) -> jnp.ndarray:
+    model.count[...] += model.step
+    return model.count[...]
+
+
+def test_a_variable_replaced_without_setattr_by_an_equal_one_is_the_one_written(jit: Jit) -> None:
+    jitted = jit(_count_up)
+    model = _counter()
+    _cached(jitted, model)
+    jitted(model)  # a call that takes the cached structure and writes through it
+    old = model.count
+    object.__setattr__(model, "count", nnx.Param(jnp.array(old[...])))  # equal to the old one, not it
+    jitted(model)
+    assert model.count is not old, "the replacement was undone"
+    assert float(model.count[...]) == float(old[...]) + 2.0, "the call did not write the Variable the model holds now"
+
+
+def test_a_plain_array_replaced_without_setattr_by_an_equal_one_of_another_dtype_is_read(jit: Jit) -> None:
+    jitted = jit(lambda m: m.count + 0)
+    model = nnx.Module()
+    model.count = nnx.data(jnp.array(1.0))
+    _cached(jitted, model)
+    vars(model)["count"] = jnp.array(1, jnp.int32)  # == the old array, another dtype
+    assert jitted(model).dtype == jnp.int32, "a call after the array was replaced read the old array"
+
+
+def test_a_static_attribute_replaced_without_setattr_is_seen(jit: Jit) -> None:
+    jitted = jit(_count_up)
+    model = _counter()
+    _cached(jitted, model)
+    object.__setattr__(model, "step", 5.0)
+    before = float(model.count[...])
+    jitted(model)
+    assert float(model.count[...]) == before + 5.0, "a call after a static attribute changed used the old one"
+
+
 def test_a_variable_replaced_by_assignment_is_read(jit: Jit) -> None:
     jitted = jit(_scaled)
     model = _model()

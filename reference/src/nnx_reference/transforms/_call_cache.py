@@ -5,16 +5,18 @@ structure rarely changes: only the values of its Variables do. A :class:`CachedC
 keeps, for the Pytrees a call received, where each leaf comes from (a Variable, or an
 array held by a Pytree attribute) and watches those Pytrees (see :mod:`.._structure`).
 A later call on the same objects, with no structural change since, reads the leaves
-straight from their Variables. Per call it checks what a change of values alone could
-change in the structure: each leaf's type (a Variable given a tuple, or a Ref, no
-longer holds one array) and each Variable's metadata object; and, since an attribute
-can change without ``__setattr__`` (``object.__setattr__``, ``vars(m)[name] = ...``,
-``__setstate__``), what each Pytree holds (:class:`Contents`).
+straight from their Variables. Per call it checks each Variable's metadata object and,
+since an attribute can change without ``__setattr__`` (``object.__setattr__``,
+``vars(m)[name] = ...``, ``__setstate__``), what each Pytree holds (:class:`Contents`).
+A Variable given a value that is no longer one array (a tuple, None, a Ref) reaches
+JAX as another structure or type, so the compiled function is traced anew, and that
+trace refuses it: the call is then flattened.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import operator
 import typing as tp
@@ -23,7 +25,7 @@ import weakref
 import jax
 
 from .. import _structure, graphlib
-from ..pytreelib import Pytree
+from ..pytreelib import Pytree, attribute_layout
 from ..reprlib import is_ref
 from ..variablelib import Variable
 from ._statics import Statics
@@ -48,50 +50,86 @@ _METADATA = operator.attrgetter("_var_metadata")
 _ARGUMENT = _Held(None)
 
 
-def _itself(mapping: dict[str, tp.Any]) -> dict[str, tp.Any]:
-    return mapping
+def _data(node: Pytree) -> tuple[tp.Any, ...]:
+    """The values of ``node``'s data attributes (the children of its flattening)."""
+    return attribute_layout(node).data_values(vars(node))
+
+
+def _no_data(_: tp.Any) -> tuple[tp.Any, ...]:
+    return ()
 
 
 @dataclasses.dataclass(eq=False)
 class Contents:
     """What some objects held when a call was cached: their types, the keys of their
     mappings (a Pytree's attributes, a Variable's metadata) and, held so that no id is
-    reused, the values bound to them (the owners themselves are held weakly: a cached
-    argument must not outlive its caller). A later call compares them by identity: any
-    rebinding, addition or deletion, however made (``object.__setattr__``, ``vars(m)``,
-    ``__setstate__``), makes the cached structure stale."""
+    reused, the values bound to them. The first ``roots`` owners (a call's arguments:
+    a cached argument must not outlive its caller) are not kept: :meth:`unchanged` is
+    given them; the others are values of those, so keeping them keeps nothing alive
+    longer. Any rebinding, addition or deletion, however made (``object.__setattr__``,
+    ``vars(m)``, ``__setstate__``), makes the cached structure stale.
 
-    owners: list[weakref.ref[tp.Any]]
-    read: tp.Callable[[tp.Any], dict[str, tp.Any]]
+    A later call compares the values as JAX compares a treedef's auxiliary data (by
+    identity, else by ``==``: a static attribute given an equal value changes nothing),
+    and the values of data attributes, which the compiled function reads, by identity.
+    The values are read with ``gc.get_referents`` (every value of a dict, in one call: this
+    runs on every cached call, over every attribute of every Pytree of the call); owners
+    whose values it does not list in full are not cached (see :meth:`of`)."""
+
+    held: list[tp.Any]
+    read: tp.Callable[[tp.Any], dict[tp.Any, tp.Any]]
     types: list[type]
     sizes: list[int]
-    names: list[str]
+    names: list[tp.Any]
     values: list[tp.Any]
+    data: list[bool]  # which of ``values`` are data
+    data_values: list[tp.Any]
 
     @classmethod
-    def of(cls, owners: list[tp.Any], read: tp.Callable[[tp.Any], dict[str, tp.Any]] = vars) -> Contents:
-        """The contents of ``owners``, whose mappings ``read`` gives (their attributes by default)."""
+    def of(
+        cls,
+        owners: list[tp.Any],
+        read: tp.Callable[[tp.Any], dict[tp.Any, tp.Any]] = vars,
+        roots: int = 0,
+        data: tp.Callable[[tp.Any], tuple[tp.Any, ...]] = _data,
+    ) -> Contents | None:
+        """The contents of ``owners``, whose mappings ``read`` gives (their attributes by
+        default) and whose data values ``data`` gives; the first ``roots`` of them are not
+        kept. None when ``gc.get_referents`` leaves out a value of theirs."""
         dicts = list(map(read, owners))
+        values = gc.get_referents(*dicts)
+        listed = set(map(id, values))
+        if not all(id(v) in listed for v in itertools.chain.from_iterable(map(dict.values, dicts))):
+            return None
+        data_ids = set(map(id, itertools.chain.from_iterable(map(data, owners))))
+        flags = [id(v) in data_ids for v in values]
         return cls(
-            list(map(weakref.ref, owners)),
+            owners[roots:],
             read,
             list(map(type, owners)),
             list(map(len, dicts)),
             list(itertools.chain.from_iterable(dicts)),
-            list(itertools.chain.from_iterable(map(dict.values, dicts))),
+            values,
+            flags,
+            list(itertools.compress(values, flags)),
         )
 
-    def unchanged(self) -> bool:
-        """Whether every owner still holds the very objects it held, under the same keys."""
-        owners = list(map(operator.call, self.owners))
-        if not all(map(operator.is_not, owners, itertools.repeat(None))):  # one was collected
-            return False
+    def unchanged(self, roots: tp.Sequence[tp.Any] = ()) -> bool:
+        """Whether every owner (``roots``, then those kept) still holds the same objects (or,
+        outside its data, objects equal to them) under the same keys."""
+        owners = [*roots, *self.held] if roots else self.held
         dicts = list(map(self.read, owners))
+        values = gc.get_referents(*dicts)
+        try:
+            same = values == self.values
+        except (ValueError, TypeError):  # an array compared with another (several elements, or a tracer)
+            return False
         return (
-            list(map(type, owners)) == self.types
+            same
+            and all(map(operator.is_, itertools.compress(values, self.data), self.data_values))
+            and list(map(type, owners)) == self.types
             and list(map(len, dicts)) == self.sizes
             and list(itertools.chain.from_iterable(dicts)) == self.names
-            and all(map(operator.is_, itertools.chain.from_iterable(map(dict.values, dicts)), self.values))
         )
 
 
@@ -104,28 +142,32 @@ class CachedCall:
     """A call's flattened structure, for the same Pytree arguments (held weakly), static
     arguments and compiled function: valid while its Pytrees hold what they held and
     its Variables the same metadata. Checked in full (the Variables' metadata by content)
-    when :data:`_structure.epoch` has moved since ``epoch``."""
+    when :data:`_structure.epoch` has moved since ``epoch``. A Variable given a value of
+    another kind (a tuple, None, a Ref, a hijax Variable) is not checked here: JAX traces
+    the compiled function anew for it, and the trace refuses it (``_tree_jit``)."""
 
     epoch: int
     arity: int
     keywords: tuple[str, ...]
     statics: Statics
     mode: graphlib.Mode
-    objects: tuple[tuple[Where, weakref.ref[tp.Any]], ...]
+    objects: tuple[tuple[Where, weakref.ref[tp.Any], bool], ...]  # (argument, object, whether a Pytree)
     arguments: tuple[tuple[int, Where], ...]  # (leaf position, argument) of the leaf arguments
     sources: list[Variable[tp.Any] | _Held]
     metadata: list[tp.Any]
-    types: list[type]
     contents: Contents
     metadata_contents: Contents
     jitted: tp.Callable[..., tp.Any]
-    variables: list[Variable[tp.Any] | None] | None = None  # by node position, found on the first write
+    written: dict[tuple[int, ...], list[Variable[tp.Any]]] = dataclasses.field(default_factory=dict)
 
-    def nodes(self, call: tp.Any) -> list[Variable[tp.Any] | None]:
-        """The Variables of ``call`` (a call of this structure) by position among its nodes."""
-        if self.variables is None:
-            self.variables = [x if isinstance(x, Variable) else None for x in nodes_of(call)]
-        return self.variables
+    def targets(self, call: tp.Any, positions: tuple[int, ...]) -> list[Variable[tp.Any]]:
+        """The Variables of ``call`` (a call of this structure) at ``positions`` among its nodes
+        in flatten order, found on the first write to them."""
+        found = self.written.get(positions)
+        if found is None:
+            nodes = nodes_of(call)
+            found = self.written[positions] = [nodes[i] for i in positions]
+        return found
 
     def leaves(
         self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], statics: Statics, mode: graphlib.Mode
@@ -133,16 +175,18 @@ class CachedCall:
         """The call's leaves, or None when the call differs in structure from the cached one."""
         if len(args) != self.arity or tuple(kwargs) != self.keywords or statics != self.statics or mode != self.mode:
             return None
-        for where, ref in self.objects:
-            if ref() is not _argument(args, kwargs, where):
+        roots = []
+        for where, ref, pytree in self.objects:
+            arg = ref()
+            if arg is not _argument(args, kwargs, where):
                 return None
-        if not self.contents.unchanged():
+            if pytree:
+                roots.append(arg)
+        if not self.contents.unchanged(roots) or list(map(_METADATA, self.sources)) != self.metadata:
             return None
         leaves = list(map(_RAW, self.sources))
         for position, where in self.arguments:
             leaves[position] = _argument(args, kwargs, where)
-        if list(map(type, leaves)) != self.types or list(map(_METADATA, self.sources)) != self.metadata:
-            return None
         if self.epoch != _structure.epoch:  # a structural change somewhere: this one's metadata may have changed
             if not self.metadata_contents.unchanged():
                 return None
@@ -175,26 +219,31 @@ def cache_call(
     custom pytree) or is not one of Pytrees, Variables and leaves. ``on_release`` is called
     when a Pytree or Variable argument is garbage collected (the cache must not keep a model's arrays alive)."""
     sources: list[Variable[tp.Any] | _Held] = []
-    pytrees: list[Pytree] = []
-    objects: list[tuple[Where, weakref.ref[tp.Any]]] = []
+    roots: list[Pytree] = []
+    nested: list[Pytree] = []
+    objects: list[tuple[Where, weakref.ref[tp.Any], bool]] = []
     arguments: list[tuple[int, Where]] = []
     for where in (*range(len(args)), *sorted(kwargs)):
         arg = _argument(args, kwargs, where)
         if isinstance(arg, (Pytree, Variable)):
-            found = _sources(arg, pytrees)
+            found = _sources(arg, nested)
             if found is None:
                 return None
             sources.extend(found)
-            objects.append((where, weakref.ref(arg, on_release)))
+            pytree = isinstance(arg, Pytree)
+            if pytree:
+                roots.append(arg)
+            objects.append((where, weakref.ref(arg, on_release), pytree))
         elif jax.tree_util.all_leaves([arg]):
             arguments.append((len(sources), where))
             sources.append(_ARGUMENT)
         else:
             return None
-    leaves = list(map(_RAW, sources))
-    for position, where in arguments:
-        leaves[position] = _argument(args, kwargs, where)
     metadata = list(map(_METADATA, sources))
+    contents = Contents.of([*roots, *nested], roots=len(roots))
+    metadata_contents = Contents.of([m for m in metadata if m is not None], dict, data=_no_data)
+    if contents is None or metadata_contents is None:
+        return None
     return CachedCall(
         _structure.epoch,
         len(args),
@@ -205,16 +254,15 @@ def cache_call(
         tuple(arguments),
         sources,
         metadata,
-        list(map(type, leaves)),
-        Contents.of(pytrees),
-        Contents.of([m for m in metadata if m is not None], _itself),
+        contents,
+        metadata_contents,
         jitted,
     )
 
 
-def _sources(tree: Pytree | Variable[tp.Any], pytrees: list[Pytree]) -> list[Variable[tp.Any] | _Held] | None:
+def _sources(tree: Pytree | Variable[tp.Any], nested: list[Pytree]) -> list[Variable[tp.Any] | _Held] | None:
     """Where each leaf of ``tree`` comes from, in flatten order, watching every Pytree on
-    the way and appending it to ``pytrees``; None when a node is neither a Pytree, a
+    the way and appending those below ``tree`` to ``nested``; None when a node is neither a Pytree, a
     Variable of one leaf, a tuple, None nor a leaf."""
     nodes: list[tp.Any] = []
 
@@ -245,7 +293,7 @@ def _sources(tree: Pytree | Variable[tp.Any], pytrees: list[Pytree]) -> list[Var
             sources.append(_Held(item))
     for node in found:
         _structure.watch(node)
-    pytrees.extend(found)
+    nested.extend(node for node in found if node is not tree)
     return sources
 
 

@@ -27,15 +27,20 @@ from the Variables the earlier call found.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import functools
+import itertools
 import typing as tp
 
 import jax
+from jax.core import ShapedArray
 from jax.tree_util import GetAttrKey
 
 from .. import _hijax, _structure, graphlib, reprlib
 from .._tracing import inside_transformation
 from ..pytreelib import Pytree
+from ..variablelib import Variable
 from . import _lift as lift
 from . import _output_places as output_places
 from ._call_cache import CachedCall, Contents, cache_call, identities, nodes_of
@@ -166,7 +171,7 @@ class TreeJit:
                 except NotHandled:  # traced anew (new shapes) into a call the plan cannot take
                     pass
                 else:
-                    return True, self._result(outcome, call, mode, lambda: cached.nodes(call))
+                    return True, self._result(outcome, call, mode, functools.partial(cached.targets, call))
             del self.cached[ids]
             self.strikes[ids] = self.strikes.get(ids, 0) + 1
         try:
@@ -184,22 +189,26 @@ class TreeJit:
         except NotHandled:
             self.plans[key] = None
             return False, None
-        out = self._result(outcome, call, mode, lambda: flat.nodes if mode.graph else nodes_of(call))
+        out = self._result(outcome, call, mode, lambda at: _at(flat.nodes if mode.graph else nodes_of(call), at))
         if outcome.general is None:
             self._cache(key, call, ids, jitted)
         return True, out
 
     def _result(
-        self, outcome: Outcome, call: tp.Any, mode: graphlib.Mode, nodes: tp.Callable[[], tp.Sequence[tp.Any]]
+        self,
+        outcome: Outcome,
+        call: tp.Any,
+        mode: graphlib.Mode,
+        targets: tp.Callable[[tuple[int, ...]], list[tp.Any]],
     ) -> tp.Any:
         """The call's output, once the assigned values (or the general path's result, for a
         graph-mode call that changed the structure of its objects) reach the caller's objects;
-        ``nodes`` gives the nodes of ``call`` in flatten order."""
+        ``targets`` gives the Variables of ``call`` at some positions among its nodes in flatten order."""
         if outcome.general is not None:
             lifted = lift.lift(self.name, call, None, mode, coalesce=True)
             return lift.apply(lifted, outcome.general)
         if outcome.assigned.positions:
-            _write(nodes(), outcome)
+            _write(targets(outcome.assigned.positions), outcome.values)
         return outcome.out
 
     def _cache(
@@ -247,7 +256,7 @@ class TreeJit:
         """The function of the flat leaves that jax.jit compiles for one tree-mode structure."""
 
         def pure(*leaves: tp.Any) -> Outcome:
-            if any(map(reprlib.is_ref, leaves)):
+            if not _plain(leaves):
                 raise NotHandled
             dynamic = jax.tree_util.tree_unflatten(key.treedef, leaves)
             nodes = nodes_of(dynamic)
@@ -267,19 +276,20 @@ class TreeJit:
         """The function of the flat leaves that jax.jit compiles for one graph-mode structure."""
 
         def pure(*leaves: tp.Any) -> Outcome:
-            if any(map(reprlib.is_ref, leaves)):
+            if not _plain(leaves):
                 raise NotHandled
             copies = jax.tree_util.tree_unflatten(key.treedef, leaves)
             lifted = lift.lift(self.name, copies, None, key.mode, coalesce=True)
             entered = lift.enter(lifted.static, lifted.pure)
             start = flatten_once(entered.args)
             before = [_raw(x) for x in start.nodes]
-            contents = Contents.of([x for x in start.nodes if isinstance(x, Pytree)])
+            contents = Contents.of([x for x in start.nodes if isinstance(x, Pytree)], data=_every_value)
             args, kwargs = insert_statics(*entered.args, key.statics)
             out = self.fun(*args, **kwargs)
             if (
                 start.treedef == key.treedef
-                and contents.unchanged()  # a plain array attribute rebound is a graph update
+                and contents is not None
+                and contents.unchanged()  # any attribute rebound (a plain array included) is a graph update
                 and _kept_structure(entered.args, start)
                 and not _has_objects(out)
             ):
@@ -290,10 +300,27 @@ class TreeJit:
         return reported_as(self.fun, pure)
 
 
-def _write(nodes: tp.Sequence[tp.Any], outcome: Outcome) -> None:
-    """Sets the values the function assigned on the caller's Variables."""
-    for position, value in zip(outcome.assigned.positions, outcome.values):
-        nodes[position].set_raw_value(value)
+def _every_value(node: Pytree) -> tuple[tp.Any, ...]:
+    """All of ``node``'s attribute values: compared by identity, static ones included."""
+    return tuple(vars(node).values())
+
+
+def _plain(leaves: tuple[tp.Any, ...]) -> bool:
+    """Whether every traced leaf is an array (no Ref): a cached call whose Variable now
+    holds a value of another kind (a tuple, None, a Ref, a hijax Variable) reaches JAX
+    as another structure or type, which it traces anew, and is refused here."""
+    return all(isinstance(getattr(x, "aval", None), ShapedArray) for x in leaves)
+
+
+def _at(nodes: tp.Sequence[tp.Any], positions: tuple[int, ...]) -> list[tp.Any]:
+    return [nodes[i] for i in positions]
+
+
+def _write(variables: list[Variable[tp.Any]], values: list[tp.Any]) -> None:
+    """Sets the values the function assigned on the caller's Variables, as a write of
+    flax's does (not through ``set_raw_value``); none is hijax (those take the general path),
+    so each value is stored as it is."""
+    collections.deque(map(object.__setattr__, variables, itertools.repeat("_raw_value"), values), maxlen=0)
 
 
 def _raw(x: tp.Any) -> tp.Any:

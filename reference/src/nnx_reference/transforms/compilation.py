@@ -112,6 +112,10 @@ def _sharding(spec: tp.Any) -> tp.Any:
     return spec.sharding if isinstance(spec, _Spec) else None
 
 
+_NO_STATICS = Statics((), (), ())
+"""What :func:`remove_statics` gives for a function without static arguments."""
+
+
 class JitStatic(tp.NamedTuple):
     """The static argument of the compiled pure function: all the structure of a call."""
 
@@ -149,6 +153,8 @@ class JitWrapped:
         )
         self.graph = options.graph
         self.graph_updates = options.graph_updates
+        self._mode = trees.resolve_mode(self.graph, self.graph_updates)  # both given: the same at every call
+        self._no_statics = not (self.static_argnums or self.static_argnames)
         self.plain = (
             self.in_shardings is None
             and self.out_shardings is None
@@ -256,9 +262,11 @@ class JitWrapped:
 
     def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         if self.plain:
-            mode = trees.resolve_mode(self.graph, self.graph_updates)
-            dynamic = remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
-            handled, out = self._tree_jit.call(*dynamic, mode)
+            if self._no_statics:
+                handled, out = self._tree_jit.call(args, kwargs, _NO_STATICS, self._mode)
+            else:
+                dynamic = remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
+                handled, out = self._tree_jit.call(*dynamic, self._mode)
             if handled:
                 return out
         lifted, jitted, call_args = self._prepare(args, kwargs)
