@@ -23,7 +23,8 @@ def jit_partial(fun: tp.Callable, *partial_args: tp.Any, options: JitOptions) ->
     """``jit`` of ``fun`` with ``partial_args`` bound as its first positional arguments.
 
     Updates to the Variables of the bound arguments are propagated after every call;
-    graph updates are not supported (``graph=False`` or ``graph_updates=False``).
+    graph updates are not supported (``graph=False`` or ``graph_updates=False``). Unlike
+    :func:`jit`, it takes a Module's bound method, as flax's does.
     """
     mode = trees.resolve_mode(options.graph, options.graph_updates)
     if mode.graph_updates:
@@ -33,7 +34,6 @@ def jit_partial(fun: tp.Callable, *partial_args: tp.Any, options: JitOptions) ->
     leaves = jax.tree_util.tree_leaves(options.out_shardings, is_leaf=lambda x: isinstance(x, StateSharding))
     if any(isinstance(x, StateSharding) for x in leaves):
         raise ValueError("`out_shardings` cannot contain `StateSharding` objects in `jit_partial`")
-    trees.reject_bound_method("jit", fun)
     return PartialJit(JitWrapped(_keeping_metadata(fun, len(partial_args)), checked_options(options)), partial_args)
 
 

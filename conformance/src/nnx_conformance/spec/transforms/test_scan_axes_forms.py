@@ -46,6 +46,18 @@ def _state_axes_carry(nnx: Any, mode: dict[str, bool]) -> Any:
     return total, model
 
 
+def _state_axes_unscanned(nnx: Any, mode: dict[str, bool]) -> Any:
+    model = nnx.Dict(w=nnx.Param(jnp.arange(3.0)), total=nnx.BatchStat(jnp.zeros(3)))
+    axes = nnx.StateAxes({nnx.Param: None, ...: nnx.Carry})
+
+    def step(model: Any, x: Any) -> Any:
+        model["total"][...] += model["w"][...] * x
+        return x * 2
+
+    ys = nnx.scan(step, in_axes=(axes, 0), out_axes=0, **mode)(model, jnp.arange(6.0).reshape(2, 3))
+    return ys, model
+
+
 def _state_axes_broadcast(nnx: Any, mode: dict[str, bool]) -> Any:
     model = nnx.Dict(w=nnx.Param(jnp.arange(3.0)), b=nnx.BatchStat(jnp.arange(6.0).reshape(2, 3)))
     axes = nnx.StateAxes({nnx.Param: None, ...: 0})
@@ -108,6 +120,7 @@ def _no_carry(nnx: Any, mode: dict[str, bool]) -> Any:
 RUNS: dict[str, tuple[Scenario, dict[str, dict[str, bool]]]] = {
     "a StateAxes scanning Params along axis 1 and carrying the rest": (_state_axes_carry, UPDATES),
     "a StateAxes broadcasting Params": (_state_axes_broadcast, UPDATES),
+    "a StateAxes broadcasting Params and carrying the rest, scanning none": (_state_axes_unscanned, UPDATES),
     "a StateAxes in out_axes stacking a made Module's Params on axis 1": (_state_axes_out, UPDATES),
     "a Module scanned along axis 1": (_module_along_axis_1, MODES),
     "a broadcast array": (_broadcast_array, MODES),
