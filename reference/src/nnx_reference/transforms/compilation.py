@@ -38,7 +38,7 @@ class StateSharding(PrefixMapping):
         super().__init__(filter_sharding)
 
     def _missing(self, path: tuple, variable: tp.Any) -> Exception:
-        return ValueError(f"No sharding found for {path=}, {variable=}")
+        return ValueError(f"No axis found for {path=}, {variable=}")  # flax's words, for shardings too
 
     @property
     def shardings(self) -> tuple:
