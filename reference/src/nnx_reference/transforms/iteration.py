@@ -334,10 +334,11 @@ def transform_metadata(
     ``in_axes`` axis; after it, the copy gets the name back there once per path
     ``jax.tree`` takes to a Variable, the output's Variables get it at ``out_axes``, and
     each input Variable whose copy changed takes the copy's value and metadata (other
-    changes to the copy are not kept). ``ValueError`` when that axis holds another name,
-    when the output holds an input's Variable, in graph mode when the inputs give one
-    Variable two axes, in tree mode when the inputs or the output hold one Variable
-    twice; after an error the inputs are as they were.
+    changes to the copy are not kept; a copy the function detached does not get the name
+    back). ``ValueError`` when that axis holds another name, when the output holds a
+    Variable the function was given, in graph mode when the inputs give one Variable two
+    axes, in tree mode when the inputs or the output hold one Variable twice; after an
+    error the inputs are as they were.
     """
     metadata = {PARTITION_NAME: partition}
 
