@@ -5,8 +5,9 @@ transform, and writes Variable (and, in graph mode, structural) updates back
 to the caller's objects, exactly as if the function had run eagerly.
 """
 
+from ._partial_jit import jit_partial
 from .autodiff import DiffState, grad, jvp, remat, value_and_grad, vjp
-from .compilation import StateSharding, jit, jit_partial, shard_map
+from .compilation import StateSharding, jit, shard_map
 from .custom_gradients import custom_vjp
 from .general import checkify, cond, eval_shape, make_jaxpr, switch
 from .iteration import Carry, StateAxes, fori_loop, pmap, transform_metadata, vmap, while_loop

@@ -219,12 +219,30 @@ def check_outputs_are_new(
     """The output may hold neither a Variable of the arguments ``args`` nor, unless
     ``shared_outputs``, one Variable twice (``carry_arg`` as for :func:`check_no_aliasing`,
     ``graph_paths`` and, for the inputs, ``input_graph_paths`` as for :func:`_variable_paths`)."""
+    inputs = input_variables(args, carry_arg, roots, graph_paths=input_graph_paths)
+    check_outputs_are_not(name, inputs, out, shared_outputs, graph_paths=graph_paths)
+
+
+def input_variables(
+    args: tp.Any, carry_arg: int | None = None, roots: Roots = CALL_ROOTS, *, graph_paths: bool
+) -> dict[int, str]:
+    """The Variables of the arguments ``args`` by id, each with its first path: what
+    :func:`check_outputs_are_not` refuses to find in an output (taken before a call, the
+    Variables the function was given, not those it left its inputs holding)."""
     carry_root = f"{roots[0]}[{carry_arg}]"
     inputs: dict[int, str] = {}
-    for path, var in _input_paths(args, roots, input_graph_paths):
+    for path, var in _input_paths(args, roots, graph_paths):
         if carry_arg is not None and path.startswith(carry_root):
             path = ".carry" + path[len(carry_root) :]
         inputs.setdefault(id(var), path)
+    return inputs
+
+
+def check_outputs_are_not(
+    name: str, inputs: dict[int, str], out: tp.Any, shared_outputs: bool = False, *, graph_paths: bool
+) -> None:
+    """The output may hold none of the Variables ``inputs`` (from :func:`input_variables`)
+    nor, unless ``shared_outputs``, one Variable twice."""
     seen: dict[int, str] = {}
     for path, var in _variable_paths(out, ".out", graph_paths):
         first = inputs.get(id(var)) or seen.get(id(var))

@@ -20,7 +20,7 @@ from .iteration import Carry
 
 class CarryOut(tp.NamedTuple):
     """The carry a body returned: ``index`` is ``-1`` for the whole output, its position in a
-    tuple output, or ``None`` where flax reads the carry as ``None`` (another output)."""
+    tuple output, or ``None`` where flax reads the carry as ``None``."""
 
     index: int | None
     value: tp.Any
@@ -29,8 +29,9 @@ class CarryOut(tp.NamedTuple):
 def carry_out(out: tp.Any, out_axes: tp.Any, same_length: bool) -> CarryOut | None:
     """The carry ``out`` holds, found as flax finds it (``None`` where ``out_axes`` has no Carry):
     the whole output where ``out_axes`` is Carry; where a tuple or list ``out_axes`` has Carry
-    at position ``i``, item ``i`` of a tuple output (``IndexError`` past its end), and ``None``
-    for any other output or a list ``out_axes``, so that the carry check fails on it. In graph
+    at position ``i``, item ``i`` of a tuple output (``IndexError`` past its end) beside a tuple
+    ``out_axes`` and ``None`` beside any other output, so that the carry check fails on it, and
+    the whole output beside a list ``out_axes``. In graph
     mode without graph updates (``same_length``) flax finds it only in an output of
     ``out_axes``' type and length (an ``IndexError`` past its end all the same), refuses a
     list ``out_axes``, and leaves any other output to the ``out_axes`` prefix error."""
@@ -48,7 +49,9 @@ def carry_out(out: tp.Any, out_axes: tp.Any, same_length: bool) -> CarryOut | No
             return None
         carry = out[index]  # past the output's end an IndexError, as flax's
         return CarryOut(index, carry) if len(out) == len(out_axes) else None
-    if type(out_axes) is tuple and type(out) is tuple:
+    if type(out_axes) is list:
+        return CarryOut(-1, out)
+    if type(out) is tuple:
         return CarryOut(index, out[index])
     return CarryOut(None, None)
 

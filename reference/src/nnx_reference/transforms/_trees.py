@@ -36,7 +36,10 @@ def decorator_or_call(f: Fn | Missing, make: tp.Callable[[Fn], R]) -> R | tp.Cal
 
 
 def reject_bound_method(name: str, fun: tp.Any) -> None:
-    """Raises for a Module's bound method: its Module would escape the transform's lifting."""
+    """Raises for a Module's bound method, also inside ``functools.partial``s: its Module
+    would escape the transform's lifting."""
+    while isinstance(fun, functools.partial):
+        fun = fun.func
     if inspect.ismethod(fun) and isinstance(fun.__self__, Module):
         raise ValueError(
             f"nnx.{name} does not support bound methods. Use the decorator form @nnx.{name} or call "
@@ -78,8 +81,13 @@ def positional(
     fun: Fn, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], binding: Binding = "keywords"
 ) -> tuple[tp.Any, ...]:
     """``args`` with ``kwargs`` moved to the positions of ``fun``'s parameters they name
-    (the transforms map, carry and differentiate arguments by position)."""
+    (the transforms map, carry and differentiate arguments by position). A
+    ``functools.partial`` has no signature to bind to: it takes positional arguments only."""
     if not kwargs and binding == "keywords":
+        return args
+    if isinstance(fun, functools.partial):
+        if kwargs:
+            raise TypeError("keyword arguments could not be resolved to positions")
         return args
     bound = inspect.signature(fun).bind(*args, **kwargs)
     if binding == "with defaults":

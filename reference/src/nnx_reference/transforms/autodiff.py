@@ -123,7 +123,19 @@ def _as_tuple(argnums: tp.Any) -> tuple:
 
 
 def _check_tree_mode_argnums(name: str, argnums: tuple[int | DiffState, ...], mode: Mode) -> None:
+    """DiffStates need graph updates, where an argument may be named once only."""
     checks.reject_prefix_objects(name, argnums, DiffState, mode, "argnums")
+    if mode.graph_updates:
+        refuse_repeated(argnums, "argnums")
+
+
+def refuse_repeated(argnums: tp.Iterable[int | DiffState], argname: str) -> None:
+    """Raises, as flax does with graph updates, when ``argnums`` names a position twice."""
+    seen: set[int] = set()
+    for a in argnums:
+        if _argnum(a) in seen:
+            raise ValueError(f"argnum {_argnum(a)} is repeated in {argname}")
+        seen.add(_argnum(a))
 
 
 def _check_positional_count(argnums: int | tuple[int, ...], args: tuple) -> None:
@@ -361,6 +373,8 @@ def vjp(
     without primals, see :func:`_given_later`."""
     mode = _without_graph_updates("vjp", graph, graph_updates)
     _refuse_reduce_axes("vjp", reduce_axes)
+    if not isinstance(f, trees.Missing):
+        trees.reject_bound_method("vjp", f)
     if isinstance(f, trees.Missing) or not primals:
         return _given_later(vjp, f, has_aux, graph, graph_updates)
     lifted = lift.lift(
@@ -412,6 +426,8 @@ def jvp(
     Without the primals or the tangents, see :func:`_given_later` (primals given alone are dropped).
     """
     mode = _without_graph_updates("jvp", graph, graph_updates)
+    if not isinstance(f, trees.Missing):
+        trees.reject_bound_method("jvp", f)
     if isinstance(primals, trees.Missing) or isinstance(tangents, trees.Missing):
         return _given_later(jvp, f, has_aux, graph, graph_updates)
     lifted = lift.lift("jvp", tuple(primals), None, mode, coalesce=True, roots=(".primals",))

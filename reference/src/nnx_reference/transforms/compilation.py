@@ -13,6 +13,7 @@ from jax.sharding import PartitionSpec
 from .. import graphlib
 from . import _checks as checks
 from . import _lift as lift
+from . import _stages as stages
 from . import _trees as trees
 from ._jit_options import JitOptions, taking_jit_options
 from ._prefix import PrefixMapping, VariablePrefix
@@ -20,7 +21,7 @@ from ._statics import Statics, insert_statics, remove_statics
 from ._tree_jit import TreeJit
 from .general import eval_shape
 
-__all__ = ["StateSharding", "jit", "jit_partial", "shard_map"]
+__all__ = ["StateSharding", "jit", "shard_map"]
 
 
 class StateSharding(PrefixMapping):
@@ -37,7 +38,7 @@ class StateSharding(PrefixMapping):
         super().__init__(filter_sharding)
 
     def _missing(self, path: tuple, variable: tp.Any) -> Exception:
-        return ValueError(f"No sharding found for {path=}, {variable=}")
+        return ValueError(f"No axis found for {path=}, {variable=}")  # flax's words, for shardings too
 
     @property
     def shardings(self) -> tuple:
@@ -83,7 +84,13 @@ def _normalize(argnums: int | tp.Sequence[int] | None) -> tuple[int, ...]:
 def _names(argnames: str | tp.Iterable[str] | None) -> tuple[str, ...]:
     if argnames is None:
         return ()
-    return (argnames,) if isinstance(argnames, str) else tuple(argnames)
+    if isinstance(argnames, str):
+        return (argnames,)
+    names = tuple(argnames)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"argument is not a string: {name}")
+    return names
 
 
 def _infer(fun: tp.Callable, nums: tuple[int, ...], names: tuple[str, ...], given_both: bool):
@@ -198,12 +205,13 @@ class JitWrapped:
             donated=_is_donated,
         )
 
-    def _prepare(self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any]) -> _Prepared:
-        """Lift the arguments and pick the compiled function for them."""
+    def _prepare(self, args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], general: bool = False) -> _Prepared:
+        """Lift the arguments and pick the compiled function for them; ``general`` lifts a
+        plain call as one with shardings (writing back the whole structure with graph updates)."""
         self._refuse_keywords_with_in_shardings(kwargs)
         mode = trees.resolve_mode(self.graph, self.graph_updates)
         args, kwargs, statics = remove_statics(args, kwargs, self.static_argnums, self.static_argnames)
-        if self.plain:
+        if self.plain and not general:
             lifted = lift.lift("jit", (args, kwargs), None, mode, coalesce=True)
             return _Prepared(lifted, self.jitted_fn, (JitStatic(lifted.static, statics), None, lifted.pure))
         arg_specs = self._arg_specs(len(args), statics.positions)
@@ -272,15 +280,24 @@ class JitWrapped:
         lifted, jitted, call_args = self._prepare(args, kwargs)
         return lift.apply(lifted, jitted(*call_args))
 
-    def lower(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        """Lower the underlying pure function for these arguments (see jax.jit)."""
-        _, jitted, call_args = self._prepare(args, kwargs)
-        return jitted.lower(*call_args)
+    def lower(self, *args: tp.Any, **kwargs: tp.Any) -> stages.Lowered:
+        """Lower the underlying pure function for these arguments (see jax.jit); its
+        compiled form is called with arguments like these."""
+        return self.trace(*args, **kwargs).lower()
 
-    def trace(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+    def trace(self, *args: tp.Any, **kwargs: tp.Any) -> stages.Traced:
         """Trace the underlying pure function for these arguments (see jax.jit)."""
-        _, jitted, call_args = self._prepare(args, kwargs)
-        return jitted.trace(*call_args)
+        return self._staged(args, kwargs, self._run_compiled)
+
+    def _staged(self, args: tuple, kwargs: dict[str, tp.Any], run: stages.Run) -> stages.Traced:
+        _, jitted, call_args = self._prepare(args, kwargs, general=True)
+        return stages.Traced(jitted.trace(*call_args), run)
+
+    def _run_compiled(self, compiled: tp.Callable[..., tp.Any], args: tuple, kwargs: dict[str, tp.Any]) -> tp.Any:
+        """Calls ``compiled`` (the pure function lowered by :meth:`lower`) on the lifted
+        arguments, its static structure baked in, and applies its updates."""
+        lifted, _, (_, *dynamic) = self._prepare(args, kwargs, general=True)
+        return lift.apply(lifted, compiled(*dynamic))
 
     def eval_shape(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
         """The output's shapes and dtypes, without running and without updating inputs."""
@@ -324,24 +341,11 @@ def jit(
 ) -> JitWrapped | tp.Callable[[trees.Fn], JitWrapped]:
     """Lifted ``jax.jit``: Modules and Variables as arguments, their updates propagated."""
     trees.reject_bound_method("jit", fun)
-    options = _checked(options)
+    options = checked_options(options)
     return trees.decorator_or_call(fun, lambda f: JitWrapped(f, options))
 
 
-@taking_jit_options
-def jit_partial(fun: tp.Callable, *partial_args: tp.Any, options: JitOptions) -> PartialJit:
-    """``jit`` of ``fun`` with ``partial_args`` bound as its first positional arguments.
-
-    Updates to the Variables of the bound arguments are propagated after every call;
-    graph updates are not supported (``graph=False`` or ``graph_updates=False``).
-    """
-    if trees.resolve_mode(options.graph, options.graph_updates).graph_updates:
-        raise ValueError("`graph_updates` not supported by `jit_partial`")
-    trees.reject_bound_method("jit", fun)
-    return PartialJit(JitWrapped(fun, _checked(options)), partial_args)
-
-
-def _checked(options: JitOptions) -> JitOptions:
+def checked_options(options: JitOptions) -> JitOptions:
     """``options`` with the mode in force now (fixed when made, as flax's), once its
     shardings are checked."""
     mode = trees.resolve_mode(options.graph, options.graph_updates)
@@ -350,32 +354,6 @@ def _checked(options: JitOptions) -> JitOptions:
     checks.reject_prefix_objects("jit", options.in_shardings, StateSharding, mode, "in_shardings")
     checks.reject_prefix_objects("jit", options.out_shardings, StateSharding, mode, "out_shardings")
     return dataclasses.replace(options, graph=mode.graph, graph_updates=mode.graph_updates)
-
-
-class PartialJit:
-    """What :func:`jit_partial` returns: the jitted function with ``partial_args`` bound as
-    its first positional arguments, named after it, and its ``lower``, ``trace`` and
-    ``eval_shape`` with them bound too, as flax's."""
-
-    def __init__(self, jitted: JitWrapped, partial_args: tuple[tp.Any, ...]) -> None:
-        self.jitted = jitted
-        self.partial_args = partial_args
-        functools.update_wrapper(self, jitted.fun)
-
-    def __call__(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        return self.jitted(*self.partial_args, *args, **kwargs)
-
-    def lower(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        """See :meth:`JitWrapped.lower`."""
-        return self.jitted.lower(*self.partial_args, *args, **kwargs)
-
-    def trace(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        """See :meth:`JitWrapped.trace`."""
-        return self.jitted.trace(*self.partial_args, *args, **kwargs)
-
-    def eval_shape(self, *args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-        """See :meth:`JitWrapped.eval_shape`."""
-        return self.jitted.eval_shape(*self.partial_args, *args, **kwargs)
 
 
 class ShardMapOptions(tp.TypedDict, total=False):

@@ -16,12 +16,12 @@ import typing as tp
 import jax
 
 from ..graphlib import Mode
-from ..statelib import merge_state, to_flat_state
+from ..statelib import State, merge_state, to_flat_state
 from ..variablelib import Variable
 from . import _checks as checks
 from . import _lift as lift
 from . import _trees as trees
-from .autodiff import DiffPrefix, DiffState, expand_diff, is_diff, substate
+from .autodiff import DiffPrefix, DiffState, expand_diff, is_diff, refuse_repeated, substate
 
 __all__ = ["custom_vjp"]
 
@@ -34,6 +34,8 @@ class CustomVjp:
 
     def __init__(self, fun: tp.Callable, nondiff_argnums: tuple, graph: bool | None, graph_updates: bool | None):
         functools.update_wrapper(self, fun)
+        if graph and graph_updates:
+            refuse_repeated(nondiff_argnums, "nondiff_argnums")
         self.fun = fun
         self.nondiff_argnums = nondiff_argnums
         self.graph = graph
@@ -238,6 +240,7 @@ def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any
                 continue
             if part is None:
                 continue
+            _check_node_tangent(part)
             by_path = {tuple(p): v for p, v in to_flat_state(part)}
             groups = [gi for gi, group in enumerate(static.groups) if group.obj == obj_at[j] and states[gi] is not None]
             expected = {tuple(p)[2:] for gi in groups for p, _ in to_flat_state(states[gi])}
@@ -251,6 +254,18 @@ def _pure_tangents(lifted: lift.Lifted, diff: tp.Any, tangents: tuple) -> tp.Any
                 values = [by_path[tuple(p)[2:]] for p, _ in to_flat_state(states[gi])]
                 new_states[gi] = jax.tree.unflatten(jax.tree.structure(states[gi]), jax.tree.leaves(values))
     return trees.Layout(new_leaves, new_states)
+
+
+def _check_node_tangent(tangent: tp.Any) -> None:
+    """A graph node's tangent is a State (or a Variable): an array has the wrong type for
+    jax.custom_vjp, anything else is refused as flax refuses it."""
+    if isinstance(tangent, jax.Array):
+        raise ValueError(
+            "Custom VJP bwd rule must produce an output with the same type as the args tuple of the "
+            "primal function: a graph node's tangent is a State, got an array"
+        )
+    if not isinstance(tangent, State | Variable):
+        raise ValueError(f"Expected State or Variable, got {type(tangent)}")
 
 
 def _node_updates(lifted: lift.Lifted, in_part: list, n_args: int) -> tuple:

@@ -151,24 +151,26 @@ def make_jaxpr(
 ) -> trees.Fn | tp.Callable[[trees.Fn], trees.Fn]:
     """Lifted ``jax.make_jaxpr``: the jaxpr of ``f`` over the arguments' pure state, whose
     outputs are what ``f`` returns; it takes no graph updates."""
+    if isinstance(f, trees.Missing):  # the options are checked once the function comes
+        return functools.partial(make_jaxpr, graph=graph, graph_updates=graph_updates, static_argnums=static_argnums)
     if graph_updates if graph_updates is not None else set_graph_updates.current_value():
         raise ValueError("nnx.make_jaxpr does not support graph_updates=True.")
+    trees.reject_bound_method("make_jaxpr", f)
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
-    def make(fun: tp.Callable) -> tp.Callable:
-        @functools.wraps(fun)
-        def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
-            dynamic, _, statics = remove_statics(args, {}, nums, ())
+    fun = f
 
-            def call(*dyn: tp.Any, **kw: tp.Any) -> tp.Any:
-                full, _ = insert_statics(dyn, {}, statics)
-                return fun(*full, **kw)
+    @functools.wraps(fun)
+    def wrapper(*args: tp.Any, **kwargs: tp.Any) -> tp.Any:
+        dynamic, _, statics = remove_statics(args, {}, nums, ())
 
-            checks.check_no_sharing("make_jaxpr", (dynamic, kwargs))
-            lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, False, tree_input_paths=True)  # as eval_shape
-            pure_fn = _pure("make_jaxpr", lifted, call)
-            return jax.make_jaxpr(lambda pure: pure_fn(pure).out_tree)(lifted.pure)
+        def call(*dyn: tp.Any, **kw: tp.Any) -> tp.Any:
+            full, _ = insert_statics(dyn, {}, statics)
+            return fun(*full, **kw)
 
-        return wrapper
+        checks.check_no_sharing("make_jaxpr", (dynamic, kwargs))
+        lifted = _lift_call("make_jaxpr", (dynamic, kwargs), graph, False, tree_input_paths=True)  # as eval_shape
+        pure_fn = _pure("make_jaxpr", lifted, call)
+        return jax.make_jaxpr(lambda pure: pure_fn(pure).out_tree)(lifted.pure)
 
-    return trees.decorator_or_call(f, make)
+    return wrapper

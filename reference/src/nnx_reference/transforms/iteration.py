@@ -334,10 +334,11 @@ def transform_metadata(
     ``in_axes`` axis; after it, the copy gets the name back there once per path
     ``jax.tree`` takes to a Variable, the output's Variables get it at ``out_axes``, and
     each input Variable whose copy changed takes the copy's value and metadata (other
-    changes to the copy are not kept). ``ValueError`` when that axis holds another name,
-    when the output holds an input's Variable, in graph mode when the inputs give one
-    Variable two axes, in tree mode when the inputs or the output hold one Variable
-    twice; after an error the inputs are as they were.
+    changes to the copy are not kept; a copy the function detached does not get the name
+    back). ``ValueError`` when that axis holds another name, when the output holds a
+    Variable the function was given, in graph mode when the inputs give one Variable two
+    axes, in tree mode when the inputs or the output hold one Variable twice; after an
+    error the inputs are as they were.
     """
     metadata = {PARTITION_NAME: partition}
 
@@ -353,18 +354,14 @@ def transform_metadata(
                 checks.check_no_sharing("transform_metadata", (args, {}))
             copies = graphlib.clone(args, graph=True)
             in_objects = out_objects(copies, axes)
-            entered = [  # as given, before the axis is taken out: what the write-back compares with
+            axis_metadata(metadata, in_objects, add=False)
+            entered = [  # as the function gets them, the axis taken out: what the write-back compares with
                 _Copied(original, copy, *_variable_state(copy)) for original, copy in _variable_pairs(args, copies)
             ]
-            axis_metadata(metadata, in_objects, add=False)
+            given = checks.input_variables((copies, {}), graph_paths=in_graph)  # those the function may replace
             out = fun(*copies)
-            checks.check_outputs_are_new(
-                "transform_metadata",
-                (copies, {}),
-                out,
-                shared_outputs=in_graph,
-                graph_paths=in_graph,
-                input_graph_paths=in_graph,
+            checks.check_outputs_are_not(
+                "transform_metadata", given, out, shared_outputs=in_graph, graph_paths=in_graph
             )
             axis_metadata(metadata, in_objects, add=True, every_path=True)
             axis_metadata(metadata, out_objects(out, out_axes), add=True)
@@ -407,11 +404,13 @@ class _Copied(tp.NamedTuple):
     metadata: dict[str, tp.Any]
 
     def write_back(self) -> None:
-        """Gives the original the copy's value and metadata if either changed."""
+        """If the copy changed (an entry set to an equal value does not count, as in flax), gives
+        the original the copy's value, and its metadata where that differs from the original's."""
         value, metadata = _variable_state(self.copy)
-        unchanged = value is self.value and metadata == self.metadata  # an entry set to an equal value too, as flax
-        if not unchanged:
-            self.original.set_raw_value(value)
+        if value is self.value and metadata == self.metadata:
+            return
+        self.original.set_raw_value(value)
+        if metadata != self.original.get_metadata():
             self.original.set_metadata(metadata)
 
 

@@ -28,13 +28,16 @@ from . import (
     _output_places as output_places,
 )
 from . import (
+    _scan_axes as scan_axes,
+)
+from . import (
     _scan_carry as scan_carry,
 )
 from . import (
     _trees as trees,
 )
 from ._traced import pure_function
-from .iteration import Carry, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
+from .iteration import Carry, StateAxes, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
 
 __all__ = ["scan"]
 
@@ -84,9 +87,9 @@ def scan(
     """
     trees.reject_bound_method("scan", f)
     reject_state_axes("scan", in_axes, out_axes, graph, graph_updates)
-    tree_paths = not trees.resolve_mode(graph, graph_updates).graph
-    _check_single_carry(in_axes, "in_axes", tree_paths)
-    _check_single_carry(out_axes, "out_axes", tree_paths)
+    simple = not trees.resolve_mode(graph, graph_updates).graph_updates
+    _check_single_carry(in_axes, "in_axes", simple)
+    _check_single_carry(out_axes, "out_axes", simple)
     _check_axes_pair(in_axes, out_axes)
 
     def make(fun: tp.Callable) -> tp.Callable:
@@ -104,6 +107,8 @@ def scan(
                 )
             reject_state_axes("scan", in_axes, out_axes, *mode)
             arg_axes = per_arg(in_axes, args, "scan", mode.graph)
+            if mode.graph_updates:
+                scan_axes.check_fit(arg_axes, args, "args")
             lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes, roots=(".args",))
             carry_arg = next((i for i, p in enumerate(arg_axes) if p is Carry), None)
             options = _LoopOptions(length, reverse, unroll, _split_transpose)
@@ -114,24 +119,38 @@ def scan(
     return trees.decorator_or_call(f, make)
 
 
-def _check_single_carry(axes: tp.Any, argname: str, tree_mode: bool) -> None:
-    """At most one entry of ``in_axes``/``out_axes`` may be ``Carry``."""
+def _check_single_carry(axes: tp.Any, argname: str, simple: bool) -> None:
+    """At most one entry of ``in_axes``/``out_axes`` may be ``Carry``, and only at the top
+    level; the messages are those of flax's scan without graph updates (``simple``) or with."""
     paths = [p for p, leaf in jax.tree_util.tree_flatten_with_path(axes)[0] if leaf is Carry]
-    if len(paths) < 2:
-        return
-    if tree_mode:
+    for index, path in enumerate(paths):
+        if len(path) > 1 and simple:
+            raise ValueError(
+                "Carry must be a top-level argument, it cannot be nested. "
+                f"Found Carry inside {argname} at path {jax.tree_util.keystr(path)}"
+            )
+        if len(path) > 1:
+            raise ValueError(f"Carry must at the top-level, it cannot be nested. Found axes={axes!r}")
+        if index == 1 and not simple:
+            first, second = (argname + jax.tree_util.keystr(p) for p in paths[:2])
+            raise ValueError(f"Found multiple Carry definitions at {first} and {second}")
+    if len(paths) > 1:
         raise ValueError(f"Found multiple Carry definitions in {argname}")
-    first, second = (argname + jax.tree_util.keystr(p) for p in paths[:2])
-    raise ValueError(f"Found multiple Carry definitions at {first} and {second}")
 
 
 def _check_axes_pair(in_axes: tp.Any, out_axes: tp.Any) -> None:
-    """Outputs are never broadcast, and ``Carry`` is on both sides or neither."""
-    for path, leaf in jax.tree_util.tree_flatten_with_path(out_axes, is_leaf=lambda x: x is None)[0]:
+    """Outputs are never broadcast nor carried by a ``StateAxes``, and ``Carry`` is on both
+    sides or neither."""
+    is_leaf = lambda x: x is None or isinstance(x, StateAxes)  # noqa: E731
+    for path, leaf in jax.tree_util.tree_flatten_with_path(out_axes, is_leaf=is_leaf)[0]:
+        where = f"out_axes{jax.tree_util.keystr(path)}"
         if leaf is None:
-            raise ValueError(
-                f"Cannot broadcast output state. Got out_axes=None at: out_axes{jax.tree_util.keystr(path)}"
-            )
+            raise ValueError(f"Cannot broadcast output state. Got out_axes=None at: {where}")
+        for flt, axis in leaf.items() if isinstance(leaf, StateAxes) else ():
+            if axis is None:
+                raise ValueError(f"Cannot broadcast output state. Got StateAxes({{{flt}: None}}) at: {where}")
+            if axis is Carry:
+                raise ValueError(f"Cannot carry output state. Got StateAxes({{{flt}: Carry}}) at: {where}")
     has_carry = [Carry in jax.tree_util.tree_leaves(axes) for axes in (in_axes, out_axes)]
     if has_carry[0] != has_carry[1]:
         raise ValueError(
@@ -319,6 +338,8 @@ def _scan_body(
         checks_prefix = carry_arg is not None and not static.graph_updates
         snapshot = scan_carry.carry_snapshot(given) if checks_prefix else None
         out = fun(*entered.args)
+        if static.graph_updates:
+            scan_axes.check_fit(out_axes, out, "out[1]", output=True)
         if checks_prefix:
             scan_carry.check_carry_prefix(snapshot, out, out_axes, same_length=static.asked_graph)
         elif carry_arg is not None:

@@ -126,6 +126,36 @@ def _described(param: Any) -> tuple[list[str | None] | None, str | None, float]:
         returns="nothing",
     )
 )
+# the function replaces its copy's Variable: that copy, left without the name, is not written
+# back, and the new Variable it returns is no input's
+@example(
+    call=Call(
+        names=("a", "a"),
+        in_axes=0,
+        out_axes=0,
+        partition="a",
+        graph=False,
+        shared=False,
+        model_twice=False,
+        by_keyword=False,
+        changes="an attribute",
+        returns="nothing",
+    )
+)
+@example(
+    call=Call(
+        names=None,
+        in_axes=0,
+        out_axes=0,
+        partition="a",
+        graph=False,
+        shared=False,
+        model_twice=False,
+        by_keyword=False,
+        changes="an attribute",
+        returns="its Variable",
+    )
+)
 def test_transform_metadata_moves_partition_names_as_flax_does(nnx: Any, flax_nnx: Any, call: Call) -> None:
     assert_same(flax_nnx, nnx, lambda n: _run(n, call))
 

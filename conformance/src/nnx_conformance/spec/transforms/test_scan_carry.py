@@ -183,8 +183,10 @@ def test_a_carried_module_whose_structure_the_body_changes_is_refused_as_by_flax
     axes=st.sampled_from([tuple, list]),
 )
 # the corners where flax's reading differs from a plain prefix match: a list out_axes beside a
-# tuple output, and an output too short for Carry's position
+# tuple output or beside the carry alone (the whole output, then no ys for out_axes' other
+# entries), and an output too short for Carry's position
 @example(mode=(False, False), position=0, returned=2, wrapped=False, output="tuple", axes=list)
+@example(mode=(False, False), position=0, returned=1, wrapped=False, output="the carry alone", axes=list)
 @example(mode=(True, False), position=1, returned=1, wrapped=False, output="tuple", axes=tuple)
 @example(mode=(True, True), position=0, returned=1, wrapped=True, output="tuple", axes=tuple)
 def test_a_scan_output_unlike_its_out_axes_is_searched_for_the_carry_as_by_flax(
@@ -197,9 +199,10 @@ def test_a_scan_output_unlike_its_out_axes_is_searched_for_the_carry_as_by_flax(
     output: str,
     axes: type,
 ) -> None:
-    """flax reads the carry at Carry's position of ``out_axes`` in a tuple output of any
-    length (an ``IndexError`` past its end), and as ``None`` in any other output or beside a
-    list ``out_axes``, so that its carry check, not the ``out_axes`` prefix, refuses it; in
+    """flax reads the carry at Carry's position of a tuple ``out_axes`` in a tuple output of any
+    length (an ``IndexError`` past its end), as ``None`` in any other output, and as the whole
+    output beside a list ``out_axes``, so that its carry check, not the ``out_axes`` prefix,
+    refuses it (a carry returned alone then fails the ``out_axes`` prefix); in
     graph mode without graph updates only an output of ``out_axes``' length is searched."""
     graph, graph_updates = mode
     # flax 0.12.12 fails an internal assertion there (a crash, not a rule: see reference/README.md)
