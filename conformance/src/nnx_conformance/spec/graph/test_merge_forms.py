@@ -74,6 +74,13 @@ def _leaf_flattened_without_paths(nnx: Any) -> Any:
     return leaves, nnx.unflatten(graphdef, leaves)
 
 
+def _applied_with_graph_given(nnx: Any) -> Any:
+    """GraphDef.apply told which mode to split the Module in after the call."""
+    graphdef, state = nnx.split(_linear(nnx))
+    out, (new_graphdef, new_state) = graphdef.apply(state, graph=True)(jnp.ones((1, 2)))
+    return out, new_graphdef == graphdef, new_state
+
+
 def _update_contexts_compared(nnx: Any) -> Any:
     with nnx.update_context("first") as first, nnx.update_context("second") as second:
         return hash(first) == hash(second), first == second, first == "first"
@@ -96,12 +103,13 @@ FORMS: dict[str, Callable[[Any], Any]] = {
     "unflatten of a nested dict of arrays": _unflattened(lambda nnx, state: nnx.to_pure_dict(state)),
     "a bare Ref split and merged": _root_ref_round_trip,
     "a lone array flattened without paths": _leaf_flattened_without_paths,
+    "GraphDef.apply given graph=True": _applied_with_graph_given,
     "two UpdateContexts compared": _update_contexts_compared,
     "a RefMap after a deletion": _ref_map_deletion,
 }
 
 
-@pytest.mark.apis("merge", "unflatten", "unpack", "GraphState", "UpdateContext", "graphlib.RefMap")
+@pytest.mark.apis("merge", "unflatten", "unpack", "GraphState", "GraphDef", "UpdateContext", "graphlib.RefMap")
 @pytest.mark.documented(None)
 @pytest.mark.parametrize("case", sorted(FORMS))
 def test_these_forms_of_the_graph_api_give_flax_results(nnx: Any, flax_nnx: Any, case: str) -> None:
