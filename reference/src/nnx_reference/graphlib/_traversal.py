@@ -106,17 +106,28 @@ def iter_module_children(node: tp.Any, /, *, graph: bool | None = None) -> tp.It
 def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, *, graph: bool | None = None) -> tp.Any:
     """Rebuilds ``node`` bottom-up, replacing every node and leaf ``x`` at ``path`` by ``f(path, x)``.
     In graph mode a node met again is its first result, a node met inside itself (a cycle) is a
-    ValueError, and so is a new child for a container that cannot take one (a tuple), as flax's."""
+    ValueError, and so is a new child for a container that cannot take one (a tuple); a new
+    Variable for one a Pytree holds is taken into that Variable, as flax's."""
+    return rebuild(f, node, graph=graph, strict=True)
+
+
+def rebuild(
+    f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, *, graph: bool | None = None, strict: bool = False
+) -> tp.Any:
+    """:func:`recursive_map`'s walk; without ``strict`` (the Rngs helpers' walk, which swaps
+    streams wherever they are) a node met inside itself is its copy in progress, a tuple is
+    rebuilt with its new children, and a new Variable simply takes its place."""
     cache: dict[int, tp.Any] = {}
     in_progress: set[int] = set()
     use_graph = resolve_graph(graph)
+    checks = use_graph and strict
     if not use_graph:
         check_tree(node, "recursive_map", "slashes")
 
     def visit(x: tp.Any, path: PathParts) -> tp.Any:
         if use_graph and isinstance(x, (Pytree, Variable)) and id(x) in cache:
             return cache[id(x)]
-        if use_graph and id(x) in in_progress:
+        if checks and id(x) in in_progress:
             where = "/".join(str(part) for part in path)  # this module's map is nnx.map
             raise ValueError(
                 f"Found cycle in the graph at path '{where}'. Node of type {type(x)} "
@@ -124,20 +135,22 @@ def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, 
             )
         if isinstance(x, Pytree):
             new = object.__new__(type(x))
+            if use_graph and not strict:
+                cache[id(x)] = new
             in_progress.add(id(x))
             object.__setattr__(new, NODES, dict(x._pytree__nodes))
             object.__setattr__(new, TRACE_STATE, current_trace_state())
             for key, value, data in pytree_children(x):
                 if data:
                     mapped = visit(value, (*path, key))
-                    new.__dict__[key] = _into_variable(value, mapped) if use_graph else mapped
+                    new.__dict__[key] = _into_variable(value, mapped) if checks else mapped
                 else:
                     new.__dict__[key] = f((*path, key), value) if use_graph else value
             in_progress.discard(id(x))
         elif is_container(x):
             children, treedef = one_level(x)
             new_children = [visit(c, (*path, k)) for k, c in children]
-            if use_graph and not isinstance(x, _MUTABLE_CONTAINERS):
+            if checks and not isinstance(x, _MUTABLE_CONTAINERS):
                 _check_unchanged(x, children, new_children)
             new = jax.tree_util.tree_unflatten(treedef, new_children)
         else:
