@@ -306,7 +306,7 @@ def _replace_streams(node: tp.Any, replace: tp.Callable[[tuple, RngStream], RngS
     def visit(path: tuple, x: tp.Any) -> tp.Any:
         return replace(path, x) if isinstance(x, RngStream) else x
 
-    return graphlib.recursive_map(visit, node, graph=graph)
+    return graphlib.rebuild(visit, node, graph=graph)
 
 
 def _selects_state(predicate: filterlib.Predicate, path: tuple, stream: RngStream) -> bool:

@@ -130,6 +130,8 @@ class FlatState(tp.Sequence[tuple[PathParts, tp.Any]]):
 
     @staticmethod
     def merge(flat_state: FlatState, /, *flat_states: FlatState) -> FlatState:
+        if not flat_states:  # one flat state is itself, as flax's (a sequence of pairs is sorted)
+            return flat_state if isinstance(flat_state, FlatState) else FlatState(flat_state)
         merged: dict[PathParts, tp.Any] = {}
         for fs in (flat_state, *flat_states):
             merged.update(fs)
@@ -222,11 +224,15 @@ class State(MutableMapping[Key, tp.Any]):
 
     def __or__(self, other: tp.Mapping[Key, tp.Any]) -> State:
         """``merge_state(self, other)``: later entries win."""
+        if not other:  # nothing to merge: the State itself, as flax's
+            return self
         return merge_state(self, other)
 
     def __sub__(self, other: tp.Mapping[Key, tp.Any]) -> State:
         """The entries of ``self`` whose paths ``other`` lacks (deprecated)."""
         _warn_deprecated("diff")
+        if not other:
+            return self
         taken = {path for path, _ in to_flat_state(other if isinstance(other, State) else State(other))}
         return from_flat_state(
             [(path, leaf) for path, leaf in to_flat_state(self) if path not in taken], cls=type(self)
@@ -344,7 +350,10 @@ def from_flat_state(
 
 
 def merge_state(state: tp.Mapping[Key, tp.Any], /, *states: tp.Mapping[Key, tp.Any], cls: type[State] = State) -> State:
-    """One State with the leaves of all ``states`` (later ones win on equal paths)."""
+    """One State with the leaves of all ``states`` (later ones win on equal paths); one state
+    alone is itself where it is a ``cls``, else a ``cls`` of it."""
+    if not states:
+        return state if isinstance(state, cls) else cls(state)
     merged: dict[PathParts, tp.Any] = {}
     for s in (state, *states):
         merged.update(to_flat_state(s))

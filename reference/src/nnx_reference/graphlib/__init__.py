@@ -83,11 +83,12 @@ from ._state_ops import (
     update,
     variables,
 )
-from ._traversal import (
+from ._traversal import (  # noqa: F401 - rebuild is the Rngs helpers' walk, not in __all__
     find_duplicates,
     iter_children,
     iter_graph,
     iter_module_children,
+    rebuild,
     recursive_map,
     set_metadata,
     vars_as,

@@ -29,6 +29,14 @@ class UpdateContext:
         self.outer_ref_index: RefMap | None = None
         self.inner_ref_outer_index: RefMap | None = None
 
+    # Opaque, as flax's: all UpdateContexts are equal and hash alike, so one can be a static
+    # argument (of jax.jit) without its maps taking part in the comparison.
+    def __hash__(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UpdateContext)
+
 
 class _ContextStacks(threading.local):
     def __init__(self) -> None:

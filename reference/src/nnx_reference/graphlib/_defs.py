@@ -238,3 +238,7 @@ class RefMap(dict):  # type: ignore[type-arg]
     def __setitem__(self, obj: tp.Any, index: int) -> None:
         self.objects[id(obj)] = obj
         super().__setitem__(id(obj), index)
+
+    def __delitem__(self, obj: tp.Any) -> None:
+        del self.objects[id(obj)]
+        super().__delitem__(id(obj))

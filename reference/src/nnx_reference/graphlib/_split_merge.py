@@ -32,11 +32,23 @@ class GraphState(tp.MutableMapping[Key, tp.Any]):
     """A node's State bundled with its GraphDef (what :func:`unpack` returns), ready for
     ``merge``: a mapping over the State, not a State itself, as flax's."""
 
-    def __init__(
-        self, mapping: tp.Any = (), /, *, _copy: bool = True, graphdef: GraphDef[tp.Any] | None = None
-    ) -> None:
-        self._state = State(mapping, _copy=_copy)
-        self._graphdef = graphdef
+    def __init__(self, _graphdef: GraphDef[tp.Any], _state: State) -> None:
+        if not isinstance(_state, State):
+            raise ValueError(f"Expected a State object, got {type(_state).__name__}")
+        self._graphdef = _graphdef
+        self._state = _state
+
+    def __getattr__(self, name: str) -> tp.Any:
+        if name in ("_state", "_graphdef"):  # not set yet (a copy being made): no State to ask
+            raise AttributeError(name)
+        return getattr(self._state, name)
+
+    def __setattr__(self, name: str, value: tp.Any) -> None:
+        """Its own two fields are attributes; any other attribute is an entry of its State, as flax's."""
+        if name in ("_state", "_graphdef"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._state, name, value)
 
     def __getitem__(self, key: Key) -> tp.Any:
         return self._state[key]
@@ -67,7 +79,7 @@ def _graph_state_flatten(gs: GraphState) -> tuple[list[tuple[tp.Any, tp.Any]], t
 jax.tree_util.register_pytree_with_keys(
     GraphState,
     _graph_state_flatten,
-    lambda aux, children: GraphState(dict(zip(aux[0], children)), _copy=False, graphdef=aux[1]),
+    lambda aux, children: GraphState(aux[1], State(dict(zip(aux[0], children)), _copy=False)),
 )
 
 
@@ -245,15 +257,29 @@ def flatten_for(
 
 
 def merge(graphdef: GraphDef[A], /, *states: tp.Any, copy: bool = False, recreate_variables: bool = True) -> A:
-    """Rebuilds the object described by ``graphdef`` from one or more States."""
-    if isinstance(graphdef, GraphState) and graphdef._graphdef is not None:
-        graphdef, states = graphdef._graphdef, (graphdef._state, *states)
+    """Rebuilds the object described by ``graphdef`` from one or more States, or from
+    GraphStates alone (all of one GraphDef)."""
+    if isinstance(graphdef, GraphState):
+        graphdef, states = _graph_states_graphdef((graphdef, *states)), (graphdef, *states)
     states = tuple(s._state if isinstance(s, GraphState) else s for s in states)
     if not isinstance(graphdef, GraphDef):
         raise TypeError(f"Expected a GraphDef or GraphState object, got: {graphdef!r}")
+    if not states:
+        raise TypeError("merge() missing 1 required positional argument: 'state'")
     if any(isinstance(s, list) for s in states):
         return unflatten_leaves(graphdef, _listed_leaves(graphdef, states), None, copy, recreate_variables)
     return unflatten_leaves(graphdef, collect_leaves(states), None, copy, recreate_variables)
+
+
+def _graph_states_graphdef(graph_states: tuple[tp.Any, ...]) -> GraphDef[tp.Any]:
+    """The one GraphDef of the GraphStates merge was given (ValueError for anything else
+    among them, or for GraphStates of two GraphDefs)."""
+    for graph_state in graph_states:
+        if not isinstance(graph_state, GraphState):
+            raise ValueError(f"Expected GraphState object, got {type(graph_state)}")
+        if graph_state._graphdef != graph_states[0]._graphdef:
+            raise ValueError("GraphDef must be the same for all GraphState objects")
+    return graph_states[0]._graphdef
 
 
 def _listed_leaves(graphdef: GraphDef[tp.Any], states: tuple[tp.Any, ...]) -> list[tuple[PathParts, tp.Any]]:

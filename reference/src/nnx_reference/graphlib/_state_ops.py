@@ -15,7 +15,7 @@ from ..pytreelib import Pytree
 from ..statelib import State, from_flat_state, split_flat
 from ..variablelib import Variable
 from ._mode import resolve_mode
-from ._nodes import PathParts, child, children_of, is_container
+from ._nodes import PathParts, child, children_of, is_container, is_node
 from ._split_merge import (
     GraphDef,
     GraphState,
@@ -53,9 +53,46 @@ def graphdef(node: tp.Any, /, *, graph: bool | None = None) -> GraphDef[tp.Any]:
 
 
 def update(node: tp.Any, state: tp.Any, /, *states: tp.Any) -> None:
-    """Writes the leaves of ``state`` (and ``states``) into ``node``'s Variables, in place."""
+    """Writes the leaves of ``state`` (and ``states``) into ``node`` in place: into its
+    Variables (a Ref they hold is written into), its bare Refs, and its mutable containers.
+    A Variable given as ``node`` takes the one non-empty state."""
+    if isinstance(node, Variable):
+        _update_variable(node, _only_non_empty(state, states) if states else state)
+        return
+    if not is_node(node):
+        raise RuntimeError(f"Unsupported type: {type(node)}, update takes a graph node, a container or a Variable")
     for path, leaf in collect_leaves((state, *states)):
         _set_at_path(node, path, leaf)
+
+
+def _only_non_empty(state: tp.Any, states: tuple[tp.Any, ...]) -> tp.Any:
+    """The one state of several that is not an empty mapping (ValueError unless exactly one)."""
+    given = (state, *states)
+    non_empty = [s for s in given if not isinstance(s, tp.Mapping) or s]
+    if len(non_empty) != 1:
+        raise ValueError(f"Expected exactly one non-empty state, got: {given!r}")
+    return non_empty[0]
+
+
+def _update_variable(variable: Variable[tp.Any], value: tp.Any) -> None:
+    """``variable`` takes ``value``: a Variable's value and metadata, an array (written into
+    the Ref it holds, if it holds one); an empty State leaves it as it is."""
+    if isinstance(value, Variable):
+        variable.update_from_state(value)
+    elif isinstance(value, tp.Mapping) and not value:
+        return
+    elif reprlib.is_ref(variable.get_raw_value()) and (reprlib.is_array(value) or reprlib.is_ref(value)):
+        variable.get_raw_value()[...] = value[...]
+    else:
+        variable.set_raw_value(value)
+
+
+def _is_state_leaf(x: tp.Any) -> bool:
+    """Whether ``x`` is a leaf of a State: a Variable, an array or a Ref."""
+    return isinstance(x, Variable) or reprlib.is_array(x)
+
+
+_MISSING = object()
 
 
 def _set_at_path(node: tp.Any, path: PathParts, leaf: tp.Any) -> None:
@@ -72,12 +109,15 @@ def _set_at_path(node: tp.Any, path: PathParts, leaf: tp.Any) -> None:
     try:
         current = child(parent, key)
     except (KeyError, IndexError, TypeError):
-        current = None
+        current = _MISSING
     if isinstance(current, Variable):
-        if isinstance(leaf, Variable):
-            current.update_from_state(leaf)
-        else:
-            current.set_raw_value(leaf)
+        _update_variable(current, leaf)
+    elif reprlib.is_ref(current):
+        current[...] = leaf
+    elif current is not _MISSING and current is not None and is_node(current) and _is_state_leaf(leaf):
+        raise ValueError(f"Expected a subgraph for {key!r}, but got: {leaf!r}")
+    elif isinstance(parent, Pytree) and isinstance(parent, MutableSequence) and not isinstance(key, int):
+        raise KeyError(f"Invalid key: {key}")  # an nnx.List is keyed by the index of its items
     elif isinstance(parent, Pytree) and isinstance(parent, MutableSequence) and key == len(parent):
         parent.append(leaf)  # an nnx.List grows by the item one past its end
     elif isinstance(parent, Pytree):
@@ -86,8 +126,8 @@ def _set_at_path(node: tp.Any, path: PathParts, leaf: tp.Any) -> None:
         parent[key] = leaf  # type: ignore[index]
     else:
         raise ValueError(
-            f"Cannot update the value at path {path} of {type(node).__name__}: "
-            f"its parent {type(parent).__name__} is immutable."
+            f"Cannot set key {key!r} at path {path} of {type(node).__name__}: "
+            f"its parent, of type {type(parent).__name__}, is immutable."
         )
 
 
@@ -136,6 +176,8 @@ def pop(node: tp.Any, *filters: tp.Any) -> tp.Any:
     """Removes the Variables matching ``filters`` from ``node`` and returns them as States."""
     if not filters:
         raise ValueError("Expected at least one filter")
+    if not is_node(node):
+        raise RuntimeError(f"Unsupported type: {type(node)}, pop takes a graph node or a container")
     _, flat = flatten_for(node, True, "pop")
     groups = split_flat(flat, filters, exhaustive=False)
     for group in groups:
@@ -145,8 +187,10 @@ def pop(node: tp.Any, *filters: tp.Any) -> tp.Any:
                 parent = child(parent, key)
             if isinstance(parent, Pytree):
                 delattr(parent, str(path[-1]))  # an nnx.List's items are not attributes: AttributeError
-            else:
+            elif isinstance(parent, (dict, State)):
                 del parent[path[-1]]
+            else:  # a tuple, a list or another pytree has no key to pop
+                raise ValueError(f"Cannot pop key {path[-1]!r} from node of type {type(parent).__name__}")
     return _group([from_flat_state(g) for g in groups], filters)
 
 
@@ -167,15 +211,19 @@ def map(
 def unpack(node: A, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
     """``split`` returning one :class:`GraphState` (state + graphdef) per filter, ready for ``merge``."""
     gdef, *states = split(node, *(filters or (...,)), graph=graph)
-    graph_states = tuple(GraphState(s.raw_mapping, _copy=False, graphdef=gdef) for s in states)
+    graph_states = tuple(GraphState(gdef, s) for s in states)
     return graph_states[0] if len(graph_states) == 1 else graph_states
 
 
 def as_pure(tree: A) -> A:
-    """``tree`` with every Variable replaced by its plain value."""
-    return jax.tree.map(
-        lambda x: x.get_value() if isinstance(x, Variable) else x, tree, is_leaf=lambda x: isinstance(x, Variable)
-    )
+    """``tree`` with every Variable replaced by its plain value, and every bare Ref by its array."""
+    return jax.tree.map(_pure_leaf, tree, is_leaf=lambda x: isinstance(x, Variable))
+
+
+def _pure_leaf(x: tp.Any) -> tp.Any:
+    if isinstance(x, Variable):
+        return x.get_value()
+    return x[...] if reprlib.is_ref(x) else x
 
 
 def pure(tree: A) -> A:

@@ -12,6 +12,7 @@ from .._tracing import current_trace_state
 from .._variable_metadata import as_ref, wants_ref
 from ..filterlib import to_predicate
 from ..pytreelib import NODES, TRACE_STATE, HashableMapping, Pytree, PytreeState
+from ..statelib import State
 from ..variablelib import Variable
 from ._mode import resolve_graph
 from ._nodes import (
@@ -19,6 +20,7 @@ from ._nodes import (
     PathParts,
     children_of,
     is_container,
+    is_node,
     jax_key,
     one_level,
     pytree_children,
@@ -84,6 +86,12 @@ def _iter_tree(node: tp.Any, path: PathParts) -> tp.Iterator[tuple[PathParts, tp
 
 def iter_children(node: tp.Any, /, *, graph: bool | None = None) -> tp.Iterator[tuple[Key, tp.Any]]:
     """The immediate children of ``node`` that are graph nodes (Pytrees) or Variables, as ``(key, child)``."""
+    if not is_node(node):  # a Variable, an array: no children to give, a ValueError as flax's
+        if resolve_graph(graph):
+            raise ValueError(
+                f"Expected a graph node, got {type(node).__name__}. If this is a regular pytree, use graph=False."
+            )
+        raise ValueError(f"Expected a pytree node, got {type(node).__name__}. If this is a graph node, use graph=True.")
     for key, child in children_of(node):
         if isinstance(child, (Pytree, Variable)):
             yield key, child
@@ -96,29 +104,55 @@ def iter_module_children(node: tp.Any, /, *, graph: bool | None = None) -> tp.It
 
 
 def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, *, graph: bool | None = None) -> tp.Any:
-    """Rebuilds ``node`` bottom-up, replacing every node and leaf ``x`` at ``path`` by ``f(path, x)``."""
+    """Rebuilds ``node`` bottom-up, replacing every node and leaf ``x`` at ``path`` by ``f(path, x)``.
+    In graph mode a node met again is its first result, a node met inside itself (a cycle) is a
+    ValueError, and so is a new child for a container that cannot take one (a tuple); a new
+    Variable for one a Pytree holds is taken into that Variable, as flax's."""
+    return rebuild(f, node, graph=graph, strict=True)
+
+
+def rebuild(
+    f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, *, graph: bool | None = None, strict: bool = False
+) -> tp.Any:
+    """:func:`recursive_map`'s walk; without ``strict`` (the Rngs helpers' walk, which swaps
+    streams wherever they are) a node met inside itself is its copy in progress, a tuple is
+    rebuilt with its new children, and a new Variable simply takes its place."""
     cache: dict[int, tp.Any] = {}
+    in_progress: set[int] = set()
     use_graph = resolve_graph(graph)
+    checks = use_graph and strict
     if not use_graph:
         check_tree(node, "recursive_map", "slashes")
 
     def visit(x: tp.Any, path: PathParts) -> tp.Any:
         if use_graph and isinstance(x, (Pytree, Variable)) and id(x) in cache:
             return cache[id(x)]
+        if checks and id(x) in in_progress:
+            where = "/".join(str(part) for part in path)  # this module's map is nnx.map
+            raise ValueError(
+                f"Found cycle in the graph at path '{where}'. Node of type {type(x)} "
+                "has already been visited but has not been returned yet."
+            )
         if isinstance(x, Pytree):
             new = object.__new__(type(x))
-            if use_graph:
+            if use_graph and not strict:
                 cache[id(x)] = new
+            in_progress.add(id(x))
             object.__setattr__(new, NODES, dict(x._pytree__nodes))
             object.__setattr__(new, TRACE_STATE, current_trace_state())
             for key, value, data in pytree_children(x):
                 if data:
-                    new.__dict__[key] = visit(value, (*path, key))
+                    mapped = visit(value, (*path, key))
+                    new.__dict__[key] = _into_variable(value, mapped) if checks else mapped
                 else:
                     new.__dict__[key] = f((*path, key), value) if use_graph else value
+            in_progress.discard(id(x))
         elif is_container(x):
             children, treedef = one_level(x)
-            new = jax.tree_util.tree_unflatten(treedef, [visit(c, (*path, k)) for k, c in children])
+            new_children = [visit(c, (*path, k)) for k, c in children]
+            if checks and not isinstance(x, _MUTABLE_CONTAINERS):
+                _check_unchanged(x, children, new_children)
+            new = jax.tree_util.tree_unflatten(treedef, new_children)
         else:
             new = x
         result = f(path, new)
@@ -127,6 +161,29 @@ def recursive_map(f: tp.Callable[[PathParts, tp.Any], tp.Any], node: tp.Any, /, 
         return result
 
     return visit(node, ())
+
+
+def _into_variable(old: tp.Any, new: tp.Any) -> tp.Any:
+    """What a Pytree keeps of ``f``'s new value for its attribute: a new Variable for one it
+    holds is taken into that Variable (shared with the input), as flax's graph nodes do."""
+    if isinstance(old, Variable) and isinstance(new, Variable) and new is not old:
+        old.update_from_state(new)
+        return old
+    return new
+
+
+_MUTABLE_CONTAINERS = (list, dict, State)
+"""The containers flax's graph-mode recursive_map can put a new child into."""
+
+
+def _check_unchanged(container: tp.Any, children: list[tuple[Key, tp.Any]], new_children: list[tp.Any]) -> None:
+    """ValueError naming the first child of an immutable container that ``f`` replaced."""
+    for (key, old), new in zip(children, new_children):
+        if new is not old:
+            raise ValueError(
+                f"Cannot update key '{key}' for node of type '{type(container)}' because the node does not "
+                "support mutation."
+            )
 
 
 def find_duplicates(node: tp.Any, /, *, only: tp.Any = ...) -> list[list[PathParts]]:

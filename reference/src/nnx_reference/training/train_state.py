@@ -9,6 +9,7 @@ import jax
 import optax
 
 from .. import graphlib
+from ..statelib import State
 
 M = tp.TypeVar("M")
 TS = tp.TypeVar("TS", bound="TrainState")
@@ -54,8 +55,16 @@ class TrainState(tp.Generic[M]):
     def apply(self, state: tp.Any, *states: tp.Any) -> graphlib.ApplyCaller:
         """A caller for the model merged from the named fields (e.g. ``'params'``)
         or the given States."""
-        resolved = tuple(getattr(self, s) if isinstance(s, str) else s for s in (state, *states))
-        return graphlib.ApplyCaller(self.graphdef, resolved)
+        return graphlib.ApplyCaller(self.graphdef, tuple(self._named_state(s) for s in (state, *states)))
+
+    def _named_state(self, state: tp.Any) -> tp.Any:
+        """``state``, or the State held by the field it names (TypeError for another field)."""
+        if not isinstance(state, str):
+            return state
+        named = getattr(self, state)
+        if not isinstance(named, State):
+            raise TypeError(f"Expected {type(self).__name__}.{state} to be a State, got {type(named)}")
+        return named
 
     def apply_gradients(self: TS, grads: tp.Any, **kwargs: tp.Any) -> TS:
         """A new TrainState with ``grads`` applied through ``tx`` and ``step + 1``."""

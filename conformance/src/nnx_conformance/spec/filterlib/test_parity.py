@@ -99,3 +99,16 @@ def test_combined_filters_compare_and_tags_match_as_in_flax(nnx: Any, flax_nnx: 
         )
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+@pytest.mark.apis("All", "Any", "Not", "PathContains", "WithTag", "Everything", "Nothing")
+@pytest.mark.documented(None)
+def test_composed_filters_repr_as_flax_s(nnx: Any, flax_nnx: Any) -> None:
+    """All, Any and Not show the filters they compose, as flax's reprs do (filters whose
+    reprs name no module, so that both implementations can show the same text)."""
+
+    def scenario(nnx: Any) -> Any:
+        parts = (nnx.PathContains("a"), nnx.WithTag("t"))
+        return [repr(nnx.All(*parts)), repr(nnx.Any(*parts)), repr(nnx.Not(parts[0])), repr(nnx.Not(nnx.Nothing()))]
+
+    assert_same(flax_nnx, nnx, scenario)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nnx_conformance.testing import strategies
@@ -79,11 +79,23 @@ def _scaled(x: Any, *, scale: Any = 1) -> Any:
     return x * scale
 
 
+def _positional_only(x: Any, /, *, scale: Any = 1) -> Any:
+    return x * scale
+
+
 def _anything(*args: Any, **kwargs: Any) -> Any:
     return (*args, *sorted(kwargs.items()))
 
 
-LAYERS = {"pair": _pair, "named": _named, "sum": _sum, "scaled": _scaled, "anything": _anything, "not callable": 3}
+LAYERS = {
+    "pair": _pair,
+    "named": _named,
+    "sum": _sum,
+    "scaled": _scaled,
+    "positional only": _positional_only,
+    "anything": _anything,
+    "not callable": 3,
+}
 
 
 @pytest.mark.apis("Sequential")
@@ -93,6 +105,10 @@ LAYERS = {"pair": _pair, "named": _named, "sum": _sum, "scaled": _scaled, "anyth
     n_args=st.integers(0, 2),
     keywords=st.sampled_from([{}, {"scale": 3}, {"a": 5}, {"scale": 2, "b": 1}]),
 )
+@example(layers=["named", "sum"], n_args=1, keywords={})  # a dict output is the next layer's keywords
+@example(layers=["named", "sum"], n_args=1, keywords={"scale": 2})  # joined with the call's own
+@example(layers=["named", "sum"], n_args=1, keywords={"a": 5})  # a keyword given twice
+@example(layers=["positional only"], n_args=1, keywords={"scale": 3})  # past a positional-only parameter
 def test_sequential_passes_tuples_as_arguments_and_dicts_as_keywords_as_flax(
     nnx: Any, flax_nnx: Any, layers: list[str], n_args: int, keywords: dict[str, int]
 ) -> None:
