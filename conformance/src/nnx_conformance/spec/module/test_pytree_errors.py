@@ -95,3 +95,42 @@ def test_mutating_a_pytree_from_inside_a_jax_transform_it_was_not_created_in_rai
 
     with raises_named("TraceContextError", r"Cannot mutate 'Counter' from different trace level"):
         increment(jnp.arange(3))
+
+
+def _mixed_in(nnx: Any, init: Any) -> type:
+    """A Pytree class whose first base is a plain mixin and whose nearest Pytree base is Base."""
+
+    class Base(nnx.Pytree):
+        pass
+
+    class Mixin:
+        pass
+
+    class Foo(Mixin, Base):
+        __init__ = init
+
+    return Foo
+
+
+@pytest.mark.apis("Pytree")
+def test_the_static_data_error_names_the_nearest_pytree_base_past_a_mixin(nnx: Any) -> None:
+    def init(self: Any) -> None:
+        self.items = [jnp.ones(1)]
+
+    with pytest.raises(
+        ValueError, match=r"(?s)Found data on value.*class Foo\(Base\):\n    items: list = nnx.data\(\)"
+    ):
+        _mixed_in(nnx, init)()
+
+
+@pytest.mark.apis("Pytree")
+def test_the_check_after_init_names_the_nearest_pytree_base_past_a_mixin(nnx: Any) -> None:
+    # The list is static when assigned empty; the array appended to it is found once __init__ ends.
+    def init(self: Any) -> None:
+        self.items = []
+        self.items.append(jnp.ones(1))
+
+    with pytest.raises(
+        ValueError, match=r"(?s)Found unexpected data.*class Foo\(Base\):\n    items: list = nnx.data\(\)"
+    ):
+        _mixed_in(nnx, init)()
