@@ -39,7 +39,7 @@ from jax.tree_util import GetAttrKey
 
 from .. import _hijax, _structure, graphlib, reprlib
 from .._tracing import inside_transformation
-from ..pytreelib import Pytree
+from ..pytreelib import INTERNAL_PREFIX, NODES, Pytree, attribute_layout
 from ..variablelib import Variable
 from . import _lift as lift
 from . import _output_places as output_places
@@ -190,6 +190,10 @@ class TreeJit:
             self.plans[key] = None
             return False, None
         out = self._result(outcome, call, mode, lambda at: _at(flat.nodes if mode.graph else nodes_of(call), at))
+        if mode.graph_updates:  # once: a cached call finds them in order
+            for node in flat.nodes:
+                if isinstance(node, Pytree):
+                    _sort_attributes(node)
         if outcome.general is None:
             self._cache(key, call, ids, jitted)
         return True, out
@@ -310,6 +314,22 @@ def _plain(leaves: tuple[tp.Any, ...]) -> bool:
     holds a value of another kind (a tuple, None, a Ref, a hijax Variable) reaches JAX
     as another structure or type, which it traces anew, and is refused here."""
     return all(isinstance(getattr(x, "aval", None), ShapedArray) for x in leaves)
+
+
+def _sort_attributes(node: Pytree) -> None:
+    """Puts ``node``'s attributes in the order a graph update that rebuilds it leaves them
+    (flax's: sorted, internal ones first), unless they are in it already."""
+    values = node.__dict__
+    layout = attribute_layout(node).keys
+    if [k for k in values if not (isinstance(k, str) and k.startswith(INTERNAL_PREFIX))] == [k for k, _ in layout]:
+        return
+    _structure.touched(node)
+    internals = {k: v for k, v in values.items() if isinstance(k, str) and k.startswith(INTERNAL_PREFIX)}
+    internals[NODES] = dict(layout)
+    ordered = {k: values[k] for k, _ in layout}
+    values.clear()
+    values.update(internals)
+    values.update(ordered)
 
 
 def _at(nodes: tp.Sequence[tp.Any], positions: tuple[int, ...]) -> list[tp.Any]:

@@ -16,6 +16,7 @@ from . import _checks as checks
 from . import _lift as lift
 from . import _traced as traced
 from . import _trees as trees
+from ._metadata_axes import axis_metadata
 from ._prefix import PrefixMapping
 from ._trees import is_node_leaf, is_variable
 
@@ -107,62 +108,11 @@ def per_arg(axes: tp.Any, args: tuple, name: str, graph: bool) -> tuple:
     return tuple(axes for _ in args)
 
 
-def axis_metadata(
-    metadata: tp.Mapping[str, tp.Any],
-    objects: tp.Iterable[tuple[tp.Any, tp.Any]],
-    add: bool,
-    every_path: bool = False,
-) -> None:
-    """Add (leaving a mapped call) or remove (entering it) the mapped axis in Variable metadata.
-
-    Only when ``metadata`` names a ``PARTITION_NAME``; ``objects`` are ``(object, prefix)``.
-    Each Variable moves once, or with ``every_path`` once per path ``jax.tree`` takes to it.
-    The transforms move the names of their copies of the caller's Variables, so a name
-    that cannot be removed leaves the caller's Variables as they were.
-    """
-    if PARTITION_NAME not in metadata:
-        return
-    name = metadata[PARTITION_NAME]
-    moves: list[tuple[tuple, Variable, int]] = []
-    moved: set[int] = set()
-    for obj, prefix in objects:
-        for path, var, axis in checks.variable_prefixes(obj, prefix, every_path):
-            if is_scanned(axis) and (every_path or id(var) not in moved):
-                moved.add(id(var))
-                moves.append((path, var, axis))
-    for path, var, axis in moves:
-        if (sharding := _moved_partition(path, var, axis, name, add)) is not None:
-            var.set_metadata("out_sharding", sharding)
-        (var.add_axis if add else var.remove_axis)(axis, name)
-
-
-def _moved_partition(path: tuple, var: Variable, axis: int, name: tp.Any, add: bool) -> tuple | None:
-    """``var``'s ``out_sharding`` with ``name`` inserted at ``axis`` (or removed from there,
-    which must hold ``name``); None for a Variable without partition names."""
-    names = var.get_metadata().get("out_sharding")
-    if not isinstance(names, tuple):
-        return None
-    moved = list(names)
-    if add:
-        moved.insert(axis, name)
-    elif (found := moved.pop(axis)) != name:
-        raise ValueError(
-            f"Expected to remove {name!r} at index {axis} from {names!r}, but found {found!r}. "
-            f"(the out_sharding of the {type(var).__name__} at path {path})"
-        )
-    return tuple(moved)
-
-
 def out_objects(out: tp.Any, out_axes: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
     """The graph objects of ``out`` (arguments or results), each with its entry of ``out_axes``."""
     leaves = jax.tree_util.tree_leaves(out, is_leaf=trees.is_node_leaf)
     prefixes = trees.broadcast_prefix(out_axes, out, trees.is_node_leaf)
     return [(leaf, p) for leaf, p in zip(leaves, prefixes) if trees.is_object(leaf)]
-
-
-def is_scanned(prefix: tp.Any) -> bool:
-    """Whether an axis prefix entry maps along an axis (an int, not a bool)."""
-    return isinstance(prefix, int) and not isinstance(prefix, bool)
 
 
 def reject_state_axes(
@@ -197,14 +147,15 @@ def _mapped(
         # keyword arguments left are mapped along axis 0, as jax.vmap and jax.pmap map them
         prefix = (per_arg(in_axes, args, name, mode.graph), dict.fromkeys(kwargs, 0))
         lifted = lift.lift(name, (args, kwargs), prefix, mode, expand=expand_axes)
+        moved = metadata if mode.graph_updates else {}  # as flax's, only graph updates move metadata
 
         def pure_fn(pure: tp.Any) -> tp.Any:
             entered = lift.enter(lifted.static, pure)
             in_objects = list(zip(entered.objects, lifted.static.obj_prefixes))
-            axis_metadata(metadata, in_objects, add=False)
+            axis_metadata(moved, in_objects, add=False)
             inner_args, inner_kwargs = entered.args
             out = fun(*inner_args, **inner_kwargs)
-            axis_metadata(metadata, in_objects + out_objects(out, out_axes), add=True)
+            axis_metadata(moved, in_objects + out_objects(out, out_axes), add=True)
             return lift.exit(name, lifted.static, entered, out, out_axes, expand_axes)
 
         jax_out = lift.Result(None, lifted.in_prefix(), trees.out_prefix_for_jax(out_axes, expand_axes))

@@ -36,8 +36,9 @@ from . import (
 from . import (
     _trees as trees,
 )
+from ._metadata_axes import axis_metadata, is_scanned
 from ._traced import pure_function
-from .iteration import Carry, StateAxes, axis_metadata, expand_axes, is_scanned, out_objects, per_arg, reject_state_axes
+from .iteration import Carry, StateAxes, expand_axes, out_objects, per_arg, reject_state_axes
 
 __all__ = ["scan"]
 
@@ -112,7 +113,8 @@ def scan(
             lifted = lift.lift("scan", args, arg_axes, mode, expand=expand_axes, roots=(".args",))
             carry_arg = next((i for i, p in enumerate(arg_axes) if p is Carry), None)
             options = _LoopOptions(length, reverse, unroll, _split_transpose)
-            return _run_scan(fun, lifted, carry_arg, out_axes, transform_metadata, options)
+            moved = transform_metadata if mode.graph_updates else {}  # as flax's, only graph updates move it
+            return _run_scan(fun, lifted, carry_arg, out_axes, moved, options)
 
         return wrapper
 
