@@ -274,7 +274,7 @@ class Einsum(Module):
             labels = [*before, *[None] * (out_ndim - len(before) - len(after)), *after]
         else:
             labels = list(out)
-        return [self.kernel_shape[kernel_labels.index(c)] if c in kernel_labels else 1 for c in labels]
+        return [self.kernel_shape[kernel_labels.index(c)] if c and c in kernel_labels else 1 for c in labels]
 
 
 def canonicalize_padding(padding: PaddingLike, rank: int) -> str | list[tuple[int, int]]:

@@ -167,7 +167,6 @@ EINSUM_FORMS = (
     "nta,ab->tnb",
     "nta,ba->nbt",
     "nta,nab->ntb",
-    "nta,a->nt",
     "...a,ab->...b",
     " nta , hab -> nthb ",
 )
