@@ -186,14 +186,17 @@ def layer_case(
     layer: str, drawn: LayerArgs, seed: int, x: Any = None, build: Build | None = None, **fields: Any
 ) -> Case:
     """The case of ``nnx.<layer>`` built from ``drawn`` (or by ``build``, which uses it) with
-    ``Rngs(seed)``, run on ``x``, outputs compared within :data:`ROUNDING_ULPS`, and
-    gradients through the call compared bit for bit."""
+    ``Rngs(seed)``, called on ``x`` with the drawn call keywords (unless ``call`` is given),
+    outputs compared within :data:`ROUNDING_ULPS`, and gradients through the call compared
+    bit for bit."""
     fields.setdefault("ulps", ROUNDING_ULPS)
     fields.setdefault("allow_errors", False)  # a drawn layer must run: an error compares nothing
     fields.setdefault("rngs", lambda nnx: nnx.Rngs(seed))
     fields.setdefault("grad", x is not None)
+    fields.setdefault("call", lambda nnx, module, x: drawn.call(module, x))
 
     def by_name(nnx: Any, rngs: Any) -> Any:
         return drawn.build(nnx, layer, rngs)
 
-    return Case(f"{layer}{drawn.args} {drawn.kwargs}", build or by_name, x, **fields)
+    called = f" called with {drawn.call_kwargs}" if drawn.call_kwargs else ""
+    return Case(f"{layer}{drawn.args} {drawn.kwargs}{called}", build or by_name, x, **fields)

@@ -1,11 +1,12 @@
 """A hypothesis state machine that writes random NNX programs from the whole API and runs
 each step on the implementation under test and on flax.nnx beside it.
 
-Every rule is one step (:mod:`programs`, :mod:`program_steps`) run on both sides, each on
-a world of its own; after it, the step's result (or its exception's type), the warnings it
-emitted (by category) and every object of the program (Nets, Optimizers, layers, metrics,
-the cached jitted function's trace count) must agree (``assert_same``). A failing program
-shrinks to the shortest sequence of steps that still differs.
+Every rule is one step (:mod:`programs`, :mod:`program_steps`, :mod:`program_lifts`) run
+on both sides, each on a world of its own; after it, the step's result (or its exception's
+type), the warnings it emitted (by category) and every object of the program (Nets,
+Optimizers, layers, ensembles, metrics, the cached jitted function's trace count) must
+agree (``assert_same``). A failing program shrinks to the shortest sequence of steps that
+still differs.
 """
 
 from __future__ import annotations
@@ -15,15 +16,19 @@ from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from . import graph_strategies as gs
+from . import program_lifts as pl
 from . import program_steps as ps
 from . import programs, strategies
 from .assertions import assert_same
 
 TARGETS = st.integers(0, 5)
 """Which model (or layer) a step acts on: numbers wrap around those made."""
+
+DEVICES = st.integers(1, 3)
+"""How many of the suite's devices (eight virtual ones on CPU) a pmap or shard_map step maps over."""
 
 _LAYER_ARGS: dict[str, Callable[[], st.SearchStrategy[strategies.LayerArgs]]] = {
     "Linear": strategies.linear_args,
@@ -39,6 +44,8 @@ _LAYER_ARGS: dict[str, Callable[[], st.SearchStrategy[strategies.LayerArgs]]] = 
     "InstanceNorm": lambda: strategies.norm_args("InstanceNorm"),
     "MultiHeadAttention": strategies.attention_args,
     "LoRA": strategies.lora_args,
+    "LoRALinear": strategies.lora_linear_args,
+    "Bidirectional": strategies.bidirectional_args,
     "Dropout": strategies.dropout_args,
     **dict.fromkeys(strategies.RECURRENT_CELLS, strategies.cell_args),
 }
@@ -70,6 +77,11 @@ class ProgramMachine(RuleBasedStateMachine):
         super().__init__()
         self.worlds = (ps.MachineWorld(), ps.MachineWorld())
         type(self).programs_run += 1
+
+    @property
+    def has_ensembles(self) -> bool:
+        """Whether the program has made an ensemble (on flax's side, which runs first)."""
+        return bool(self.worlds[0].ensembles)
 
     def _step(self, step: Any) -> None:
         """Runs ``step`` on flax's world, then on the implementation's, and compares them."""
@@ -117,6 +129,27 @@ class ProgramMachine(RuleBasedStateMachine):
     )
     def transform_net(self, number: int, transform: str, mode: gs.Mode, branch: int, recipe: gs.FilterRecipe) -> None:
         self._step(ps.TransformCall(number, transform, mode, branch, recipe))
+
+    @rule(number=TARGETS, mode=gs.modes, devices=DEVICES, mean=st.booleans())
+    def pmap_net(self, number: int, mode: gs.Mode, devices: int, mean: bool) -> None:
+        self._step(pl.PmapCall(number, mode, devices, mean))
+
+    @rule(number=TARGETS, mode=gs.modes, devices=DEVICES, shard_rows=st.booleans())
+    def shard_map_net(self, number: int, mode: gs.Mode, devices: int, shard_rows: bool) -> None:
+        self._step(pl.ShardMapCall(number, mode, devices, shard_rows))
+
+    @rule(number=TARGETS, mode=gs.modes)
+    def custom_vjp_net(self, number: int, mode: gs.Mode) -> None:
+        self._step(pl.CustomVjpCall(number, mode))
+
+    @rule(splits=st.integers(1, 3), only=st.sampled_from(pl.ONLY), mode=gs.modes, seed=st.integers(0, 3))
+    def create_ensemble(self, splits: int, only: str, mode: gs.Mode, seed: int) -> None:
+        self._step(pl.CreateEnsemble(splits, only, mode, seed))
+
+    @precondition(lambda self: self.has_ensembles)
+    @rule(number=TARGETS, mode=gs.modes)
+    def call_ensemble(self, number: int, mode: gs.Mode) -> None:
+        self._step(pl.CallEnsemble(number, mode))
 
     @rule(number=TARGETS, mode=gs.modes)
     def call_cached_jit(self, number: int, mode: gs.Mode) -> None:

@@ -13,9 +13,11 @@ plain data and runs with either implementation on a :class:`MachineWorld`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -69,19 +71,22 @@ METRICS = ("Average", "Welford", "Accuracy", "MultiMetric")
 
 @dataclass
 class Layer:
-    """A layer a program built, with its family and the shape of its input."""
+    """A layer a program built, with its family and the drawn arguments it was built from
+    (the shape of its input and the keywords of its calls among them)."""
 
     module: Any
     family: str
-    input_shape: tuple[int, ...]
+    args: LayerArgs
 
 
 @dataclass
 class MachineWorld(programs.World):
-    """A program's objects: its Nets and Optimizers, its layers, its metrics by kind, its one
+    """A program's objects: its Nets and Optimizers, its layers, its ensembles (Modules made
+    under vmap, one member per index of their leading axis), its metrics by kind, its one
     cached jitted function and how often that one has traced."""
 
     layers: list[Layer] = field(default_factory=list)
+    ensembles: list[Any] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     jitted: dict[str, Any] = field(default_factory=dict)
     traces: list[str] = field(default_factory=list)
@@ -92,12 +97,12 @@ class MachineWorld(programs.World):
 
 def _layer_input(layer: Layer, seed: int) -> Any:
     if layer.family == "Embed":
-        return jnp.asarray(np.random.default_rng(seed).integers(0, layer.module.num_embeddings, layer.input_shape))
-    return jnp.asarray(layer_input(layer.input_shape, seed))
+        return jnp.asarray(np.random.default_rng(seed).integers(0, layer.module.num_embeddings, layer.args.input_shape))
+    return jnp.asarray(layer_input(layer.args.input_shape, seed))
 
 
-def _sum_loss(module: Any, x: Any) -> Any:
-    return jnp.sum(module(x).astype(jnp.float32))
+def _sum_loss(module: Any, x: Any, call: Any) -> Any:
+    return sum(jnp.sum(y.astype(jnp.float32)) for y in jax.tree.leaves(call(module, x)))
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,7 @@ class CreateLayer:
         module = self.args.build(nnx, self.family, rngs)
         if self.family in RECURRENT_CELLS:
             module = nnx.RNN(module, rngs=rngs)
-        world.layers.append(Layer(module, self.family, self.args.input_shape))
+        world.layers.append(Layer(module, self.family, self.args))
         return module
 
 
@@ -130,14 +135,18 @@ class CallLayer:
     def __call__(self, nnx: Any, world: MachineWorld) -> Any:
         layer = world.layer(self.target)
         x, kwargs = _layer_input(layer, self.seed), self.mode.kwargs()
+
+        def call(module: Any, x: Any) -> Any:  # a function of its own: jit keys its cache by it
+            return layer.args.call(module, x)
+
         with self.mode.context(nnx):
             if self.transform == "eager":
-                return layer.module(x)
+                return call(layer.module, x)
             if self.transform == "jit":
-                return nnx.jit(lambda m, x: m(x), **kwargs)(layer.module, x)
+                return nnx.jit(call, **kwargs)(layer.module, x)
             if self.transform == "remat":
-                return nnx.remat(lambda m, x: m(x), **kwargs)(layer.module, x)
-            return programs.grads(nnx, layer.module, self.mode, x, _sum_loss)
+                return nnx.remat(call, **kwargs)(layer.module, x)
+            return programs.grads(nnx, layer.module, self.mode, x, functools.partial(_sum_loss, call=call))
 
 
 def _negated(m: Any, x: Any) -> Any:
@@ -354,6 +363,7 @@ class MetricStep:
 
 
 def snapshot(world: MachineWorld) -> Any:
-    """What a step is compared by besides its result: every object of the program, the
-    trace count of its cached jitted function, and the arrays of its layers."""
-    return (world.models, world.optimizers, [layer.module for layer in world.layers], world.metrics, len(world.traces))
+    """What a step is compared by besides its result: every object of the program (its layers
+    and ensembles among them) and the trace count of its cached jitted function."""
+    layers = [layer.module for layer in world.layers]
+    return (world.models, world.optimizers, layers, world.ensembles, world.metrics, len(world.traces))

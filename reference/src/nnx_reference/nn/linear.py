@@ -273,12 +273,20 @@ class Einsum(Module):
             **_op_keywords(self.preferred_element_type, out_sharding),
         )
         if bias is not None:
-            lhs, out = einsum_str.split("->")
-            lhs = lhs.split(",")[0]
-            # The bias spans the output axes that come from the kernel alone.
-            shape = [dim if label not in lhs else 1 for label, dim in zip(out, y.shape)]
-            y = y + jnp.reshape(bias, shape)
+            y = y + jnp.reshape(bias, self._bias_broadcast_shape(einsum_str, y.ndim))
         return y
+
+    def _bias_broadcast_shape(self, einsum_str: str, out_ndim: int) -> list[int]:
+        """The bias's shape against the output: the kernel's size on every output axis the
+        kernel has (shared with the input or not), 1 elsewhere, the ellipsis included."""
+        operands, out = einsum_str.split("->")
+        kernel_labels = operands.split(",")[1]
+        if "..." in out:
+            before, after = out.split("...")
+            labels = [*before, *[None] * (out_ndim - len(before) - len(after)), *after]
+        else:
+            labels = list(out)
+        return [self.kernel_shape[kernel_labels.index(c)] if c and c in kernel_labels else 1 for c in labels]
 
 
 def canonicalize_padding(padding: PaddingLike, rank: int) -> str | list[tuple[int, int]]:

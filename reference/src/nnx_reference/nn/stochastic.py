@@ -80,7 +80,9 @@ class Dropout(Module):
             )
         key = draw_key(rngs, self.rng_collection, by_key=True)
         keep_prob = 1.0 - self.rate
-        mask_shape = tuple(1 if i in self.broadcast_dims else d for i, d in enumerate(inputs.shape))
+        mask_shape = list(inputs.shape)
+        for dim in self.broadcast_dims:  # negative dims count from the last axis, as in flax
+            mask_shape[dim] = 1
         keep = jnp.broadcast_to(jax.random.bernoulli(key, p=keep_prob, shape=mask_shape), inputs.shape)
         return lax.select(keep, inputs / keep_prob, jnp.zeros_like(inputs))
 

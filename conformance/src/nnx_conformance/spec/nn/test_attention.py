@@ -28,7 +28,13 @@ def test_multi_head_attention_parameters_and_outputs_equal_flax(
     nnx: Any, flax_nnx: Any, drawn: strategies.LayerArgs, is_causal: bool, seed: int, input_seed: int
 ) -> None:
     x = strategies.layer_input(drawn.input_shape, input_seed)
-    case = layer_case("MultiHeadAttention", drawn, seed, x, call=lambda nnx, layer, x: layer(x, is_causal=is_causal))
+    case = layer_case(
+        "MultiHeadAttention",
+        drawn,
+        seed,
+        x,
+        call=lambda nnx, layer, x: layer(x, is_causal=is_causal, **drawn.call_kwargs),
+    )
     assert_agrees(flax_nnx, nnx, case)
 
 

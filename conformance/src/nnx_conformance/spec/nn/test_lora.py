@@ -29,7 +29,7 @@ def test_lora_parameters_and_outputs_equal_flax(
 
     def build(nnx: Any, rngs: Any) -> Any:
         base = nnx.Linear(in_features, out_features, rngs=rngs) if around_linear else None
-        return nnx.LoRA(*drawn.args, base_module=base, b_initializer=NORMAL, **drawn.kwargs, rngs=rngs)
+        return nnx.LoRA(*drawn.args, base_module=base, b_initializer=NORMAL, **drawn.keywords(nnx), rngs=rngs)
 
     case = layer_case("LoRA", drawn, seed, strategies.layer_input(drawn.input_shape, input_seed), build=build)
     assert_agrees(flax_nnx, nnx, case)
@@ -44,7 +44,7 @@ def test_lora_linear_parameters_and_outputs_equal_flax(
 
     def build(nnx: Any, rngs: Any) -> Any:
         return nnx.LoRALinear(
-            in_features, out_features, lora_rank=rank, b_initializer=NORMAL, **drawn.kwargs, rngs=rngs
+            in_features, out_features, lora_rank=rank, b_initializer=NORMAL, **drawn.keywords(nnx), rngs=rngs
         )
 
     case = layer_case("LoRALinear", drawn, seed, strategies.layer_input(drawn.input_shape, input_seed), build=build)

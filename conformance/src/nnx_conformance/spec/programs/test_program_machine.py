@@ -1,7 +1,8 @@
 """Random programs written by a state machine from the whole API (layers of every family,
-nesting, every transform in drawn modes, graph utilities, attribute and metadata changes,
-optimizer and metric steps), run on the implementation and on flax.nnx: they agree after
-every step."""
+nesting, every transform in drawn modes, pmap and shard_map over several devices,
+custom_vjp, ensembles made and called under vmap with split rng streams, graph utilities,
+attribute and metadata changes, optimizer and metric steps), run on the implementation and
+on flax.nnx: they agree after every step."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ APIS = (
     "fori_loop",
     "while_loop",
     "checkify",
+    "pmap",
+    "shard_map",
+    "custom_vjp",
+    "split_rngs",
+    "prefix",
     "StateAxes",
     "DiffState",
     "split",
@@ -53,6 +59,9 @@ APIS = (
     "Optimizer",
     "MultiMetric",
     "RNN",
+    "Bidirectional",
+    "LoRA",
+    "LoRALinear",
     "set_graph_mode",
     "set_graph_updates",
 )

@@ -1,35 +1,31 @@
 """Hypothesis strategies of the suite, by area: Module graphs and Variables (nodes),
 filters and Rngs seeds (selections), stateful programs (stateful), nn layer arguments
-(layers) and optax transforms (training).
+(layers, convolution, normalization, sequences) and optax transforms (training).
 
 Tests use them as ``strategies.NAME``; the submodules hold them by area.
 """
 
 from __future__ import annotations
 
+from .convolution import CONV_PADDINGS, CONV_TRANSPOSE_PADDINGS, conv_args
 from .layers import (
-    ATTENTION_BATCH_SHAPES,
-    CONV_PADDINGS,
-    CONV_TRANSPOSE_PADDINGS,
     EINSUM_FORMS,
     LAYER_DTYPES,
     NORM_DTYPES,
-    RECURRENT_CELLS,
     LayerArgs,
-    attention_args,
+    Named,
     batch_shapes,
-    cell_args,
-    conv_args,
     dropout_args,
     dtype_args,
     einsum_args,
     embed_args,
     features,
+    layer_batches,
     layer_input,
     linear_args,
     linear_general_args,
     lora_args,
-    norm_args,
+    lora_linear_args,
     seeds,
 )
 from .nodes import (
@@ -51,6 +47,7 @@ from .nodes import (
     variable_types,
     variables,
 )
+from .normalization import norm_args
 from .selections import (
     ATOM_FORMS,
     PathEndsWith,
@@ -58,6 +55,15 @@ from .selections import (
     filter_sequences,
     filters,
     rng_seeds,
+)
+from .sequences import (
+    ATTENTION_BATCH_SHAPES,
+    RECURRENT_CELLS,
+    BidirectionalArgs,
+    DecodingArgs,
+    attention_args,
+    bidirectional_args,
+    cell_args,
 )
 from .stateful import (
     SOWN_NAMES,
@@ -96,8 +102,11 @@ __all__ = [
     "TAGS",
     "TRANSFORM_VALUE_TARGETS",
     "AddNoise",
+    "BidirectionalArgs",
     "Classes",
+    "DecodingArgs",
     "LayerArgs",
+    "Named",
     "Operation",
     "PathEndsWith",
     "Program",
@@ -107,6 +116,7 @@ __all__ = [
     "arrays",
     "attention_args",
     "batch_shapes",
+    "bidirectional_args",
     "cell_args",
     "classes",
     "conv_args",
@@ -119,10 +129,12 @@ __all__ = [
     "filter_sequences",
     "filters",
     "graphs",
+    "layer_batches",
     "layer_input",
     "linear_args",
     "linear_general_args",
     "lora_args",
+    "lora_linear_args",
     "metadata",
     "modes",
     "norm_args",

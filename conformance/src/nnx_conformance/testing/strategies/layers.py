@@ -1,11 +1,14 @@
 """nn layer arguments: what differential tests build the same layer from in two implementations.
 
-Plain values only (no nnx objects), so that one draw builds the layer in both.
+Plain values only (no nnx objects; an nnx name is drawn as :class:`Named`), so that one
+draw builds the layer in both. This module holds what every family shares and the dense
+families (Linear, LinearGeneral, Einsum, Embed, LoRA, Dropout); :mod:`.convolution`,
+:mod:`.normalization` and :mod:`.sequences` hold the others.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -29,20 +32,43 @@ features: st.SearchStrategy[int] = st.sampled_from([1, 3])
 """Feature sizes of drawn layers: small, so a failing layer prints in a few lines."""
 
 batch_shapes: st.SearchStrategy[tuple[int, ...]] = st.sampled_from([(2,), (1, 2)])
-"""Leading (batch) axes of a drawn layer input: one or two axes."""
+"""Leading (batch) axes of a drawn input: one or two axes."""
+
+layer_batches: st.SearchStrategy[tuple[int, ...]] = st.sampled_from([(), (2,), (1, 2)])
+"""Leading axes of a drawn layer input: none (an unbatched example), one or two."""
+
+
+@dataclass(frozen=True)
+class Named:
+    """A value that is a public name of nnx (a Variable type, a function), looked up on each side."""
+
+    name: str
+
+    def resolve(self, nnx: Any) -> Any:
+        return getattr(nnx, self.name)
 
 
 @dataclass(frozen=True)
 class LayerArgs:
-    """The arguments of one nn layer (``rngs`` aside) and the shape of an input it accepts."""
+    """The arguments of one nn layer (``rngs`` aside), the shape of an input it accepts, and
+    the keyword arguments of its call (masks, other inputs, modes)."""
 
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     input_shape: tuple[int, ...]
+    call_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def keywords(self, nnx: Any) -> dict[str, Any]:
+        """``kwargs`` with each :class:`Named` value looked up on ``nnx``."""
+        return {key: value.resolve(nnx) if isinstance(value, Named) else value for key, value in self.kwargs.items()}
 
     def build(self, nnx: Any, layer: str, rngs: Any) -> Any:
         """``nnx.<layer>(*args, **kwargs, rngs=rngs)``."""
-        return getattr(nnx, layer)(*self.args, **self.kwargs, rngs=rngs)
+        return getattr(nnx, layer)(*self.args, **self.keywords(nnx), rngs=rngs)
+
+    def call(self, layer: Any, x: Any) -> Any:
+        """``layer(x, **call_kwargs)``."""
+        return layer(x, **self.call_kwargs)
 
 
 @st.composite
@@ -65,190 +91,205 @@ PRECISIONS = (jax.lax.Precision.DEFAULT, jax.lax.Precision.HIGHEST, "float32")
 
 
 @st.composite
-def kernel_options(draw: st.DrawFn) -> dict[str, Any]:
-    """Each of ``kernel_init``, ``bias_init``, ``precision`` and ``kernel_metadata``, or the
-    layer's default where the draw leaves it out."""
-    options = {
-        "kernel_init": draw(st.sampled_from(KERNEL_INITIALIZERS), label="kernel_init"),
-        "bias_init": draw(st.sampled_from(BIAS_INITIALIZERS), label="bias_init"),
-        "precision": draw(st.sampled_from(PRECISIONS), label="precision"),
-        "kernel_metadata": {"spec_tag": draw(st.integers(0, 1), label="kernel_metadata tag")},
-    }
+def given_options(draw: st.DrawFn, options: dict[str, st.SearchStrategy[Any]]) -> dict[str, Any]:
+    """A drawn subset of ``options`` (by name), each with a drawn value; the rest keep their default."""
     kept = draw(st.sets(st.sampled_from(sorted(options))), label="options given")
-    return {name: value for name, value in options.items() if name in kept}
+    return {name: draw(options[name], label=name) for name in sorted(kept)}
+
+
+def metadata_values(name: str) -> st.SearchStrategy[dict[str, Any]]:
+    """A Variable metadata dict ``{name: 0 or 1}``."""
+    return st.integers(0, 1).map(lambda value: {name: value})
+
+
+@st.composite
+def kernel_options(draw: st.DrawFn) -> dict[str, Any]:
+    """Each of ``kernel_init``, ``bias_init``, ``precision``, ``preferred_element_type``,
+    ``kernel_metadata`` and ``bias_metadata``, or the layer's default where the draw leaves it out."""
+    return draw(
+        given_options(
+            {
+                "kernel_init": st.sampled_from(KERNEL_INITIALIZERS),
+                "bias_init": st.sampled_from(BIAS_INITIALIZERS),
+                "precision": st.sampled_from(PRECISIONS),
+                "preferred_element_type": st.just(jnp.float32),
+                "kernel_metadata": metadata_values("spec_tag"),
+                "bias_metadata": metadata_values("bias_tag"),
+            }
+        )
+    )
 
 
 @st.composite
 def linear_args(draw: st.DrawFn) -> LayerArgs:
-    """``Linear(in_features, out_features, use_bias=..., dtypes)`` and a batched input."""
+    """``Linear(in_features, out_features, use_bias=..., dtypes, options)`` and an input of
+    zero to two batch axes."""
     in_features = draw(features, label="in_features")
     out_features = draw(features, label="out_features")
     kwargs = {"use_bias": draw(st.booleans(), label="use_bias"), **draw(dtype_args()), **draw(kernel_options())}
-    return LayerArgs((in_features, out_features), kwargs, draw(batch_shapes, label="batch") + (in_features,))
+    return LayerArgs((in_features, out_features), kwargs, draw(layer_batches, label="batch") + (in_features,))
 
 
 @st.composite
 def linear_general_args(draw: st.DrawFn) -> LayerArgs:
-    """``LinearGeneral`` contracting the last one or two input axes into one or two output axes."""
-    in_shape = tuple(draw(st.lists(features, min_size=1, max_size=2), label="in_features"))
+    """``LinearGeneral`` contracting one or two axes anywhere in the input (named by positive
+    or negative index, in any order; ``in_features`` follow the axes in increasing order)
+    into one or two output axes, with or without a
+    ``batch_axis`` (the input's axis 0, which the kernel and bias then span)."""
+    contracted = draw(st.integers(1, 2), label="number of contracted axes")
+    with_batch_axis = draw(st.booleans(), label="batch_axis given")
+    free = draw(st.integers(1 if with_batch_axis else 0, 2), label="number of other axes")
+    rank = contracted + free
+    positions = draw(
+        st.permutations(range(1 if with_batch_axis else 0, rank)).map(lambda p: tuple(p[:contracted])),
+        label="contracted axes",
+    )
+    sizes = [draw(features, label=f"size of axis {axis}") for axis in range(rank)]
+    if with_batch_axis:
+        sizes[0] = 2
+    axis = tuple(p - rank if draw(st.booleans(), label="negative index") else p for p in positions)
     out_shape = tuple(draw(st.lists(features, min_size=1, max_size=2), label="out_features"))
-    axis = tuple(range(-len(in_shape), 0))
     kwargs = {
-        "axis": axis,
+        "axis": axis if len(axis) > 1 or draw(st.booleans(), label="axis as a tuple") else axis[0],
         "use_bias": draw(st.booleans(), label="use_bias"),
         **draw(dtype_args()),
         **draw(kernel_options()),
     }
-    return LayerArgs((in_shape, out_shape), kwargs, draw(batch_shapes, label="batch") + in_shape)
+    if with_batch_axis:
+        kwargs["batch_axis"] = {0: sizes[0]}
+    in_shape = tuple(sizes[p] for p in sorted(positions))  # flax pairs them with the axes in sorted order
+    return LayerArgs((in_shape, out_shape), kwargs, tuple(sizes))
 
 
-EINSUM_FORMS = {
-    "nta,ab->ntb": ("ab", "b"),
-    "nta,hab->nthb": ("hab", "hb"),
-    "nta,ab->tnb": ("ab", "b"),
-}
-"""Einsum equations over an input ``nta``, with the axes of their kernel and bias."""
+EINSUM_FORMS = (
+    "nta,ab->ntb",
+    "nta,hab->nthb",
+    "nta,ab->tnb",
+    "nta,ba->nbt",
+    "nta,nab->ntb",
+    "...a,ab->...b",
+    " nta , hab -> nthb ",
+)
+"""Einsum equations over an input and a kernel: the kernel spans output axes in any order,
+the input's batch axis or none, an ellipsis stands for any batch axes, spaces are allowed."""
+
+
+def _einsum_operands(equation: str) -> tuple[str, str, str]:
+    """The input, kernel and output axes of ``equation`` (``.`` for the ellipsis)."""
+    inputs, output = equation.replace(" ", "").replace("...", ".").split("->")
+    lhs, kernel = inputs.split(",")
+    return lhs, kernel, output
 
 
 @st.composite
 def einsum_args(draw: st.DrawFn) -> LayerArgs:
-    """``Einsum(equation, kernel_shape, bias_shape or None)`` and an input of shape (n, t, a)."""
-    equation = draw(st.sampled_from(sorted(EINSUM_FORMS)), label="equation")
+    """``Einsum(equation, kernel_shape, bias_shape or None)`` (the equation given to the
+    constructor, and again to each call or not) and an input of the equation's axes. The bias spans the
+    kernel's axes that the output keeps, in the output's order."""
+    equation = draw(st.sampled_from(EINSUM_FORMS), label="equation")
+    lhs, kernel_axes, output = _einsum_operands(equation)
     sizes = {axis: draw(features, label=f"size of {axis}") for axis in "ntabh"}
-    kernel_axes, bias_axes = EINSUM_FORMS[equation]
+    ellipsis = draw(layer_batches, label="axes of the ellipsis")
+    bias_axes = [axis for axis in output if axis in kernel_axes]
     bias = tuple(sizes[axis] for axis in bias_axes) if draw(st.booleans(), label="use_bias") else None
     kernel = tuple(sizes[axis] for axis in kernel_axes)
-    return LayerArgs((equation, kernel, bias), draw(dtype_args()), (sizes["n"], sizes["t"], sizes["a"]))
-
-
-CONV_PADDINGS = ("SAME", "VALID", "CIRCULAR", "CAUSAL", "REFLECT", 1, ((1, 0),))
-"""Paddings of drawn Convs: the named modes, an int, and explicit (low, high) pairs per axis."""
-
-CONV_TRANSPOSE_PADDINGS = ("SAME", "VALID", "CIRCULAR", 1)
-"""Paddings of drawn ConvTransposes."""
-
-
-@st.composite
-def conv_args(draw: st.DrawFn, *, transpose: bool = False) -> LayerArgs:
-    """``Conv`` (or ``ConvTranspose``) over 1 or 2 spatial axes of 3 or 5, with drawn kernel
-    sizes, strides, padding, dilation, feature groups (Conv) or ``transpose_kernel``."""
-    rank = draw(st.integers(1, 2), label="spatial rank")
-    kernel_size = tuple(draw(st.lists(st.sampled_from([1, 3]), min_size=rank, max_size=rank), label="kernel_size"))
-    spatial = tuple(draw(st.lists(st.sampled_from([3, 5]), min_size=rank, max_size=rank), label="spatial shape"))
-    kwargs: dict[str, Any] = {
-        "strides": draw(st.integers(1, 2), label="strides"),
-        "use_bias": draw(st.booleans(), label="use_bias"),
-        **draw(dtype_args()),
-        **draw(kernel_options()),
-    }
-    paddings = CONV_TRANSPOSE_PADDINGS if transpose else CONV_PADDINGS
-    if rank > 1:  # causal padding is defined for one spatial axis only
-        paddings = tuple(p for p in paddings if p != "CAUSAL")
-    padding = draw(st.sampled_from(paddings), label="padding")
-    kwargs["padding"] = padding * rank if isinstance(padding, tuple) else padding
-    if transpose:
-        kwargs["transpose_kernel"] = draw(st.booleans(), label="transpose_kernel")
-        groups = 1
-    else:
-        kwargs["kernel_dilation"] = draw(st.integers(1, 2), label="kernel_dilation")
-        groups = draw(st.integers(1, 2), label="feature_group_count")
-        kwargs["feature_group_count"] = groups
-    in_features = groups * draw(st.integers(1, 2), label="in_features per group")
-    out_features = groups * draw(st.integers(1, 2), label="out_features per group")
-    shape = draw(batch_shapes, label="batch") + spatial + (in_features,)
-    return LayerArgs((in_features, out_features, kernel_size), kwargs, shape)
+    input_shape = tuple(s for axis in lhs for s in (ellipsis if axis == "." else (sizes[axis],)))
+    options = draw(
+        given_options(
+            {
+                "kernel_init": st.sampled_from(KERNEL_INITIALIZERS),
+                "bias_init": st.sampled_from(BIAS_INITIALIZERS),
+                "precision": st.sampled_from(PRECISIONS),
+                "preferred_element_type": st.just(jnp.float32),
+                "kernel_metadata": metadata_values("spec_tag"),
+            }
+        )
+    )
+    kwargs = {**draw(dtype_args()), **options}
+    call = {"einsum_str": equation} if draw(st.booleans(), label="equation given again at the call") else {}
+    return LayerArgs((equation, kernel, bias), kwargs, input_shape, call)
 
 
 @st.composite
 def embed_args(draw: st.DrawFn) -> LayerArgs:
-    """``Embed(num_embeddings, features)``; ``input_shape`` is the shape of the ids it looks up."""
-    kwargs = draw(dtype_args())
-    args = (draw(st.sampled_from([1, 5]), label="num_embeddings"), draw(features, label="features"))
-    return LayerArgs(args, kwargs, draw(batch_shapes, label="batch"))
-
-
-@st.composite
-def norm_args(draw: st.DrawFn, layer: str) -> LayerArgs:
-    """The arguments of the normalization layer ``layer`` and a (batch, h, w, features) input.
-
-    GroupNorm keeps its default ``reduction_axes``: with custom ones flax normalizes
-    differently from its documentation by design, so they are not a parity case."""
-    kwargs: dict[str, Any] = {"epsilon": draw(st.sampled_from([1e-6, 1e-3]), label="epsilon"), **draw(dtype_args())}
-    if layer != "RMSNorm":
-        kwargs["use_bias"] = draw(st.booleans(), label="use_bias")
-    kwargs["use_scale"] = draw(st.booleans(), label="use_scale")
-    if layer in ("BatchNorm", "LayerNorm", "RMSNorm"):
-        kwargs["use_fast_variance"] = draw(st.booleans(), label="use_fast_variance")
-    if layer == "BatchNorm":
-        kwargs["momentum"] = draw(st.sampled_from([0.9, 0.99]), label="momentum")
-        kwargs["use_running_average"] = draw(st.booleans(), label="use_running_average")
-    if layer in ("LayerNorm", "RMSNorm"):
-        kwargs["reduction_axes"] = draw(st.sampled_from([-1, (1, 2, 3), (2, 3)]), label="reduction_axes")
-    num_features = draw(features, label="num_features")
-    if layer == "GroupNorm":
-        groups = draw(st.integers(1, 2), label="num_groups")
-        kwargs["num_groups"] = groups
-        num_features *= groups
-    spatial = tuple(draw(st.lists(st.sampled_from([1, 3]), min_size=2, max_size=2), label="spatial shape"))
-    batch = draw(st.sampled_from([1, 2]), label="batch")
-    return LayerArgs((num_features,), kwargs, (batch, *spatial, num_features))
-
-
-ATTENTION_BATCH_SHAPES = ((2,), (1, 2), (2, 1, 1))
-"""Batch axes of drawn attention inputs: inputs of rank 3 to 5."""
-
-
-@st.composite
-def attention_args(draw: st.DrawFn) -> LayerArgs:
-    """``MultiHeadAttention(num_heads, in_features)`` for self-attention over 3 positions,
-    without decoding, with drawn head sizes, output size, biases, qk-normalization,
-    dropout (applied or not), dtypes and input rank (few sizes: an attention example
-    compiles many operations)."""
-    num_heads = draw(st.integers(1, 2), label="num_heads")
-    in_features = num_heads * draw(st.sampled_from([1, 2]), label="in features per head")
-    kwargs: dict[str, Any] = {
-        "qkv_features": num_heads * draw(st.sampled_from([1, 2]), label="qkv features per head"),
-        "out_features": draw(st.sampled_from([None, 3]), label="out_features"),
-        "use_bias": draw(st.booleans(), label="use_bias"),
-        "normalize_qk": draw(st.booleans(), label="normalize_qk"),
-        "dropout_rate": draw(st.sampled_from([0.0, 0.5]), label="dropout_rate"),
-        "deterministic": draw(st.booleans(), label="deterministic"),
-        "broadcast_dropout": draw(st.booleans(), label="broadcast_dropout"),
-        "decode": False,
+    """``Embed(num_embeddings, features, dtypes, embedding_init, embedding_metadata)``;
+    ``input_shape`` is the shape of the ids it looks up (a scalar id included, but for a
+    table of one row, which flax 0.12.12 fails to broadcast to a scalar id)."""
+    kwargs = {
         **draw(dtype_args()),
+        **draw(
+            given_options(
+                {
+                    "embedding_init": st.sampled_from(KERNEL_INITIALIZERS),
+                    "embedding_metadata": metadata_values("spec_tag"),
+                }
+            )
+        ),
     }
-    batch = draw(st.sampled_from(ATTENTION_BATCH_SHAPES), label="batch")
-    return LayerArgs((num_heads, in_features), kwargs, batch + (3, in_features))
+    args = (draw(st.sampled_from([1, 5]), label="num_embeddings"), draw(features, label="features"))
+    batches = layer_batches if args[0] > 1 else batch_shapes  # flax broadcasts a one-row table, not to a scalar id
+    return LayerArgs(args, kwargs, draw(batches, label="batch"))
 
 
-RECURRENT_CELLS = ("LSTMCell", "OptimizedLSTMCell", "GRUCell", "SimpleCell")
+LORA_PARAM_TYPES = (Named("LoRAParam"), Named("Param"))
+"""Variable types drawn as ``lora_param_type``."""
 
 
 @st.composite
-def cell_args(draw: st.DrawFn) -> LayerArgs:
-    """``<Cell>(in_features, hidden_features, dtypes)`` and a (batch, time, in_features) input."""
-    in_features = draw(features, label="in_features")
-    hidden = draw(features, label="hidden_features")
-    length = draw(st.sampled_from([1, 3]), label="sequence length")
-    return LayerArgs(
-        (in_features, hidden), draw(dtype_args()), (draw(st.sampled_from([1, 2]), label="batch"), length, in_features)
+def lora_options(draw: st.DrawFn) -> dict[str, Any]:
+    """The LoRA keywords LoRA and LoRALinear share (``b_initializer`` aside: the tests give a
+    non-zero one), each given or left at its default."""
+    return draw(
+        given_options(
+            {
+                "a_initializer": st.sampled_from(KERNEL_INITIALIZERS),
+                "lora_param_type": st.sampled_from(LORA_PARAM_TYPES),
+                "a_metadata": metadata_values("a_tag"),
+                "b_metadata": metadata_values("b_tag"),
+            }
+        )
     )
 
 
 @st.composite
 def lora_args(draw: st.DrawFn) -> LayerArgs:
-    """``LoRA(in_features, lora_rank, out_features, dtypes)`` and a batched input."""
+    """``LoRA(in_features, lora_rank, out_features, dtypes, options)`` and an input of zero
+    to two batch axes."""
     in_features = draw(features, label="in_features")
     args = (in_features, draw(st.sampled_from([1, 2]), label="lora_rank"), draw(features, label="out_features"))
-    return LayerArgs(args, draw(dtype_args()), draw(batch_shapes, label="batch") + (in_features,))
+    kwargs = {**draw(dtype_args()), **draw(lora_options())}
+    return LayerArgs(args, kwargs, draw(layer_batches, label="batch") + (in_features,))
+
+
+@st.composite
+def lora_linear_args(draw: st.DrawFn) -> LayerArgs:
+    """``LoRALinear(in_features, out_features, lora_rank=..., b_initializer=normal, ...)``:
+    the Linear's dtypes and options, the LoRA's dtypes and options, and a batched input."""
+    in_features, out_features = draw(features, label="in_features"), draw(features, label="out_features")
+    lora_dtypes = draw(dtype_args(), label="LoRA dtypes")
+    kwargs = {
+        "lora_rank": draw(st.sampled_from([1, 2]), label="lora_rank"),
+        "b_initializer": jax.nn.initializers.normal(),
+        "lora_dtype": lora_dtypes["dtype"],
+        "lora_param_dtype": lora_dtypes["param_dtype"],
+        "use_bias": draw(st.booleans(), label="use_bias"),
+        **draw(dtype_args()),
+        **draw(lora_options()),
+    }
+    return LayerArgs((in_features, out_features), kwargs, draw(layer_batches, label="batch") + (in_features,))
 
 
 @st.composite
 def dropout_args(draw: st.DrawFn) -> LayerArgs:
-    """``Dropout(rate, broadcast_dims=...)`` and a batched input of 1 to 4 features."""
-    kwargs = {"broadcast_dims": draw(st.sampled_from([(), (0,)]), label="broadcast_dims")}
-    shape = draw(batch_shapes, label="batch") + (draw(features, label="features"),)
-    return LayerArgs((draw(st.sampled_from([0.0, 0.25, 0.5, 0.9]), label="rate"),), kwargs, shape)
+    """``Dropout(rate, broadcast_dims=...)`` (any subset of the input's axes, by positive or
+    negative index) and an input of zero to two batch axes; the call is deterministic or
+    not by its own argument, or left to the layer."""
+    shape = draw(layer_batches, label="batch") + (draw(features, label="features"),)
+    dims = draw(st.sets(st.sampled_from(range(len(shape)))), label="broadcast axes")
+    negative = draw(st.booleans(), label="negative broadcast_dims")
+    kwargs = {"broadcast_dims": tuple(sorted(d - len(shape) if negative else d for d in dims))}
+    call = draw(st.sampled_from([{}, {"deterministic": False}, {"deterministic": True}]), label="call keywords")
+    return LayerArgs((draw(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]), label="rate"),), kwargs, shape, call)
 
 
 def layer_input(shape: tuple[int, ...], seed: int) -> np.ndarray:
