@@ -6,6 +6,7 @@ on flax.nnx: they agree after every step."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -67,6 +68,16 @@ APIS = (
 )
 
 
+def _program(steps: tuple[Any, ...]) -> Callable[[Any], Any]:
+    """A scenario running ``steps`` as the machine runs them, each on a world of its own."""
+
+    def scenario(nnx: Any) -> Any:
+        world = program_steps.MachineWorld()
+        return [programs.run_step(nnx, step, world, program_steps.snapshot) for step in steps]
+
+    return scenario
+
+
 @pytest.mark.apis(*APIS)
 @pytest.mark.documented(
     "guide:nnx_basics, guide:transforms and the API reference of each name (the whole API, composed)"
@@ -90,8 +101,22 @@ def test_an_optimizer_over_a_param_whose_sharding_names_is_not_a_tuple_fails_as_
         programs.OptimizerStep(0, mode),
     )
 
-    def scenario(nnx: Any) -> Any:
-        world = program_steps.MachineWorld()
-        return [programs.run_step(nnx, step, world, program_steps.snapshot) for step in steps]
+    assert_same(flax_nnx, nnx, _program(steps))
 
-    assert_same(flax_nnx, nnx, scenario)
+
+@pytest.mark.apis("recursive_map", "Sequential")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("target", [0, 1], ids=["the-net", "the-sequential"])
+def test_recursive_map_over_a_net_held_by_a_sequential_keeps_their_shared_variables_as_in_flax(
+    nnx: Any, flax_nnx: Any, target: int
+) -> None:
+    """Found by the state machine under ``thorough``: a Net put into a Sequential, then a graph-mode
+    ``recursive_map`` over either; flax writes each new Variable into the one the graph holds, so the
+    Sequential and the Net still share their Variables."""
+    steps = (
+        programs.Create("linear", 0),
+        program_steps.Nest("Sequential", (0,)),
+        program_steps.GraphOp(target, "recursive_map", True),
+    )
+
+    assert_same(flax_nnx, nnx, _program(steps))
