@@ -222,6 +222,14 @@ class State(MutableMapping[Key, tp.Any]):
     def __repr__(self) -> str:
         return self.__nnx_repr__()
 
+    def __treescope_repr__(self, path: str | None, subtree_renderer: tp.Callable[..., tp.Any]) -> tp.Any:
+        """treescope shows a State as ``State({...})``, its nested States as plain dicts."""
+        from treescope import repr_lib
+
+        return repr_lib.render_dictionary_wrapper(
+            object_type=type(self), wrapped_dict=self._mapping, path=path, subtree_renderer=subtree_renderer
+        )
+
     def __or__(self, other: tp.Mapping[Key, tp.Any]) -> State:
         """``merge_state(self, other)``: later entries win."""
         if not other:  # nothing to merge: the State itself, as flax's

@@ -58,7 +58,12 @@ class UpdateContextManager(contextlib.ContextDecorator):
         return ctx
 
     def __exit__(self, *exc: tp.Any) -> None:
-        _CONTEXTS.stacks[self.tag].pop()
+        stack = _CONTEXTS.stacks.get(self.tag)
+        if not stack:
+            raise RuntimeError(f"No update context found for tag {self.tag!r}, it was never entered.")
+        stack.pop()
+        if not stack:
+            del _CONTEXTS.stacks[self.tag]
 
 
 def update_context(tag: tp.Hashable) -> UpdateContextManager:

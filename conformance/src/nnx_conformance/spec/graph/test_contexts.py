@@ -259,3 +259,31 @@ def test_a_split_after_a_round_trip_records_the_inner_objects_as_flax(nnx: Any, 
         return again == plain, hash(again) == hash(plain), again_state, n.merge(again, again_state)
 
     assert_same(flax_nnx, nnx, scenario)
+
+
+def _exit_without_enter(nnx: Any) -> Any:
+    return nnx.update_context("never entered").__exit__(None, None, None)
+
+
+def _exit_twice(nnx: Any) -> Any:
+    manager = nnx.update_context("entered once")
+    with manager:
+        pass
+    return manager.__exit__(None, None, None)
+
+
+EXITS = {
+    "an update_context never entered": (_exit_without_enter, "never entered"),
+    "an update_context exited twice": (_exit_twice, "entered once"),
+}
+"""Exits of an update_context with no context of its tag left, and the tag the error names."""
+
+
+@pytest.mark.apis("update_context")
+@pytest.mark.parametrize("misuse", sorted(EXITS))
+def test_exiting_an_update_context_with_no_context_of_its_tag_raises_flax_error(
+    nnx: Any, flax_nnx: Any, misuse: str
+) -> None:
+    scenario, tag = EXITS[misuse]
+    outcome = assert_same(flax_nnx, nnx, scenario, mentions=("No update context found", tag))
+    assert outcome.error is not None, f"exiting {misuse}: flax.nnx raises"

@@ -1,7 +1,8 @@
 """Differential tests of the State forms the drawn graphs do not reach: a FlatState sliced
 and merged on its own, a State made through its generic alias, a union or difference with
 an empty State, merge_state of one state, replace_by_pure_dict with integer keys written as
-strings (as a checkpoint gives them back), and unflatten_mapping of what is no mapping."""
+strings (as a checkpoint gives them back), unflatten_mapping of what is no mapping, and the
+text treescope renders for a State and the States nested in it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 
 import jax.numpy as jnp
 import pytest
+import treescope
 
+from nnx_conformance.outputs import DocOutputChecker
 from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = [pytest.mark.kind("differential"), pytest.mark.area("state")]
@@ -82,3 +85,20 @@ def test_these_state_forms_give_flax_results(nnx: Any, flax_nnx: Any, case: str)
 def test_unflatten_mapping_of_what_is_no_mapping_nor_iterable_raises_flax_error(nnx: Any, flax_nnx: Any) -> None:
     outcome = assert_same(flax_nnx, nnx, lambda nnx: nnx.traversals.unflatten_mapping(5), mentions=("int",))
     assert outcome.error is not None, "flax refuses to unflatten an int"
+
+
+RENDERED: dict[str, Callable[[Any], Any]] = {
+    "a Module's State": _state,
+    "a State with nested States": lambda nnx: nnx.State({"a": {"b": nnx.Param(jnp.ones(2)), "c": 1}, "d": {}, "e": 2}),
+}
+
+
+@pytest.mark.apis("State")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("case", sorted(RENDERED))
+def test_treescope_renders_a_state_as_flax_s(nnx: Any, flax_nnx: Any, case: str) -> None:
+    def scenario(nnx: Any) -> str:
+        return DocOutputChecker(nnx.__name__).normalize(treescope.render_to_text(RENDERED[case](nnx)))
+
+    outcome = assert_same(flax_nnx, nnx, scenario, what=f"treescope's text of {case}")
+    assert outcome.error is None, f"treescope renders {case} on flax: {outcome.error!r}"
