@@ -102,22 +102,23 @@ def metadata_values(name: str) -> st.SearchStrategy[dict[str, Any]]:
     return st.integers(0, 1).map(lambda value: {name: value})
 
 
+def _kernel_option_draws() -> dict[str, st.SearchStrategy[Any]]:
+    """The draws of the kernel and bias options the Linear and Einsum families share, by keyword."""
+    return {
+        "kernel_init": st.sampled_from(KERNEL_INITIALIZERS),
+        "bias_init": st.sampled_from(BIAS_INITIALIZERS),
+        "precision": st.sampled_from(PRECISIONS),
+        "preferred_element_type": st.just(jnp.float32),
+        "kernel_metadata": metadata_values("spec_tag"),
+        "bias_metadata": metadata_values("bias_tag"),
+    }
+
+
 @st.composite
 def kernel_options(draw: st.DrawFn) -> dict[str, Any]:
     """Each of ``kernel_init``, ``bias_init``, ``precision``, ``preferred_element_type``,
     ``kernel_metadata`` and ``bias_metadata``, or the layer's default where the draw leaves it out."""
-    return draw(
-        given_options(
-            {
-                "kernel_init": st.sampled_from(KERNEL_INITIALIZERS),
-                "bias_init": st.sampled_from(BIAS_INITIALIZERS),
-                "precision": st.sampled_from(PRECISIONS),
-                "preferred_element_type": st.just(jnp.float32),
-                "kernel_metadata": metadata_values("spec_tag"),
-                "bias_metadata": metadata_values("bias_tag"),
-            }
-        )
-    )
+    return draw(given_options(_kernel_option_draws()))
 
 
 @st.composite
@@ -194,17 +195,7 @@ def einsum_args(draw: st.DrawFn) -> LayerArgs:
     bias = tuple(sizes[axis] for axis in bias_axes) if draw(st.booleans(), label="use_bias") else None
     kernel = tuple(sizes[axis] for axis in kernel_axes)
     input_shape = tuple(s for axis in lhs for s in (ellipsis if axis == "." else (sizes[axis],)))
-    options = draw(
-        given_options(
-            {
-                "kernel_init": st.sampled_from(KERNEL_INITIALIZERS),
-                "bias_init": st.sampled_from(BIAS_INITIALIZERS),
-                "precision": st.sampled_from(PRECISIONS),
-                "preferred_element_type": st.just(jnp.float32),
-                "kernel_metadata": metadata_values("spec_tag"),
-            }
-        )
-    )
+    options = draw(given_options({k: v for k, v in _kernel_option_draws().items() if k != "bias_metadata"}))
     kwargs = {**draw(dtype_args()), **options}
     call = {"einsum_str": equation} if draw(st.booleans(), label="equation given again at the call") else {}
     return LayerArgs((equation, kernel, bias), kwargs, input_shape, call)
