@@ -7,6 +7,8 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
+from nnx_conformance.testing.assertions import assert_same
+
 pytestmark = pytest.mark.kind("error")
 
 
@@ -50,3 +52,10 @@ def test_reading_a_missing_key_by_index_raises_key_error(nnx: Any) -> None:
 def test_replace_by_pure_dict_rejects_a_key_the_state_does_not_have(nnx: Any) -> None:
     with pytest.raises(ValueError, match=r"key in pure_dict not available in state: \('missing',\)"):
         nnx.replace_by_pure_dict(_state(nnx), {"missing": jnp.ones(3)})
+
+
+@pytest.mark.apis("traversals.unflatten_mapping")
+@pytest.mark.documented(None)
+def test_unflatten_mapping_of_what_is_no_mapping_nor_iterable_raises_flax_error(nnx: Any, flax_nnx: Any) -> None:
+    outcome = assert_same(flax_nnx, nnx, lambda nnx: nnx.traversals.unflatten_mapping(5), mentions=("int",))
+    assert outcome.error is not None, "flax refuses to unflatten an int"

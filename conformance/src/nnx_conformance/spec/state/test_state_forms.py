@@ -79,14 +79,6 @@ def test_these_state_forms_give_flax_results(nnx: Any, flax_nnx: Any, case: str)
     assert outcome.error is None, f"flax takes {case}: {outcome.error!r}"
 
 
-@pytest.mark.kind("error")
-@pytest.mark.apis("traversals.unflatten_mapping")
-@pytest.mark.documented(None)
-def test_unflatten_mapping_of_what_is_no_mapping_nor_iterable_raises_flax_error(nnx: Any, flax_nnx: Any) -> None:
-    outcome = assert_same(flax_nnx, nnx, lambda nnx: nnx.traversals.unflatten_mapping(5), mentions=("int",))
-    assert outcome.error is not None, "flax refuses to unflatten an int"
-
-
 RENDERED: dict[str, Callable[[Any], Any]] = {
     "a Module's State": _state,
     "a State with nested States": lambda nnx: nnx.State({"a": {"b": nnx.Param(jnp.ones(2)), "c": 1}, "d": {}, "e": 2}),
