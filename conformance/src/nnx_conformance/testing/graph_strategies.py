@@ -24,6 +24,14 @@ VARIABLE_TYPES = ("Param", "BatchStat", "Cache", "Intermediate", "Counter")
 
 ATTRIBUTE_NAMES = ("a", "b", "c", "kernel", "bias")
 MAX_DEPTH = 2
+MODE_KEYWORDS: dict[str, dict[str, bool]] = {
+    "graph mode with graph updates": {"graph": True, "graph_updates": True},
+    "graph mode without graph updates": {"graph": True, "graph_updates": False},
+    "tree mode": {"graph": False},
+}
+"""The three modes a transform runs in, by name, as the keywords that choose each per call."""
+NO_UPDATES_MODE_KEYWORDS = {name: kw for name, kw in MODE_KEYWORDS.items() if kw.get("graph_updates") is not True}
+"""The modes without graph updates (jit_partial and the control-flow callables refuse them)."""
 
 
 def variable_type(nnx: Any, name: str) -> type:

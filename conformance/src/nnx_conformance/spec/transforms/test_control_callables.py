@@ -11,14 +11,12 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
+from nnx_conformance.testing import graph_strategies as gs
 from nnx_conformance.testing.strategies.callables import assert_runs_as_in_flax
 
 pytestmark = pytest.mark.kind("differential")
 
-MODES: dict[str, dict[str, bool]] = {
-    "graph mode without graph updates": {"graph": True, "graph_updates": False},
-    "tree mode": {"graph": False},
-}
+MODES = gs.NO_UPDATES_MODE_KEYWORDS
 
 
 @dataclasses.dataclass

@@ -13,17 +13,14 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from nnx_conformance.testing import graph_strategies as gs
 from nnx_conformance.testing.assertions import assert_same
 from nnx_conformance.testing.strategies.callables import assert_runs_as_in_flax
 
 pytestmark = pytest.mark.kind("differential")
 
-MODES: dict[str, dict[str, bool]] = {
-    "graph mode with graph updates": {"graph": True, "graph_updates": True},
-    "graph mode without graph updates": {"graph": True, "graph_updates": False},
-    "tree mode": {"graph": False},
-}
-PARTIAL_MODES = {name: mode for name, mode in MODES.items() if mode != {"graph": True, "graph_updates": True}}
+MODES = gs.MODE_KEYWORDS
+PARTIAL_MODES = gs.NO_UPDATES_MODE_KEYWORDS
 """jit_partial refuses graph updates."""
 
 

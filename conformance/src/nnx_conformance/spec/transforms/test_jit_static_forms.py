@@ -13,15 +13,12 @@ import jax.numpy as jnp
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec
 
+from nnx_conformance.testing import graph_strategies as gs
 from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 
-MODES: dict[str, dict[str, bool]] = {
-    "graph mode with graph updates": {"graph": True, "graph_updates": True},
-    "graph mode without graph updates": {"graph": True, "graph_updates": False},
-    "tree mode": {"graph": False},
-}
+MODES = gs.MODE_KEYWORDS
 
 
 def _scaled(x: Any, k: int, *, n: int = 1) -> Any:

@@ -13,15 +13,12 @@ from typing import Any
 import jax.numpy as jnp
 import pytest
 
+from nnx_conformance.testing import graph_strategies as gs
 from nnx_conformance.testing.assertions import assert_same
 
 pytestmark = pytest.mark.kind("differential")
 
-MODES: dict[str, dict[str, bool]] = {
-    "graph mode with graph updates": {"graph": True, "graph_updates": True},
-    "graph mode without graph updates": {"graph": True, "graph_updates": False},
-    "tree mode": {"graph": False},
-}
+MODES = gs.MODE_KEYWORDS
 UPDATES = {"graph mode with graph updates": MODES["graph mode with graph updates"]}
 """StateAxes need graph mode with graph updates."""
 
