@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 import nnx_reference as nnx
+from nnx_reference import _structure
+from nnx_reference.transforms import _call_cache
 
 MODES = {"graph mode": dict(graph=True, graph_updates=True), "tree mode": dict(graph=False)}
 
@@ -88,6 +90,45 @@ def test_a_change_made_without_setattr_is_seen(jit: Jit) -> None:
     _cached(jitted, model)
     vars(model)["kernel"] = nnx.Param(jnp.full((2, 2), 4.0))
     _check(jitted, model, jnp.full((2, 2), 4.0), "a Variable was replaced through vars()")
+
+
+class _Doubled(nnx.Linear):
+    """A Linear whose ``_scaled`` doubles (the function reads a class attribute)."""
+
+    factor = 2.0
+
+
+def test_a_class_rebound_without_setattr_is_seen(jit: Jit) -> None:
+    jitted = jit(lambda m: _scaled(m) * getattr(m, "factor", 1.0))
+    model = _model()
+    _cached(jitted, model)
+    object.__setattr__(model, "__class__", _Doubled)
+    _check(jitted, model, model.kernel[...] * 2.0, "the model's class was rebound with object.__setattr__")
+
+
+def test_an_attribute_dict_rebound_without_setattr_is_seen_and_so_are_its_changes(jit: Jit) -> None:
+    jitted = jit(_scaled)
+    model = _model()
+    _cached(jitted, model)
+    object.__setattr__(model, "__dict__", dict(vars(model)))  # equal to the old one, not it
+    _check(jitted, model, model.kernel[...], "the model's attribute dict was rebound")
+    vars(model)["kernel"] = nnx.Param(jnp.full((2, 2), 4.0))
+    _check(jitted, model, jnp.full((2, 2), 4.0), "a Variable was replaced in the new attribute dict")
+
+
+@pytest.mark.skipif(not _structure.every_change_counted, reason="this interpreter does not report every dict change")
+def test_a_call_after_no_change_compares_no_attributes(jit: Jit, monkeypatch: pytest.MonkeyPatch) -> None:
+    jitted = jit(_scaled)
+    model = _model()
+    _cached(jitted, model)
+    jitted(model)  # the first call that takes the cached structure: nothing counted since it was cached
+
+    def compared(*_: tp.Any) -> tp.NoReturn:
+        raise AssertionError("a call after no change compared the model's attributes")
+
+    monkeypatch.setattr(_call_cache.Contents, "unchanged", compared)
+    model.kernel[...] = jnp.ones((2, 2))  # a new value is no structural change
+    _check(jitted, model, jnp.ones((2, 2)), "a new value of a Variable")
 
 
 def _counter() -> nnx.Module:
@@ -172,8 +213,16 @@ def test_a_list_appended_to_is_seen(jit: Jit) -> None:
         lambda v: v.set_metadata("scale", 2.0),
         lambda v: v.set_metadata({"scale": 2.0}),
         lambda v: v.copy_from(nnx.Param(v.get_raw_value(), scale=2.0)),
+        lambda v: dict.__setitem__(v._var_metadata, "scale", 2.0),
+        lambda v: object.__setattr__(v, "_var_metadata", {**v.get_metadata(), "scale": 2.0}),
     ],
-    ids=["one entry set in place", "all metadata replaced", "taken from another Variable"],
+    ids=[
+        "one entry set in place",
+        "all metadata replaced",
+        "taken from another Variable",
+        "one entry set with dict's own method",
+        "the mapping rebound with object.__setattr__",
+    ],
 )
 def test_new_metadata_of_a_variable_is_seen(jit: Jit, change: tp.Callable[[nnx.Variable], None]) -> None:
     jitted = jit(_scaled)

@@ -216,20 +216,16 @@ def same_items(a: tuple[tuple[str, tp.Any], ...], b: tuple[tuple[str, tp.Any], .
     return True
 
 
+def sorted_items(metadata: tp.Mapping[str, tp.Any]) -> tuple[tuple[str, tp.Any], ...]:
+    """A Variable's metadata items sorted by key: its pytree auxiliary data. Made anew each
+    time: a mapping can change without its methods (``dict.__setitem__(metadata, ...)``)."""
+    return tuple(sorted(metadata.items()))
+
+
 class Metadata(dict[str, tp.Any]):
-    """A Variable's metadata: a dict that keeps its sorted items (the Variable's pytree
-    auxiliary data) until it changes, since flattening Variables is on ``jit``'s per-call path."""
-
-    _sorted: tuple[tuple[str, tp.Any], ...] | None = None
-
-    def sorted_items(self) -> tuple[tuple[str, tp.Any], ...]:
-        """The items sorted by key."""
-        if self._sorted is None:
-            self._sorted = tuple(sorted(self.items()))
-        return self._sorted
+    """A Variable's metadata: a dict whose changes count as structural (see :mod:`._structure`)."""
 
     def _changed(self) -> None:
-        self._sorted = None
         _structure.changed()
 
     def __setitem__(self, key: str, value: tp.Any) -> None:

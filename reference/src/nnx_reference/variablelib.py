@@ -35,6 +35,7 @@ from ._variable_metadata import (
     as_ref,
     rename_sharding_keys,
     same_items,
+    sorted_items,
     unpack,
     var_defaults,
     wants_ref,
@@ -210,7 +211,7 @@ class Variable(ValueOperators, tp.Generic[A], metaclass=_hijax.VariableMeta):
         keeps its own ``hijax`` and ``ref``; equal metadata keeps its own objects and key order,
         as flax's."""
         _keep(self, variable_state._raw_value)
-        if not same_items(self._var_metadata.sorted_items(), variable_state._var_metadata.sorted_items()):
+        if not same_items(sorted_items(self._var_metadata), sorted_items(variable_state._var_metadata)):
             taken = {**variable_state._var_metadata, "hijax": self.hijax, "ref": self.ref}  # what it was made as
             object.__setattr__(self, "_var_metadata", _hijax_metadata(taken) if self._hijax else Metadata(taken))
 
@@ -511,7 +512,7 @@ _REQUIRED_DEFAULTS = {"hijax": False, "ref": False, "eager_sharding": True}
 
 
 def _flatten_with_keys(variable: Variable[tp.Any]) -> tuple[tuple[tuple[tp.Any, tp.Any], ...], tp.Any]:
-    return ((jax.tree_util.GetAttrKey("value"), variable._raw_value),), variable._var_metadata.sorted_items()
+    return ((jax.tree_util.GetAttrKey("value"), variable._raw_value),), sorted_items(variable._var_metadata)
 
 
 def _register_pytree(cls: type[Variable[tp.Any]]) -> None:
@@ -519,7 +520,7 @@ def _register_pytree(cls: type[Variable[tp.Any]]) -> None:
         cls,
         _flatten_with_keys,
         lambda metadata, children: cls._make(children[0], dict(metadata)),
-        lambda variable: ((variable._raw_value,), variable._var_metadata.sorted_items()),
+        lambda variable: ((variable._raw_value,), sorted_items(variable._var_metadata)),
     )
 
 

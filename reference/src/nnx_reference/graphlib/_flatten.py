@@ -8,6 +8,7 @@ from typing import NamedTuple
 import jax
 
 from .. import _hijax, reprlib
+from .._variable_metadata import sorted_items
 from ..pytreelib import Pytree
 from ..variablelib import Variable
 from ._defs import (
@@ -116,7 +117,7 @@ def _template(variable: tp.Any) -> VariableTemplate:
     gives the hijax class it traces and the metadata its type holds."""
     if isinstance(variable, jax.core.Tracer):
         return VariableTemplate(_hijax.class_of(variable), tuple(sorted(variable.get_metadata().items())))
-    return VariableTemplate(type(variable), variable._var_metadata.sorted_items())
+    return VariableTemplate(type(variable), sorted_items(variable._var_metadata))
 
 
 def flatten_node(

@@ -72,9 +72,13 @@ class Contents:
     A later call compares the values as JAX compares a treedef's auxiliary data (by
     identity, else by ``==``: a static attribute given an equal value changes nothing),
     and the values of data attributes, which the compiled function reads, by identity.
-    The values are read with ``gc.get_referents`` (every value of a dict, in one call: this
-    runs on every cached call, over every attribute of every Pytree of the call); owners
-    whose values it does not list in full are not cached (see :meth:`of`)."""
+    The values are read with ``gc.get_referents`` (every value of a dict, in one call);
+    owners whose values it does not list in full are not cached (see :meth:`of`).
+
+    Where every change to a watched mapping counts (:data:`_structure.every_change_counted`),
+    the owners are watched, and while nothing has counted since the call was cached,
+    :meth:`same_owners` (their classes and attribute dicts: the changes no dict reports)
+    is all a later call compares."""
 
     held: list[tp.Any]
     read: tp.Callable[[tp.Any], dict[tp.Any, tp.Any]]
@@ -84,6 +88,7 @@ class Contents:
     values: list[tp.Any]
     data: list[bool]  # which of ``values`` are data
     data_values: list[tp.Any]
+    referents: list[tp.Any] | None  # each owner's attribute dict and class, or None where they are not its referents
 
     @classmethod
     def of(
@@ -112,7 +117,16 @@ class Contents:
             values,
             flags,
             list(itertools.compress(values, flags)),
+            _owner_referents(owners) if read is vars else None,
         )
+
+    def same_owners(self, roots: tp.Sequence[tp.Any] = ()) -> bool:
+        """Whether every owner (``roots``, then those kept) still has the same class and the
+        same attribute dict, where every change to those dicts counts."""
+        if self.referents is None or not _structure.every_change_counted:
+            return False
+        now = gc.get_referents(*roots, *self.held)
+        return now[1::2] == self.referents[1::2] and all(map(operator.is_, now[0::2], self.referents[0::2]))
 
     def unchanged(self, roots: tp.Sequence[tp.Any] = ()) -> bool:
         """Whether every owner (``roots``, then those kept) still holds the same objects (or,
@@ -133,6 +147,16 @@ class Contents:
         )
 
 
+def _owner_referents(owners: list[tp.Any]) -> list[tp.Any] | None:
+    """Each owner's attribute dict and class, as ``gc.get_referents`` lists them, or None
+    where it lists other objects for some owner."""
+    referents = gc.get_referents(*owners)
+    expected = itertools.chain.from_iterable((vars(owner), type(owner)) for owner in owners)
+    if len(referents) != 2 * len(owners) or not all(map(operator.is_, referents, expected)):
+        return None
+    return referents
+
+
 def _argument(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], where: Where) -> tp.Any:
     return args[where] if isinstance(where, int) else kwargs[where]
 
@@ -142,7 +166,9 @@ class CachedCall:
     """A call's flattened structure, for the same Pytree arguments (held weakly), static
     arguments and compiled function: valid while its Pytrees hold what they held and
     its Variables the same metadata. Checked in full (the Variables' metadata by content)
-    when :data:`_structure.epoch` has moved since ``epoch``. A Variable given a value of
+    when :data:`_structure.epoch` has moved since ``epoch`` or where changes made without
+    ``__setattr__`` do not count (see :class:`Contents`); else only the owners' classes and
+    attribute dicts and each Variable's metadata object are compared. A Variable given a value of
     another kind (a tuple, None, a Ref, a hijax Variable) is not checked here: JAX traces
     the compiled function anew for it, and the trace refuses it (``_tree_jit``)."""
 
@@ -182,15 +208,15 @@ class CachedCall:
                 return None
             if pytree:
                 roots.append(arg)
-        if not self.contents.unchanged(roots) or list(map(_METADATA, self.sources)) != self.metadata:
+        if not (self.epoch == _structure.epoch and self.contents.same_owners(roots)):
+            if not self.contents.unchanged(roots) or not self.metadata_contents.unchanged():
+                return None
+            self.epoch = _structure.epoch
+        if list(map(_METADATA, self.sources)) != self.metadata:
             return None
         leaves = list(map(_RAW, self.sources))
         for position, where in self.arguments:
             leaves[position] = _argument(args, kwargs, where)
-        if self.epoch != _structure.epoch:  # a structural change somewhere: this one's metadata may have changed
-            if not self.metadata_contents.unchanged():
-                return None
-            self.epoch = _structure.epoch
         return leaves
 
 
@@ -240,8 +266,13 @@ def cache_call(
         else:
             return None
     metadata = list(map(_METADATA, sources))
+    mappings = [m for m in metadata if m is not None]
+    if not all(isinstance(m, dict) for m in mappings):
+        return None  # a mapping whose changes no dict watcher reports
+    for mapping in mappings:
+        _structure.watch_mapping(mapping)
     contents = Contents.of([*roots, *nested], roots=len(roots))
-    metadata_contents = Contents.of([m for m in metadata if m is not None], dict, data=_no_data)
+    metadata_contents = Contents.of(mappings, dict, data=_no_data)
     if contents is None or metadata_contents is None:
         return None
     return CachedCall(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing as tp
 
 from .. import variablelib
-from .._variable_metadata import Metadata, same_items
+from .._variable_metadata import Metadata, same_items, sorted_items
 
 Items = tuple[tuple[str, tp.Any], ...]
 """A Variable's metadata as sorted ``(key, value)`` pairs."""
@@ -21,8 +21,8 @@ def new_metadata(
 ) -> tuple[tuple[int, Items], ...]:
     """``(position, metadata now)`` of each Variable of ``now`` whose metadata differs from
     that of the Variable at its position in ``given`` (the call's inputs as they came in)."""
-    before = [v._var_metadata.sorted_items() for v in given]
-    after = [v._var_metadata.sorted_items() for v in now]
+    before = [sorted_items(v._var_metadata) for v in given]
+    after = [sorted_items(v._var_metadata) for v in now]
     return tuple((i, items) for i, (old, items) in enumerate(zip(before, after)) if not same_items(old, items))
 
 

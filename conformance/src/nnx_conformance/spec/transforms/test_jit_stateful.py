@@ -9,7 +9,9 @@ them, or what the step raises. The changes: Variable
 values and metadata, attribute assignment and deletion, ``object.__setattr__``,
 ``vars(m)`` edits, ``object.__delattr__``, an in-place ``__setstate__``, List and Dict
 edits, ``train()``/``eval()``, a model replaced by a new one (which may reuse the freed
-one's id), the two arguments swapped or the same model passed twice; the jitted function
+one's id), a model's or a Variable's class and a model's attribute dict rebound with
+``object.__setattr__``, a Variable's metadata mapping rebound or changed with ``dict``'s own
+methods, the two arguments swapped or the same model passed twice; the jitted function
 is made in graph mode with or without graph updates, or in tree mode, with or without
 donation. Whatever an implementation caches between calls, each call must give flax's result.
 """
@@ -52,6 +54,8 @@ def _model_class(nnx: Any) -> type:
     a Dict and a BatchNorm (which ``train()``/``eval()`` switch)."""
 
     class Model(nnx.Module):
+        factor = 1.0  # a class attribute the step reads: a subclass changes it
+
         def __init__(self, seed: float) -> None:
             self.w = nnx.Param(jnp.full(2, seed), scale=1.0)
             self.s = nnx.BatchStat(jnp.zeros(2))
@@ -61,6 +65,12 @@ def _model_class(nnx: Any) -> type:
             self.bn = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
 
     return Model
+
+
+@functools.cache
+def _scaled_class(nnx: Any) -> type:
+    """A subclass of the model class with another ``factor``: what a call reads changes with the class."""
+    return type("Scaled", (_model_class(nnx),), {"factor": 3.0})
 
 
 def _attributes(model: Any) -> list[tuple[str, Any]]:
@@ -97,7 +107,7 @@ def _step(nnx: Any, rebinds: bool) -> Callable[[Any, Any, Any], Any]:
         a.s[...] = a.s[...] + 1.0
         if rebinds:
             a.count = a.count + 1.0
-        return jnp.sum(y) + _summary(nnx, a) + 2.0 * _summary(nnx, b)
+        return jnp.sum(y) + _summary(nnx, a) * a.factor + 2.0 * _summary(nnx, b)
 
     return step
 
@@ -192,6 +202,46 @@ class JitCallSequence(RuleBasedStateMachine):
     def update_metadata_mapping_in_place(self, slot: int, scale: float) -> None:
         self.same(lambda world: world.models[slot].w._var_metadata.update(scale=scale))
 
+    @rule(slot=slots, scale=st.sampled_from([0.5, 2.0, 3.0]))
+    def rebind_metadata_mapping(self, slot: int, scale: float) -> None:
+        def rebind(world: World) -> None:
+            param = world.models[slot].w
+            object.__setattr__(param, "_var_metadata", {**param.get_metadata(), "scale": scale})
+
+        self.same(rebind)
+
+    @rule(slot=slots, scale=st.sampled_from([0.5, 2.0, 3.0]))
+    def set_metadata_item_with_dicts_own_method(self, slot: int, scale: float) -> None:
+        self.same(lambda world: dict.__setitem__(world.models[slot].w._var_metadata, "scale", scale))
+
+    @rule(slot=slots, scaled=st.booleans())
+    def rebind_model_class(self, slot: int, scaled: bool) -> None:
+        def rebind(world: World) -> None:
+            cls = _scaled_class(world.nnx) if scaled else _model_class(world.nnx)
+            object.__setattr__(world.models[slot], "__class__", cls)
+
+        self.same(rebind)
+
+    @rule(slot=slots, stat=st.booleans())
+    def rebind_variable_class(self, slot: int, stat: bool) -> None:
+        def rebind(world: World) -> None:
+            object.__setattr__(world.models[slot].w, "__class__", world.nnx.BatchStat if stat else world.nnx.Param)
+
+        self.same(rebind)
+
+    @rule(slot=slots, value=st.none() | small)
+    def rebind_attribute_dict(self, slot: int, value: float | None) -> None:
+        """A new attribute dict: a copy (later changes go to it), or one with another ``w``."""
+
+        def rebind(world: World) -> None:
+            model = world.models[slot]
+            attributes = dict(vars(model))
+            if value is not None:
+                attributes["w"] = world.nnx.Param(jnp.full(2, value), scale=1.0)
+            object.__setattr__(model, "__dict__", attributes)
+
+        self.same(rebind)
+
     @rule(slot=slots, how=st.sampled_from(["setattr", "object.__setattr__", "vars", "vars.update"]), value=small)
     def rebind_param(self, slot: int, how: str, value: float) -> None:
         def rebind(world: World) -> None:
@@ -271,5 +321,12 @@ LIST_EDITS: dict[str, Callable[[Any, Any], None]] = {
 @pytest.mark.documented(None)
 def test_a_jitted_function_called_between_any_changes_agrees_with_flax(nnx: Any, flax_nnx: Any) -> None:
     run_state_machine_as_test(
-        lambda: JitCallSequence(nnx, flax_nnx), settings=settings(settings.default, stateful_step_count=STEPS)
+        lambda: JitCallSequence(nnx, flax_nnx),
+        settings=settings(
+            settings.default,
+            stateful_step_count=STEPS,
+            phases=[__import__("hypothesis").Phase.generate],
+            max_examples=60,
+            report_multiple_bugs=False,
+        ),
     )
