@@ -20,6 +20,7 @@ over its split state (or Equinox's partitioned arrays). Cases:
   structure alternating through one jitted function, a Variable's value changed before
   each call, an attribute re-set before each call, ``train()``/``eval()`` between calls,
   the model inside a list or a dict argument;
+  beside each, its plain-JAX counterpart (graph mode's returns every parameter too);
 * ``split``, ``merge``, ``state``, ``update`` and ``clone`` at 10, 100 and 1000
   layers, and each one's growth from 10 to 1000 layers (100 when linear);
 * an ``nnx.Optimizer`` (adam) step under ``nnx.jit`` on a small MLP;
@@ -45,7 +46,9 @@ import jax.numpy as jnp
 
 NNX = ("flax.nnx", "nnx_reference")
 EQUINOX = "equinox"
-COLUMNS = (*NNX, EQUINOX)
+JAX = "jax"
+"""The plain-JAX column: each call pattern's counterpart over a list of dicts of arrays."""
+COLUMNS = (JAX, *NNX, EQUINOX)
 WIDTH = 4
 """Features of every Linear layer of the per-call and graph-operation models."""
 LAYERS = 100
@@ -110,18 +113,51 @@ def growth_row(op: str) -> Row:
     return Row("graph operations", f"{op}: {OP_SIZES[-1]} / {OP_SIZES[0]} layers (a ratio; linear: 100)")
 
 
+Params = list[dict[str, jax.Array]]
+
+
+def _params(seed: int) -> Params:
+    keys = jax.random.split(jax.random.key(seed), LAYERS)
+    return [{"kernel": jax.random.normal(k, (WIDTH, WIDTH)), "bias": jnp.zeros(WIDTH)} for k in keys]
+
+
+def _forward(params: Params, x: jax.Array) -> jax.Array:
+    for layer in params:
+        x = x @ layer["kernel"] + layer["bias"]
+    return x
+
+
 def _pure_jax(cases: Cases) -> None:
-    keys = jax.random.split(jax.random.key(0), LAYERS)
-    params = [{"kernel": jax.random.normal(k, (WIDTH, WIDTH)), "bias": jnp.zeros(WIDTH)} for k in keys]
+    """The unit: ``jax.jit`` of the pure-JAX MLP."""
+    params = _params(0)
     x = jnp.ones((1, WIDTH))
+    forward = jax.jit(_forward)
+    cases.add(UNIT, JAX, lambda: forward(params, x))
 
-    @jax.jit
-    def forward(params: list[dict[str, jax.Array]], x: jax.Array) -> jax.Array:
-        for layer in params:
-            x = x @ layer["kernel"] + layer["bias"]
-        return x
 
-    cases.add(UNIT, "jax", lambda: forward(params, x))
+def _pure_jax_patterns(cases: Cases) -> None:
+    """The plain-JAX counterparts of the call patterns: in graph mode the function also
+    returns every parameter (graph updates give every Variable a new array, as flax's do),
+    which is the least a graph-mode call can cost."""
+    sets = [_params(seed) for seed in range(3)]
+    params = sets[0]
+    x = jnp.ones((1, WIDTH))
+    kernels = itertools.cycle([params[0]["kernel"] + 1, params[0]["kernel"]])
+    for mode, returns_params in (("graph mode", True), ("tree mode", False)):
+        jitted = jax.jit((lambda p, x: (_forward(p, x), p)) if returns_params else _forward)
+
+        def row(label: str, mode: str = mode) -> Row:
+            return Row(PATTERNS, f"{label}, {mode}")
+
+        cases.add(row("the same model"), JAX, functools.partial(jitted, params, x))
+        for count, label in ((2, "two models alternating"), (3, "three models alternating")):
+            cases.add(row(label), JAX, Alternating([functools.partial(jitted, p, x) for p in sets[:count]]))
+
+        def value_changed(jitted: tp.Any = jitted) -> tp.Any:
+            params[0]["kernel"] = next(kernels)
+            return jitted(params, x)
+
+        cases.add(row("a Variable's value changed before each call"), JAX, value_changed)
 
 
 def _mlp(nnx: types.ModuleType, layers: int, width: int = WIDTH) -> tp.Any:
@@ -158,10 +194,25 @@ def _per_call(cases: Cases, name: str, nnx: types.ModuleType) -> None:
     cases.add(CACHED, name, lambda: cached_fn(x))
 
 
-def _alternating(calls: list[Call]) -> Call:
-    """One call of ``calls`` in turn at each call."""
-    turns = itertools.cycle(calls)
-    return lambda: next(turns)()
+class Alternating:
+    """One call of ``calls`` in turn at each call, as a loop over several models makes them.
+    Its warm-up calls each once, so that the timed call's model was last called as many
+    calls before as in such a loop (not a whole round of the other cases before)."""
+
+    def __init__(self, calls: list[Call]) -> None:
+        self.calls = calls
+        self.turns = itertools.cycle(calls)
+
+    def __call__(self) -> tp.Any:
+        return next(self.turns)()
+
+    def warm_up(self) -> list[tp.Any]:
+        return [self() for _ in self.calls]
+
+
+def _warm_up(call: Call) -> tp.Any:
+    """The untimed call before a case's timed one (a whole turn of an :class:`Alternating` case)."""
+    return call.warm_up() if isinstance(call, Alternating) else call()
 
 
 def _patterns(cases: Cases, name: str, nnx: types.ModuleType) -> None:
@@ -189,7 +240,7 @@ def _patterns(cases: Cases, name: str, nnx: types.ModuleType) -> None:
         cases.add(row("the same model"), name, functools.partial(fn(), model, x))
         for count, label in ((2, "two models alternating"), (3, "three models alternating")):
             jitted = fn()
-            cases.add(row(label), name, _alternating([functools.partial(jitted, m, x) for m in models[:count]]))
+            cases.add(row(label), name, Alternating([functools.partial(jitted, m, x) for m in models[:count]]))
         jitted_value = fn()
 
         def value_changed(jitted: tp.Any = jitted_value) -> tp.Any:
@@ -317,6 +368,7 @@ def collect() -> tuple[Cases, list[str]]:
             continue
         for add in (_per_call, _patterns, _graph_ops, _optimizer, _scan):
             add(cases, name, nnx)
+    _pure_jax_patterns(cases)
     try:
         _equinox(cases)
     except ImportError as error:
@@ -334,7 +386,8 @@ def medians_interleaved(calls: dict[tuple[Row, str], Call], rounds: int) -> dict
     Each round starts one case further on, so that no case is always the first after
     a collection, and calls each case twice, timing the second call: the first call
     after a case that handled a large graph is slowed by its aftermath (in JAX's
-    dispatch, whichever the case), and what is measured is a call in steady state.
+    dispatch, whichever the case), and what is measured is a call in steady state (for
+    models called in turn, the warm-up is a whole turn: see :class:`Alternating`).
     """
     for call in calls.values():
         jax.block_until_ready(call())  # compile
@@ -345,7 +398,7 @@ def medians_interleaved(calls: dict[tuple[Row, str], Call], rounds: int) -> dict
         for round_ in range(rounds):
             shift = round_ % len(order)
             for key, call in order[shift:] + order[:shift]:
-                jax.block_until_ready(call())  # the first call after another case pays for its aftermath
+                jax.block_until_ready(_warm_up(call))  # the first call after another case pays for its aftermath
                 start = time.perf_counter()
                 jax.block_until_ready(call())
                 samples[key].append(time.perf_counter() - start)
@@ -357,7 +410,7 @@ def medians_interleaved(calls: dict[tuple[Row, str], Call], rounds: int) -> dict
 
 def figures(cases: Cases, medians: dict[tuple[Row, str], float]) -> dict[tuple[Row, str], float]:
     """Each cell's figure: a median over the unit's, a derived ratio, or a count."""
-    unit = medians[UNIT, "jax"]
+    unit = medians[UNIT, JAX]
     out = {key: seconds / unit for key, seconds in medians.items()}
     for name in COLUMNS:
         for op in OPS:

@@ -21,13 +21,18 @@ _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes
 the callback must not hold a dict being freed)."""
 
 
-class DictWatcher:
-    """One of the interpreter's dict watchers: ``on_change`` runs on every change to a dict
-    given to :meth:`watch`, and when such a dict is freed."""
+_DEALLOCATED = 5
+"""``PyDict_EVENT_DEALLOCATED``: a watched dict is being freed (no change to report)."""
 
-    def __init__(self, on_change: tp.Callable[[], None]) -> None:
-        def report(event: int, d: int | None, key: int | None, value: int | None) -> int:
-            on_change()
+
+class DictWatcher:
+    """One of the interpreter's dict watchers: ``on_change`` is given the address (``id``)
+    of a dict given to :meth:`watch` on every change to it."""
+
+    def __init__(self, on_change: tp.Callable[[int], None]) -> None:
+        def report(event: int, d: int, key: int | None, value: int | None) -> int:
+            if event != _DEALLOCATED:
+                on_change(d)
             return 0
 
         self._callback = _CALLBACK(report)  # kept: the interpreter holds only its address
@@ -88,12 +93,12 @@ def _changes(obj: _Probe) -> list[tp.Callable[[], object]]:
     ]
 
 
-def watcher(on_change: tp.Callable[[], None]) -> DictWatcher | None:
+def watcher(on_change: tp.Callable[[int], None]) -> DictWatcher | None:
     """A dict watcher calling ``on_change``, or None where this interpreter has none or
     leaves out a change the probe makes."""
     reports = 0
 
-    def count() -> None:
+    def count(_: int) -> None:
         nonlocal reports
         reports += 1
 

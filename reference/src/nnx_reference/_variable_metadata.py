@@ -226,7 +226,7 @@ class Metadata(dict[str, tp.Any]):
     """A Variable's metadata: a dict whose changes count as structural (see :mod:`._structure`)."""
 
     def _changed(self) -> None:
-        _structure.changed()
+        _structure.changed(self)
 
     def __setitem__(self, key: str, value: tp.Any) -> None:
         self._changed()

@@ -88,7 +88,8 @@ class Contents:
     values: list[tp.Any]
     data: list[bool]  # which of ``values`` are data
     data_values: list[tp.Any]
-    referents: list[tp.Any] | None  # each owner's attribute dict and class, or None where they are not its referents
+    classes: list[type] | None  # each owner's class and attribute dict, as ``gc.get_referents`` lists them
+    dicts: list[dict[tp.Any, tp.Any]] | None  # (None where it lists other objects)
 
     @classmethod
     def of(
@@ -117,16 +118,16 @@ class Contents:
             values,
             flags,
             list(itertools.compress(values, flags)),
-            _owner_referents(owners) if read is vars else None,
+            *(_classes_and_dicts(owners) if read is vars else (None, None)),
         )
 
     def same_owners(self, roots: tp.Sequence[tp.Any] = ()) -> bool:
         """Whether every owner (``roots``, then those kept) still has the same class and the
         same attribute dict, where every change to those dicts counts."""
-        if self.referents is None or not _structure.every_change_counted:
+        if self.dicts is None or not _structure.every_change_counted:
             return False
         now = gc.get_referents(*roots, *self.held)
-        return now[1::2] == self.referents[1::2] and all(map(operator.is_, now[0::2], self.referents[0::2]))
+        return now[1::2] == self.classes and all(map(operator.is_, now[0::2], self.dicts))
 
     def unchanged(self, roots: tp.Sequence[tp.Any] = ()) -> bool:
         """Whether every owner (``roots``, then those kept) still holds the same objects (or,
@@ -147,14 +148,14 @@ class Contents:
         )
 
 
-def _owner_referents(owners: list[tp.Any]) -> list[tp.Any] | None:
-    """Each owner's attribute dict and class, as ``gc.get_referents`` lists them, or None
-    where it lists other objects for some owner."""
+def _classes_and_dicts(owners: list[tp.Any]) -> tuple[list[type], list[dict[tp.Any, tp.Any]]] | tuple[None, None]:
+    """Each owner's class and attribute dict, where ``gc.get_referents`` lists just those
+    (its attribute dict, then its class) for every owner; else None twice."""
     referents = gc.get_referents(*owners)
     expected = itertools.chain.from_iterable((vars(owner), type(owner)) for owner in owners)
     if len(referents) != 2 * len(owners) or not all(map(operator.is_, referents, expected)):
-        return None
-    return referents
+        return None, None
+    return referents[1::2], referents[0::2]
 
 
 def _argument(args: tuple[tp.Any, ...], kwargs: dict[str, tp.Any], where: Where) -> tp.Any:
@@ -166,9 +167,9 @@ class CachedCall:
     """A call's flattened structure, for the same Pytree arguments (held weakly), static
     arguments and compiled function: valid while its Pytrees hold what they held and
     its Variables the same metadata. Checked in full (the Variables' metadata by content)
-    when :data:`_structure.epoch` has moved since ``epoch`` or where changes made without
-    ``__setattr__`` do not count (see :class:`Contents`); else only the owners' classes and
-    attribute dicts and each Variable's metadata object are compared. A Variable given a value of
+    when a change since ``epoch`` may have been made to one of its ``mappings`` or where
+    changes made without ``__setattr__`` do not count (see :class:`Contents`); else only the
+    owners' classes and attribute dicts and each Variable's metadata object are compared. A Variable given a value of
     another kind (a tuple, None, a Ref, a hijax Variable) is not checked here: JAX traces
     the compiled function anew for it, and the trace refuses it (``_tree_jit``)."""
 
@@ -184,6 +185,7 @@ class CachedCall:
     contents: Contents
     metadata_contents: Contents
     jitted: tp.Callable[..., tp.Any]
+    mappings: frozenset[int]  # the ids of the watched dicts (the owners' attributes, the metadata)
     written: dict[tuple[int, ...], list[Variable[tp.Any]]] = dataclasses.field(default_factory=dict)
 
     def targets(self, call: tp.Any, positions: tuple[int, ...]) -> list[Variable[tp.Any]]:
@@ -208,10 +210,10 @@ class CachedCall:
                 return None
             if pytree:
                 roots.append(arg)
-        if not (self.epoch == _structure.epoch and self.contents.same_owners(roots)):
-            if not self.contents.unchanged(roots) or not self.metadata_contents.unchanged():
-                return None
-            self.epoch = _structure.epoch
+        may_have_changed = not self.contents.same_owners(roots) or _structure.changed_since(self.epoch, self.mappings)
+        if may_have_changed and not (self.contents.unchanged(roots) and self.metadata_contents.unchanged()):
+            return None
+        self.epoch = _structure.epoch
         if list(map(_METADATA, self.sources)) != self.metadata:
             return None
         leaves = list(map(_RAW, self.sources))
@@ -288,6 +290,7 @@ def cache_call(
         contents,
         metadata_contents,
         jitted,
+        frozenset(map(id, [*(contents.dicts or ()), *mappings])),
     )
 
 
