@@ -45,6 +45,8 @@ def _record(address: int | None) -> None:
 def changed_since(then: int, mappings: tp.AbstractSet[int]) -> bool:
     """Whether a change since epoch ``then`` may have been made to one of the mappings whose ids are ``mappings``."""
     count = epoch - then
+    if count == 0:
+        return False
     if count > len(_recent):
         return True
     return any(found is None or found in mappings for found in itertools.islice(reversed(_recent), count))
