@@ -322,11 +322,5 @@ LIST_EDITS: dict[str, Callable[[Any, Any], None]] = {
 def test_a_jitted_function_called_between_any_changes_agrees_with_flax(nnx: Any, flax_nnx: Any) -> None:
     run_state_machine_as_test(
         lambda: JitCallSequence(nnx, flax_nnx),
-        settings=settings(
-            settings.default,
-            stateful_step_count=STEPS,
-            phases=[__import__("hypothesis").Phase.generate],
-            max_examples=60,
-            report_multiple_bugs=False,
-        ),
+        settings=settings(settings.default, stateful_step_count=STEPS),
     )
