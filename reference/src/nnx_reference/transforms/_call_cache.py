@@ -75,10 +75,9 @@ class Contents:
     The values are read with ``gc.get_referents`` (every value of a dict, in one call);
     owners whose values it does not list in full are not cached (see :meth:`of`).
 
-    Where every change to a watched mapping counts (:data:`_structure.every_change_counted`),
-    the owners are watched, and while nothing has counted since the call was cached,
-    :meth:`same_owners` (their classes and attribute dicts: the changes no dict reports)
-    is all a later call compares."""
+    Where every change to a watched mapping counts (:data:`_structure.every_change_counted`;
+    the owners' dicts are watched by :func:`_sources`), a call after no change to those dicts
+    compares only :meth:`same_owners` (their classes and attribute dicts: what no dict reports)."""
 
     held: list[tp.Any]
     read: tp.Callable[[tp.Any], dict[tp.Any, tp.Any]]
