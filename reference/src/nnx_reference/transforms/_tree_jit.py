@@ -110,7 +110,10 @@ def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
     cost, and tree mode rejects shared objects and cycles anyway."""
     nodes: list[tp.Any] = []
     if graph:
-        leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=_guarded_recorder(nodes))
+        recorder = _Recorder(nodes)
+        leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=recorder)
+        if recorder.stopped:
+            raise NotHandled
     else:
         leaves, treedef = jax.tree_util.tree_flatten(tree)
     if len(set(map(id, leaves))) != len(leaves) or _hijax.any_hijax(leaves):
@@ -118,19 +121,26 @@ def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
     return Flat(leaves, treedef, nodes)
 
 
-def _guarded_recorder(nodes: list[tp.Any]) -> tp.Callable[[tp.Any], None]:
-    """An ``is_leaf`` that appends each node to ``nodes`` and stops at a Pytree seen before."""
-    pytrees: set[int] = set()
+@dataclasses.dataclass
+class _Recorder:
+    """An ``is_leaf`` that appends each node to ``nodes`` and stops at a Pytree seen before
+    or one that is no JAX pytree, by taking it for a leaf: an exception raised through
+    jaxlib's flatten would cost the thread a level of its C recursion budget per level of
+    nesting, for good (jaxlib 0.12 on Python 3.12), and a program calls this on every call."""
 
-    def record(x: tp.Any) -> None:
-        nodes.append(x)
+    nodes: list[tp.Any]
+    pytrees: set[int] = dataclasses.field(default_factory=set)
+    stopped: bool = False
+
+    def __call__(self, x: tp.Any) -> bool:
+        self.nodes.append(x)
+        if self.stopped:
+            return True
         if isinstance(x, Pytree):
-            seen = len(pytrees)
-            pytrees.add(id(x))
-            if len(pytrees) == seen or not x._pytree__is_pytree:
-                raise NotHandled
-
-    return record
+            seen = len(self.pytrees)
+            self.pytrees.add(id(x))
+            self.stopped = len(self.pytrees) == seen or not x._pytree__is_pytree
+        return self.stopped
 
 
 class PlanKey(tp.NamedTuple):
