@@ -74,6 +74,7 @@ def assert_same(
         assert actual.error is None, expected_got(what, "no error, as flax.nnx runs it", error_line(actual.error))
         found = difference(expected.result, actual.result, "result")
         assert found is None, f"{what} differs from flax.nnx at {found}"
+    assert_keeps_recursion(what, expected, actual)
     if same_warnings:
         assert actual.categories() == expected.categories(), expected_got(
             f"{what}: the warnings", f"{expected.categories()} as flax.nnx emits", str(actual.categories())
@@ -83,6 +84,17 @@ def assert_same(
         f"{nnx!r}'s warnings", f"a DeprecationWarning for {sorted(missing)} as flax.nnx emits", "none"
     )
     return expected
+
+
+def assert_keeps_recursion(what: str, expected: Outcome, actual: Outcome) -> None:
+    """Fails unless the call cost the thread no more levels of C recursion for good than
+    flax.nnx's did: a program making such a call often enough ends in RecursionError."""
+    __tracebackhide__ = True
+    assert actual.recursion_lost <= expected.recursion_lost, expected_got(
+        f"{what}: the levels of C recursion it leaves the thread unable to enter",
+        f"{expected.recursion_lost} as after flax.nnx's",
+        f"{actual.recursion_lost} (an exception raised through C code that does not give back the levels it entered)",
+    )
 
 
 def assert_agrees(yardstick: Any, nnx: Any, case: Case) -> None:
@@ -108,6 +120,7 @@ def assert_same_text(
     exception on either side propagates."""
     __tracebackhide__ = True
     expected, actual = yardstick_side(yardstick).record(produce), Side(nnx).record(produce)
+    assert_keeps_recursion(f"{what} on {nnx!r}", expected, actual)
     for outcome in (expected, actual):
         if outcome.error is not None and not may_raise:
             raise outcome.error

@@ -1,5 +1,6 @@
 """Running a call on one implementation and recording what it did: its result, the
-exception it raised and the warnings it emitted.
+exception it raised, the warnings it emitted and the C recursion levels it cost the thread
+for good (see :mod:`.recursion`).
 
 A :class:`Side` is one implementation in a comparison (the implementation under test, or
 flax.nnx beside it with the context its code must run in). A scenario is a function
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from . import recursion
 from .describe import describe
 
 Scenario = Callable[[Any], Any]
@@ -31,11 +33,13 @@ class WarningSeen(NamedTuple):
 
 class Outcome(NamedTuple):
     """What one call did on one implementation: its result (what it returned, or with
-    :func:`observe` its description), or the exception it raised; and its warnings."""
+    :func:`observe` its description), or the exception it raised; its warnings; and how many
+    levels of C recursion the thread could no longer enter after it (0 unless it leaked them)."""
 
     result: Any
     error: Exception | None
     warnings: tuple[WarningSeen, ...]
+    recursion_lost: int = 0
 
     def categories(self) -> list[str]:
         """The names of the categories of its warnings, each once, sorted."""
@@ -51,13 +55,16 @@ class Side:
 
     def record(self, fn: Callable[..., Any], *args: Any) -> Outcome:
         """``fn(nnx, *args)`` in this side's context, every warning recorded."""
+        before = recursion.capacity()
         with self.context(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 returned, error = fn(self.nnx, *args), None
             except Exception as raised:  # noqa: BLE001 - the exception is part of what is compared
                 returned, error = None, raised
-        return Outcome(returned, error, tuple(WarningSeen(w.category.__name__, str(w.message)) for w in caught))
+        lost = before - recursion.capacity()
+        seen = tuple(WarningSeen(w.category.__name__, str(w.message)) for w in caught)
+        return Outcome(returned, error, seen, lost)
 
     def run(self, fn: Callable[..., Any], *args: Any, catch: bool = True) -> Any:
         """``fn(nnx, *args)`` in this side's context; with ``catch``, an exception is returned

@@ -153,6 +153,32 @@ def test_a_jitted_function_sees_a_change_to_its_model_between_calls(
     assert_same(flax_nnx, nnx, scenario)
 
 
+SHARING: dict[str, Callable[[Any], tuple[Any, Any]]] = {
+    "one model passed twice": lambda n: (model := n.Linear(2, 2, rngs=n.Rngs(0)), model),
+    "a model and a List holding it": lambda n: (model := n.Linear(2, 2, rngs=n.Rngs(0)), n.List([model])),
+    "a model holding one Param twice": lambda n: (_shared(n), n.Linear(2, 2, rngs=n.Rngs(0))),
+}
+
+
+@pytest.mark.apis("jit")
+@pytest.mark.documented(None)
+@pytest.mark.parametrize("graph_updates", [True, False], ids=["with graph updates", "without graph updates"])
+@pytest.mark.parametrize("sharing", sorted(SHARING))
+def test_graph_mode_calls_on_arguments_sharing_a_node_agree_with_flax_call_after_call(
+    nnx: Any, flax_nnx: Any, sharing: str, graph_updates: bool
+) -> None:
+    """Calls again and again on arguments that reach one node twice: each gives flax's
+    result, and none costs the thread recursion levels flax's call keeps (enough of such
+    calls would end the program in a RecursionError)."""
+
+    def scenario(n: Any) -> Any:
+        first, second = SHARING[sharing](n)
+        leaves = n.jit(lambda a, b: jax.tree.leaves(n.state((a, b))), graph=True, graph_updates=graph_updates)
+        return [leaves(first, second) for _ in range(4)]
+
+    assert_same(flax_nnx, nnx, scenario, what=f"four calls on {sharing}")
+
+
 class _Doubler:
     """A callable that cannot be hashed (it defines equality only)."""
 
