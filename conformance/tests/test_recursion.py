@@ -13,6 +13,7 @@ import pytest
 
 from nnx_conformance.testing import recursion
 from nnx_conformance.testing.assertions import assert_same
+from nnx_conformance.testing.layer_cases import Case, case_difference
 from nnx_conformance.testing.outcomes import Side
 
 
@@ -63,6 +64,31 @@ def test_an_implementation_losing_levels_flax_keeps_differs_from_flax(leaking_fl
         return 1
 
     flax = SimpleNamespace(nnx=SimpleNamespace(leaks=False), active=contextlib.nullcontext)
-    with pytest.raises(AssertionError, match=re.escape("unable to enter: expected 0 as after flax.nnx's, got 2")):
+    with pytest.raises(AssertionError, match=re.escape("unable to enter 2 levels of C recursion, flax.nnx's call 0")):
         assert_same(flax, SimpleNamespace(leaks=True), scenario)
     assert_same(flax, SimpleNamespace(leaks=False), scenario)
+
+
+class _Leaking:
+    """An implementation whose layer calls raise through jaxlib's flatten on the way."""
+
+    def __init__(self, nnx: Any) -> None:
+        self.nnx = nnx
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.nnx, name)
+
+
+def test_a_layer_case_sees_a_call_that_loses_recursion_levels(leaking_flatten: None) -> None:
+    nnx = pytest.importorskip("nnx_reference", reason="a layer case is made of an implementation's objects")
+    leaking = _Leaking(nnx)
+
+    def call(n: Any, layer: Any, x: Any) -> Any:
+        if n is leaking:
+            _raise_through_flatten(3)
+        return layer(x)
+
+    case = Case("linear", lambda n, rngs: n.Linear(2, 2, rngs=rngs), jax.numpy.ones((1, 2)), call=call)
+    found = case_difference(case, Side(nnx), Side(leaking))
+    assert found is not None and found.startswith("in call 1, it leaves the thread unable to enter 3 levels"), found
+    assert case_difference(case, Side(nnx), Side(nnx)) is None, "a call that loses nothing agrees"

@@ -16,7 +16,17 @@ import pytest
 
 from .describe import difference, short
 from .layer_cases import Case, case_difference
-from .outcomes import Outcome, Scenario, Side, class_names, deprecations, error_line, observe, yardstick_side
+from .outcomes import (
+    Outcome,
+    Scenario,
+    Side,
+    class_names,
+    deprecations,
+    error_line,
+    observe,
+    recursion_difference,
+    yardstick_side,
+)
 from .snapshots import variables_by_path
 
 
@@ -87,14 +97,10 @@ def assert_same(
 
 
 def assert_keeps_recursion(what: str, expected: Outcome, actual: Outcome) -> None:
-    """Fails unless the call cost the thread no more levels of C recursion for good than
-    flax.nnx's did: a program making such a call often enough ends in RecursionError."""
+    """Fails unless the call cost the thread no more levels of C recursion for good than flax.nnx's did."""
     __tracebackhide__ = True
-    assert actual.recursion_lost <= expected.recursion_lost, expected_got(
-        f"{what}: the levels of C recursion it leaves the thread unable to enter",
-        f"{expected.recursion_lost} as after flax.nnx's",
-        f"{actual.recursion_lost} (an exception raised through C code that does not give back the levels it entered)",
-    )
+    found = recursion_difference(expected, actual)
+    assert found is None, f"{what}: {found}"
 
 
 def assert_agrees(yardstick: Any, nnx: Any, case: Case) -> None:

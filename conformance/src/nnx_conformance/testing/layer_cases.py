@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .describe import ArrayEntry, array_entry, describe, difference
-from .outcomes import Side, error_line
+from .outcomes import Side, error_line, recursion_difference
 
 if TYPE_CHECKING:
     from nnx_conformance.testing.strategies import LayerArgs
@@ -134,6 +134,8 @@ def case_difference(case: Case, yardstick: Side, candidate: Side) -> str | None:
     a, b = built[0].result, built[1].result
     if built[0].categories() != built[1].categories():
         return f"construction warns {built[0].categories()} / {built[1].categories()}"
+    if found := recursion_difference(*built):
+        return f"in construction, {found}"
     found = _states_differ(yardstick, candidate, a, b)
     if found:
         return f"after construction, {found}"
@@ -143,6 +145,8 @@ def case_difference(case: Case, yardstick: Side, candidate: Side) -> str | None:
             return _both_raise(case, ya.error, yb.error, f"call {step + 1}")
         if ya.categories() != yb.categories():
             return f"call {step + 1} warns {ya.categories()} / {yb.categories()}"
+        if found := recursion_difference(ya, yb):
+            return f"in call {step + 1}, {found}"
         outputs = yardstick.run(describe, ya.result, catch=False), candidate.run(describe, yb.result, catch=False)
         found = difference(*outputs, "the output", allow=case.allowance) or _states_differ(yardstick, candidate, a, b)
         if found:
@@ -162,7 +166,8 @@ def _gradients_differ(case: Case, yardstick: Side, candidate: Side, a: Any, b: A
     if ga.error or gb.error:
         return _both_raise(case, ga.error, gb.error, "gradient")
     found = (
-        difference(ga.result.by_params, gb.result.by_params, "the gradients by the parameters")
+        recursion_difference(ga, gb)
+        or difference(ga.result.by_params, gb.result.by_params, "the gradients by the parameters")
         or difference(ga.result.by_input, gb.result.by_input, "the gradient by the input")
         or _states_differ(yardstick, candidate, a, b)
     )

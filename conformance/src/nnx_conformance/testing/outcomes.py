@@ -87,6 +87,17 @@ def observe(side: Side, scenario: Scenario) -> Outcome:
     return side.record(lambda nnx: describe(nnx, scenario(nnx)))
 
 
+def recursion_difference(expected: Outcome, actual: Outcome) -> str | None:
+    """How ``actual``'s call left the thread less C recursion than flax's ``expected`` did, or
+    None where it did not: a program making such a call often enough ends in RecursionError."""
+    if actual.recursion_lost <= expected.recursion_lost:
+        return None
+    return (
+        f"it leaves the thread unable to enter {actual.recursion_lost} levels of C recursion, flax.nnx's call"
+        f" {expected.recursion_lost} (an exception raised through C code that does not give back the levels it entered)"
+    )
+
+
 def error_line(error: BaseException | None) -> str:
     """An exception as its class's name and the first line of its message."""
     if error is None:
