@@ -110,9 +110,9 @@ def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
     cost, and tree mode rejects shared objects and cycles anyway."""
     nodes: list[tp.Any] = []
     if graph:
-        recorder = _Recorder(nodes)
-        leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=recorder)
-        if recorder.stopped:
+        recorder = _guarded_recorder(nodes)
+        leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=recorder.record)
+        if recorder.stopped():
             raise NotHandled
     else:
         leaves, treedef = jax.tree_util.tree_flatten(tree)
@@ -121,26 +121,32 @@ def flatten_once(tree: tp.Any, *, graph: bool = True) -> Flat:
     return Flat(leaves, treedef, nodes)
 
 
-@dataclasses.dataclass
-class _Recorder:
+class _Recorder(tp.NamedTuple):
+    """An ``is_leaf`` that records each node met, and whether it stopped at one."""
+
+    record: tp.Callable[[tp.Any], bool]
+    stopped: tp.Callable[[], bool]
+
+
+def _guarded_recorder(nodes: list[tp.Any]) -> _Recorder:
     """An ``is_leaf`` that appends each node to ``nodes`` and stops at a Pytree seen before
-    or one that is no JAX pytree, by taking it for a leaf: an exception raised through
-    jaxlib's flatten would cost the thread a level of its C recursion budget per level of
-    nesting, for good (jaxlib 0.12 on Python 3.12), and a program calls this on every call."""
+    or one that is no JAX pytree by taking it (and every node after it) for a leaf: an
+    exception raised through jaxlib's flatten would cost the thread a level of its C
+    recursion budget per level of nesting, for good (jaxlib 0.12 on Python 3.12), and a
+    program calls this on every call. A closure: an object's ``__call__`` costs twice as much."""
+    pytrees: set[int] = set()
+    stopped = False
 
-    nodes: list[tp.Any]
-    pytrees: set[int] = dataclasses.field(default_factory=set)
-    stopped: bool = False
+    def record(x: tp.Any) -> bool:
+        nonlocal stopped
+        nodes.append(x)
+        if isinstance(x, Pytree) and not stopped:
+            seen = len(pytrees)
+            pytrees.add(id(x))
+            stopped = len(pytrees) == seen or not x._pytree__is_pytree
+        return stopped
 
-    def __call__(self, x: tp.Any) -> bool:
-        self.nodes.append(x)
-        if self.stopped:
-            return True
-        if isinstance(x, Pytree):
-            seen = len(self.pytrees)
-            self.pytrees.add(id(x))
-            self.stopped = len(self.pytrees) == seen or not x._pytree__is_pytree
-        return self.stopped
+    return _Recorder(record, lambda: stopped)
 
 
 class PlanKey(tp.NamedTuple):
