@@ -72,6 +72,27 @@ def test_a_structure_changed_before_every_call_is_not_cached_in_vain(jit: Jit) -
     assert not jitted._tree_jit.cached, "a structure that changes before every call was cached anyway"
 
 
+def test_a_first_call_on_a_model_keeps_nothing_and_the_second_keeps_its_structure(jit: Jit) -> None:
+    jitted = jit(_scaled)
+    model = _model()
+    jitted(model)
+    assert not jitted._tree_jit.cached, "a model called once was cached (most are never called again)"
+    jitted(model)
+    assert jitted._tree_jit.cached, "a model called twice on one structure was not cached"
+
+
+def test_two_stale_calls_stop_the_caching_of_a_structure_that_keeps_changing(jit: Jit) -> None:
+    jitted = jit(_scaled)
+    model = _model()
+    _cached(jitted, model)
+    model.step = 0
+    _check(jitted, model, model.kernel[...], "a static attribute changed")
+    assert jitted._tree_jit.cached, "after one stale call the new structure is cached again"
+    model.step = 1
+    _check(jitted, model, model.kernel[...], "a static attribute changed")
+    assert not jitted._tree_jit.cached, "after two stale calls in a row the structure was cached again"
+
+
 def test_models_called_in_turn_are_each_cached(jit: Jit) -> None:
     jitted = jit(_scaled)
     first, second = _model(), nnx.Linear(2, 2, rngs=nnx.Rngs(1))

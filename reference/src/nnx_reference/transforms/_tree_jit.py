@@ -141,9 +141,8 @@ def _guarded_recorder(nodes: list[tp.Any]) -> _Recorder:
         nonlocal stopped
         nodes.append(x)
         if isinstance(x, Pytree) and not stopped:
-            seen = len(pytrees)
+            stopped = id(x) in pytrees or not x._pytree__is_pytree
             pytrees.add(id(x))
-            stopped = len(pytrees) == seen or not x._pytree__is_pytree
         return stopped
 
     return _Recorder(record, lambda: stopped)
