@@ -105,6 +105,16 @@ def test_models_called_in_turn_are_each_cached(jit: Jit) -> None:
     _check(jitted, second, second.kernel[...], "the other cached model's Variable was replaced")
 
 
+def test_the_last_eight_models_called_are_kept_and_the_oldest_dropped(jit: Jit) -> None:
+    jitted = jit(_scaled)
+    models = [nnx.Linear(2, 2, rngs=nnx.Rngs(seed)) for seed in range(9)]
+    for model in models:
+        _cached(jitted, model)
+    kept = len(jitted._tree_jit.cached)
+    assert kept == 8, f"{kept} models' structures kept, not the last eight"
+    _check(jitted, models[0], models[0].kernel[...], "its structure was dropped")
+
+
 def test_a_change_made_without_setattr_is_seen(jit: Jit) -> None:
     jitted = jit(_scaled)
     model = _model()
